@@ -1,0 +1,106 @@
+"""Which teams a user may see and act in: members see their teams, admins see all.
+
+The team registry holds the profiles from config plus the changes admins made over the API
+(kept in ``<state_dir>/profiles.json`` so they survive a restart).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+
+from .errors import Forbidden, InvalidRequest, NotFound
+from .identity import Identity
+from .profiles import TeamProfile, load_profiles
+
+
+class TeamRegistry:
+    """Profiles by team, with the access rules applied."""
+
+    def __init__(self, entries: list[dict], default_team: str = "", overrides_path: str | None = None):
+        self._lock = threading.Lock()
+        self._overrides_path = overrides_path
+        self._overrides = self._read_overrides()
+        self._profiles = load_profiles(self._merged(entries))
+        self.default_team = default_team
+        if default_team and default_team not in self._profiles:
+            raise InvalidRequest(f"JupyterQuota.default_team {default_team!r} is not a configured team")
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def all(self) -> list[TeamProfile]:
+        return sorted(self._profiles.values(), key=lambda p: p.namespace)
+
+    def teams_of(self, who: Identity) -> list[TeamProfile]:
+        """The profiles ``who`` may see: all for an admin, else their teams (or the default team)."""
+        if who.admin:
+            return self.all()
+        mine = [p for p in self.all() if p.has_member(who.name, who.groups)]
+        if not mine and self.default_team:
+            mine = [self._profiles[self.default_team]]
+        return mine
+
+    def for_namespace(self, who: Identity, namespace: str) -> TeamProfile:
+        """The profile owning ``namespace`` if ``who`` may use it; else 404 or 403."""
+        owner = next((p for p in self._profiles.values() if p.namespace == namespace), None)
+        if owner is None:
+            raise NotFound(f'namespace "{namespace}" is not a team namespace here; '
+                           f"yours: {self._names(who)}")
+        if owner not in self.teams_of(who):
+            raise Forbidden(f'user "{who.name}" may not use namespace "{namespace}": it belongs to a '
+                            f"team you are not a member of. Yours: {self._names(who)}. Ask a hub admin "
+                            "to add you to the team.")
+        return owner
+
+    def get(self, team: str) -> TeamProfile:
+        try:
+            return self._profiles[team]
+        except KeyError:
+            raise NotFound(f'team "{team}" is not defined') from None
+
+    def _names(self, who: Identity) -> str:
+        return ", ".join(p.namespace for p in self.teams_of(who)) or "none"
+
+    # -- changing (admins) --------------------------------------------------------------------
+
+    def put(self, team: str, body: dict) -> TeamProfile:
+        """Create or replace a team's profile; the new one is validated before anything changes."""
+        if not isinstance(body, dict):
+            raise InvalidRequest("the body must be a JSON object with the profile's fields")
+        if body.get("team", team) != team:
+            raise InvalidRequest(f"the body names team {body.get('team')!r} but the path names {team!r}")
+        profile = TeamProfile(**{**body, "team": team})
+        with self._lock:
+            candidate = {**self._profiles, team: profile}
+            load_profiles(candidate.values())  # duplicate namespaces are refused here
+            self._overrides[team] = profile.to_json()
+            self._write_overrides()
+            self._profiles = candidate
+        return profile
+
+    def _merged(self, entries: list[dict]) -> list[dict]:
+        by_team = {e.get("team"): e for e in entries if isinstance(e, dict)}
+        others = [e for e in entries if not isinstance(e, dict)]
+        by_team.update(self._overrides)
+        return [*by_team.values(), *others]
+
+    def _read_overrides(self) -> dict:
+        if not self._overrides_path or not os.path.exists(self._overrides_path):
+            return {}
+        with open(self._overrides_path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def _write_overrides(self) -> None:
+        """Atomically: a crash leaves the old file or the new one, never half of one."""
+        if not self._overrides_path:
+            return
+        folder = os.path.dirname(self._overrides_path)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".profiles.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(self._overrides, f, indent=1, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._overrides_path)

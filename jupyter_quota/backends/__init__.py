@@ -1,0 +1,24 @@
+"""Backends: where jobs run and where usage is counted. ``make_backend`` picks one from config."""
+
+from __future__ import annotations
+
+from ..errors import InvalidRequest
+
+
+def make_backend(config, log=None, root_dir: str = ""):
+    if config.backend == "local":
+        from .local import LocalBackend
+        from .local.inventory import detect_inventory
+
+        return LocalBackend(
+            ledger_path=config.ledger_path,
+            state_dir=config.state_dir,
+            inventory=detect_inventory(config.inventory or None),
+            grace_period=config.cancel_grace_period,
+            poll_interval=config.reap_interval,
+            workdir=config.job_workdir or root_dir or None,
+            log=log,
+        )
+    raise InvalidRequest(
+        f"JupyterQuota.backend = {config.backend!r} is not available in this release; use 'local'"
+    )

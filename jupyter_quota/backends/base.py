@@ -1,0 +1,68 @@
+"""The backend interface both backends implement: balance, submit, jobs, logs, cancel.
+
+A backend speaks Kubernetes shapes: a profile's ResourceQuota and LimitRange objects come from
+``profiles.TeamProfile``, a job to submit is the batch/v1 Job that ``jobspec.build_job`` made,
+and admission is ``quota.admit_job`` on both sides, so a refusal reads the same everywhere.
+
+A job, as the REST API returns it, is a dict:
+    {"name", "namespace", "team", "owner", "phase": "Pending"|"Running"|"Succeeded"|"Failed",
+     "args": [...], "gpus": int, "gpuIndices": [...] (local only), "resources": {"requests", "limits"},
+     "createdAt", "startedAt"?, "finishedAt"?, "exitCode"?, "reason"?, "message"?}
+Times are RFC 3339 UTC strings (``2026-11-29T08:30:00Z``).
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..profiles import TeamProfile
+
+
+class Backend(abc.ABC):
+    """What the REST layer needs from a place that runs jobs under a team's quota."""
+
+    #: "local" or "kube": shown in the API so a user knows where jobs run.
+    name: str = ""
+
+    def start(self) -> None:
+        """Begin background work (reapers, watches). Called once, on the server's IO loop thread."""
+
+    def close(self) -> None:
+        """Stop background work; running jobs keep running."""
+
+    @abc.abstractmethod
+    def balance(self, profile: TeamProfile) -> dict:
+        """``{"namespace", "team", "resources", "quotas", "warnings", "limitRange", "observedAt", "stale"}``.
+
+        Must not scan: served from a cache the backend keeps current.
+        """
+
+    @abc.abstractmethod
+    def submit(self, profile: TeamProfile, job: dict, owner: str) -> dict:
+        """Admit and start the batch/v1 Job ``job`` (from ``jobspec.build_job``); return the job.
+
+        Raises ``errors.AdmissionDenied`` (quota/LimitRange text), ``errors.Invalid``,
+        ``errors.Conflict`` when the name is taken in the namespace.
+        """
+
+    @abc.abstractmethod
+    def list_jobs(self, profile: TeamProfile) -> list[dict]:
+        """Jobs of the namespace, newest first."""
+
+    @abc.abstractmethod
+    def get_job(self, profile: TeamProfile, name: str) -> dict:
+        """One job, or ``errors.NotFound``."""
+
+    @abc.abstractmethod
+    def logs(self, profile: TeamProfile, name: str, tail_lines: int = 200) -> str:
+        """The last ``tail_lines`` lines of the job's output."""
+
+    @abc.abstractmethod
+    def cancel(self, profile: TeamProfile, name: str, by: str) -> dict:
+        """Stop the job and release what it holds; return the job. ``NotFound`` if unknown."""
+
+    def inventory(self) -> dict:
+        """What the jobs run on: ``{"source": "nvidia-smi"|"declared"|"cluster", "gpus": [...], ...}``."""
+        return {"source": self.name}

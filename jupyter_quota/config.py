@@ -1,0 +1,127 @@
+"""``JupyterQuota``: the one configurable object of the server extension and the CLI.
+
+Set in any Jupyter server config file, e.g. ``c.JupyterQuota.profiles = [...]``. Defaults read
+the environment JupyterHub spawners set, so the extension works under a hub with no config.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+
+from jupyter_core.paths import jupyter_data_dir
+from traitlets import Dict, Float, Int, List, Unicode, default, validate
+from traitlets.config import Configurable
+
+BACKENDS = ("local", "kube")
+
+
+class JupyterQuota(Configurable):
+    """Teams, their quotas, and where their jobs run."""
+
+    backend = Unicode(
+        help="Where jobs run: ``local`` (this machine, a SQLite ledger; the default) or ``kube`` "
+        "(Kubernetes through kubeconfig or in-cluster config). Default: the environment "
+        "variable ``JUPYTER_QUOTA_BACKEND``, else ``local``.",
+    ).tag(config=True)
+
+    @default("backend")
+    def _backend_default(self):
+        return os.environ.get("JUPYTER_QUOTA_BACKEND", "local") or "local"
+
+    @validate("backend")
+    def _valid_backend(self, proposal):
+        if proposal["value"] not in BACKENDS:
+            raise ValueError(f"JupyterQuota.backend must be one of {', '.join(BACKENDS)}, not {proposal['value']!r}")
+        return proposal["value"]
+
+    profiles = List(
+        Dict(),
+        help="Team profiles, one dict per team; see ``jupyter_quota.profiles.TeamProfile`` for "
+        "the fields (team, namespace, users, groups, hard, limitRange, gpuModel, gpuMemory, ...). "
+        "Default: none (nobody sees a namespace).",
+    ).tag(config=True)
+
+    default_team = Unicode(
+        "",
+        help="Team whose namespace a user who is in no team gets. Default: empty (such a user "
+        "sees no namespace).",
+    ).tag(config=True)
+
+    groups = Dict(
+        help="Outside JupyterHub: group name to list of user names, for profiles that name "
+        "groups. Under JupyterHub the hub's groups are used instead. Default: none.",
+    ).tag(config=True)
+
+    admin_users = List(
+        Unicode(),
+        help="User names that may see every namespace and change profiles. JupyterHub admins "
+        "always may. Default: none.",
+    ).tag(config=True)
+
+    admin_groups = List(
+        Unicode(), help="Groups whose members are admins as in ``admin_users``. Default: none."
+    ).tag(config=True)
+
+    owner = Unicode(
+        help="Outside JupyterHub, jupyter-server's token/password login has one account, the "
+        "server's owner: the user name quota membership uses for it. Default: "
+        "``JUPYTERHUB_USER`` if set, else the operating-system user running the server.",
+    ).tag(config=True)
+
+    @default("owner")
+    def _owner_default(self):
+        return os.environ.get("JUPYTERHUB_USER") or getpass.getuser()
+
+    state_dir = Unicode(
+        help="Directory of the local backend's ledger (``ledger.sqlite3``), job logs and "
+        "profile changes made over the API. Default: ``JUPYTER_QUOTA_STATE_DIR``, else "
+        "``<jupyter data dir>/jupyter_quota``.",
+    ).tag(config=True)
+
+    @default("state_dir")
+    def _state_dir_default(self):
+        return os.environ.get("JUPYTER_QUOTA_STATE_DIR") or os.path.join(jupyter_data_dir(), "jupyter_quota")
+
+    inventory = Dict(
+        help="Local backend: the machine's resources when ``nvidia-smi`` is absent, e.g. "
+        "``{'gpus': 4, 'gpuModel': 'A100 80GB', 'gpuMemory': '80Gi', 'cpu': '32', "
+        "'memory': '256Gi'}``; shown as ``declared`` in the API. CPU and memory default to "
+        "this machine's. Default: none (no GPUs without nvidia-smi).",
+    ).tag(config=True)
+
+    job_command = List(
+        Unicode(),
+        default_value=["swift", "sft"],
+        help="The argv a job's arguments are appended to (never run through a shell). "
+        "Default: ``['swift', 'sft']``.",
+    ).tag(config=True)
+
+    job_image = Unicode(
+        "",
+        help="Kubernetes backend: the default job image (a profile's ``image`` wins). "
+        "Default: empty.",
+    ).tag(config=True)
+
+    job_workdir = Unicode(
+        "",
+        help="Local backend: working directory of job processes. Default: the server's root "
+        "directory.",
+    ).tag(config=True)
+
+    cancel_grace_period = Float(
+        10.0,
+        help="Seconds between SIGTERM and SIGKILL when a job is cancelled. Default: 10.",
+    ).tag(config=True)
+
+    reap_interval = Float(
+        1.0, help="Local backend: seconds between checks for ended jobs. Default: 1."
+    ).tag(config=True)
+
+    log_tail_lines = Int(
+        200, help="Lines of a job's log returned when the request names no ``tailLines``. Default: 200."
+    ).tag(config=True)
+
+    @property
+    def ledger_path(self) -> str:
+        return os.path.join(self.state_dir, "ledger.sqlite3")

@@ -1,0 +1,72 @@
+"""Domain errors with a reason code, a message a person can act on, and an HTTP status.
+
+The REST layer maps every one of these to ``{"reason", "message"}`` with ``status``; anything
+else escaping a handler is a bug (and the only path to a 500).
+"""
+
+from __future__ import annotations
+
+
+class QuotaError(Exception):
+    """Base of every error the API reports to a user."""
+
+    status = 400
+    reason = "BadRequest"
+
+    def __init__(self, message: str, *, reason: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.message = message
+        if reason is not None:
+            self.reason = reason
+        if status is not None:
+            self.status = status
+
+    def to_json(self) -> dict:
+        return {"reason": self.reason, "message": self.message}
+
+
+class InvalidRequest(QuotaError):
+    """Malformed input: a bad quantity, an unknown resource, a hostile name (400)."""
+
+    status = 400
+    reason = "BadRequest"
+
+
+class Invalid(QuotaError):
+    """The object is well formed but Kubernetes validation would reject it (422 there; 400 here).
+
+    Messages keep the API server's ``field: Invalid value: ...: ...`` text.
+    """
+
+    status = 400
+    reason = "Invalid"
+
+
+class Forbidden(QuotaError):
+    """The caller may not see or touch this (403)."""
+
+    status = 403
+    reason = "Forbidden"
+
+
+class AdmissionDenied(QuotaError):
+    """Quota or LimitRange admission refused the object (403), with the API server's text.
+
+    ``reason`` is one of ``ExceededQuota``, ``FailedQuota``, ``LimitRangeViolation``,
+    ``QuotaStatusUnknown``, ``InsufficientQuota``.
+    """
+
+    status = 403
+    reason = "ExceededQuota"
+
+
+class NotFound(QuotaError):
+    status = 404
+    reason = "NotFound"
+
+
+class Conflict(QuotaError):
+    """The name is taken, or the object is in a state that forbids the action (409)."""
+
+    status = 409
+    reason = "AlreadyExists"

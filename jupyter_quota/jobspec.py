@@ -1,0 +1,237 @@
+"""Turn a user's job request into the batch/v1 Job both backends admit and run.
+
+Input is untrusted JSON: every field is checked here, with a message that says what to fix,
+before anything reaches a ledger or a cluster. Arguments stay an argv list end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import string
+from dataclasses import dataclass, field
+
+from .errors import InvalidRequest
+from .profiles import TeamProfile
+from .quantity import Quantity
+
+#: Kubernetes Job names become pod label values, so they must be DNS-1123 labels (63 chars).
+MAX_NAME = 63
+MAX_ARGS = 512
+MAX_ARG_CHARS = 8192
+MAX_ARGS_TOTAL = 128 * 1024
+MAX_GPUS = 1024
+STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+REQUEST_FIELDS = ("name", "args", "gpus", "resources")
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_VALUE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@dataclass
+class JobRequest:
+    """A validated request: a name, the ms-swift arguments, and container resources."""
+
+    name: str
+    args: list[str]
+    resources: dict = field(default_factory=lambda: {"requests": {}, "limits": {}})
+
+
+def parse_job_request(body, profile: TeamProfile) -> JobRequest:
+    """Validate a ``POST .../jobs`` body; raise :class:`InvalidRequest` naming the bad field."""
+    if not isinstance(body, dict):
+        raise InvalidRequest('the body must be a JSON object like {"args": ["--model", "..."], "gpus": 1}')
+    unknown = sorted(set(body) - set(REQUEST_FIELDS))
+    if unknown:
+        raise InvalidRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; "
+                             f"a job takes {', '.join(REQUEST_FIELDS)}")
+    name = _parse_name(body.get("name"))
+    args = _parse_args(body.get("args"))
+    resources = _parse_resources(body.get("resources"), profile.gpuResource)
+    if body.get("gpus") is not None:
+        gpus = _parse_gpus(body["gpus"], profile.gpuResource)
+        for part in ("requests", "limits"):
+            stated = resources[part].get(profile.gpuResource)
+            if stated is not None and Quantity(stated) != Quantity(gpus):
+                raise InvalidRequest(f'"gpus": {gpus} disagrees with resources.{part}["{profile.gpuResource}"]'
+                                     f' = "{stated}"; give one or make them equal')
+            resources[part][profile.gpuResource] = str(gpus)
+    return JobRequest(name=name, args=args, resources=resources)
+
+
+def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: list[str],
+              image: str = "") -> dict:
+    """The batch/v1 Job for ``request`` in ``profile``'s namespace."""
+    labels = {
+        "app.kubernetes.io/managed-by": "jupyter-quota",
+        "jupyter-quota/team": profile.team,
+        "jupyter-quota/user": label_value(owner),
+        "jupyter-quota/job": request.name,
+    }
+    container = {
+        "name": "train",
+        "command": [*command, *request.args],
+        "resources": {k: dict(v) for k, v in request.resources.items() if v},
+    }
+    if profile.image or image:
+        container["image"] = profile.image or image
+    pod_spec: dict = {"restartPolicy": "Never", "containers": [container]}
+    if profile.nodeSelector:
+        pod_spec["nodeSelector"] = dict(profile.nodeSelector)
+    if profile.tolerations:
+        pod_spec["tolerations"] = [dict(t) for t in profile.tolerations]
+    if profile.priorityClassName:
+        pod_spec["priorityClassName"] = profile.priorityClassName
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": request.name,
+            "namespace": profile.namespace,
+            "labels": labels,
+            "annotations": {"jupyter-quota/owner": owner, "jupyter-quota/args": json.dumps(request.args)},
+        },
+        "spec": {
+            "parallelism": 1,
+            "completions": 1,
+            "backoffLimit": 0,
+            "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
+        },
+    }
+
+
+def job_pod(job: dict) -> dict:
+    """The Pod the job controller makes from ``job``'s template (name from ``generateName``)."""
+    template = job["spec"]["template"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": f"{job['metadata']['name']}-",
+            "namespace": job["metadata"].get("namespace", ""),
+            "labels": dict(template.get("metadata", {}).get("labels", {})),
+        },
+        "spec": json.loads(json.dumps(template["spec"])),
+    }
+
+
+def job_args(job: dict) -> list[str]:
+    """The user's arguments of a Job built by :func:`build_job`."""
+    return json.loads(job["metadata"].get("annotations", {}).get("jupyter-quota/args", "[]"))
+
+
+def label_value(text: str) -> str:
+    """``text`` made a valid label value (63 chars of ``[A-Za-z0-9_.-]``, alphanumeric ends)."""
+    value = _LABEL_VALUE_UNSAFE.sub("_", text)[:63].strip("_.-")
+    return value or "unknown"
+
+
+def new_job_name(prefix: str = "sft") -> str:
+    alphabet = string.ascii_lowercase + string.digits
+    return f"{prefix}-" + "".join(secrets.choice(alphabet) for _ in range(8))
+
+
+# -- field checks ---------------------------------------------------------------------------------
+
+
+def _parse_name(name) -> str:
+    if name is None or name == "":
+        return new_job_name()
+    if not isinstance(name, str):
+        raise InvalidRequest(f'"name" must be a string, not {type(name).__name__}')
+    if len(name) > MAX_NAME:
+        raise InvalidRequest(f'"name" is {len(name)} characters; a job name has at most {MAX_NAME}')
+    if not _DNS1123_LABEL.match(name):
+        raise InvalidRequest(f'"name" {_shown(name)} is not a valid job name: use lower-case letters, '
+                             "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-lora-1')")
+    return name
+
+
+def _parse_args(args) -> list[str]:
+    if args is None:
+        return []
+    if not isinstance(args, list):
+        raise InvalidRequest('"args" must be a list of strings, one argument per item, e.g. '
+                             '["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]')
+    if len(args) > MAX_ARGS:
+        raise InvalidRequest(f'"args" has {len(args)} items; at most {MAX_ARGS} are accepted')
+    total = 0
+    for i, arg in enumerate(args):
+        if not isinstance(arg, str):
+            raise InvalidRequest(f'"args[{i}]" must be a string, not {type(arg).__name__}')
+        if len(arg) > MAX_ARG_CHARS:
+            raise InvalidRequest(f'"args[{i}]" is {len(arg)} characters; at most {MAX_ARG_CHARS} are accepted')
+        bad = next((c for c in arg if ord(c) < 32 or ord(c) == 127), None)
+        if bad is not None:
+            raise InvalidRequest(f'"args[{i}]" contains the control character U+{ord(bad):04X}; '
+                                 "arguments are passed as they are, one per item, so no quoting or "
+                                 "newlines are needed")
+        total += len(arg)
+    if total > MAX_ARGS_TOTAL:
+        raise InvalidRequest(f'"args" total {total} characters; at most {MAX_ARGS_TOTAL} are accepted')
+    return list(args)
+
+
+def _parse_gpus(value, resource: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InvalidRequest(f'"gpus" must be a whole number, like 1 or 2, not {_shown(value)}')
+    try:
+        q = Quantity(str(value)) if not isinstance(value, int) else Quantity(value)
+    except ValueError:
+        raise InvalidRequest(f'"gpus" {_shown(value)} is not a number; give a whole number like 1 or 2') from None
+    return _whole_gpus(q, f'"gpus" {_shown(value)}', resource)
+
+
+def _whole_gpus(q: Quantity, what: str, resource: str) -> int:
+    if q.sign() < 0:
+        raise InvalidRequest(f"{what} must be greater than or equal to 0")
+    if q.milli_value() % 1000 != 0:
+        raise InvalidRequest(f"{what} is not a whole number: GPUs ({resource}) are whole, "
+                             f"a job gets 0, 1, 2, ... of them, never a fraction")
+    n = q.value()
+    if n > MAX_GPUS:
+        raise InvalidRequest(f"{what} asks for {n} GPUs; at most {MAX_GPUS} are accepted")
+    return n
+
+
+def _parse_resources(resources, gpu_resource: str) -> dict:
+    parsed: dict = {"requests": {}, "limits": {}}
+    if resources is None:
+        return parsed
+    if not isinstance(resources, dict):
+        raise InvalidRequest('"resources" must be an object like {"requests": {"cpu": "4"}, "limits": {"memory": "32Gi"}}')
+    unknown = sorted(set(resources) - {"requests", "limits"})
+    if unknown:
+        raise InvalidRequest(f'"resources" takes "requests" and "limits", not {", ".join(map(repr, unknown))}')
+    allowed = (*STANDARD_RESOURCES, gpu_resource)
+    for part in ("requests", "limits"):
+        values = resources.get(part) or {}
+        if not isinstance(values, dict):
+            raise InvalidRequest(f'"resources.{part}" must be an object of resource name to quantity')
+        for key, raw in values.items():
+            where = f'resources.{part}["{_clip(str(key))}"]'
+            if key not in allowed:
+                raise InvalidRequest(f"{where}: unknown resource {_shown(key)}; a job may ask for "
+                                     f"{', '.join(allowed)}")
+            if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+                raise InvalidRequest(f"{where} must be a quantity string like \"4\", \"500m\" or \"32Gi\"")
+            try:
+                q = Quantity(str(raw))
+            except ValueError:
+                raise InvalidRequest(f"{where}: {_shown(raw)} is not a Kubernetes quantity; write e.g. "
+                                     "\"4\" or \"500m\" for CPU, \"32Gi\" for memory") from None
+            if q.sign() < 0:
+                raise InvalidRequest(f"{where}: must be greater than or equal to 0")
+            if key == gpu_resource:
+                q = Quantity(_whole_gpus(q, where, gpu_resource))
+            parsed[part][key] = str(q)
+    return parsed
+
+
+def _clip(text: str, limit: int = 64) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _shown(value) -> str:
+    return json.dumps(_clip(value) if isinstance(value, str) else value)

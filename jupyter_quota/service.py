@@ -1,0 +1,102 @@
+"""The API's use cases, with access rules applied: what a REST handler (or a benchmark) calls.
+
+Handlers stay thin: they parse HTTP and call one method here. Each method takes the caller's
+:class:`~jupyter_quota.identity.Identity` and checks it against the team registry before the
+backend is touched, so a foreign namespace never yields data.
+"""
+
+from __future__ import annotations
+
+from .access import TeamRegistry
+from .backends.base import Backend
+from .config import JupyterQuota
+from .errors import Forbidden, InvalidRequest
+from .identity import Identity
+from .jobspec import build_job, parse_job_request
+
+MAX_TAIL_LINES = 10_000
+
+
+class QuotaService:
+    def __init__(self, config: JupyterQuota, registry: TeamRegistry, backend: Backend):
+        self.config = config
+        self.registry = registry
+        self.backend = backend
+
+    # -- namespaces and balance ------------------------------------------------------------
+
+    def namespaces(self, who: Identity) -> dict:
+        return {
+            "namespaces": [
+                {"name": p.namespace, "team": p.team, "balance": self.backend.balance(p)}
+                for p in self.registry.teams_of(who)
+            ]
+        }
+
+    def balance(self, who: Identity, namespace: str) -> dict:
+        return self.backend.balance(self.registry.for_namespace(who, namespace))
+
+    def identity(self, who: Identity) -> dict:
+        return {**who.to_json(), "namespaces": [p.namespace for p in self.registry.teams_of(who)],
+                "backend": self.backend.name}
+
+    def inventory(self, who: Identity) -> dict:
+        return self.backend.inventory()
+
+    # -- jobs -------------------------------------------------------------------------------
+
+    def submit(self, who: Identity, namespace: str, body) -> dict:
+        profile = self.registry.for_namespace(who, namespace)
+        request = parse_job_request(body, profile)
+        job = build_job(profile, request, who.name, list(self.config.job_command), self.config.job_image)
+        return self.backend.submit(profile, job, who.name)
+
+    def list_jobs(self, who: Identity, namespace: str) -> dict:
+        return {"jobs": self.backend.list_jobs(self.registry.for_namespace(who, namespace))}
+
+    def get_job(self, who: Identity, namespace: str, name: str) -> dict:
+        return self.backend.get_job(self.registry.for_namespace(who, namespace), name)
+
+    def logs(self, who: Identity, namespace: str, name: str, tail_lines=None) -> dict:
+        profile = self.registry.for_namespace(who, namespace)
+        lines = self._tail_lines(tail_lines)
+        return {"name": name, "namespace": namespace, "tailLines": lines,
+                "logs": self.backend.logs(profile, name, lines)}
+
+    def cancel(self, who: Identity, namespace: str, name: str) -> dict:
+        profile = self.registry.for_namespace(who, namespace)
+        job = self.backend.get_job(profile, name)
+        if job["owner"] != who.name and not who.admin:
+            raise Forbidden(f'job "{name}" belongs to {job["owner"]}; only its owner or an admin may cancel it')
+        return self.backend.cancel(profile, name, who.name)
+
+    def _tail_lines(self, raw) -> int:
+        if raw is None or raw == "":
+            return self.config.log_tail_lines
+        try:
+            lines = int(raw)
+        except (TypeError, ValueError):
+            raise InvalidRequest(f"tailLines must be a whole number from 1 to {MAX_TAIL_LINES}, not {str(raw)[:32]!r}") from None
+        if not 1 <= lines <= MAX_TAIL_LINES:
+            raise InvalidRequest(f"tailLines must be from 1 to {MAX_TAIL_LINES}, not {lines}")
+        return lines
+
+    # -- profiles (admins) ---------------------------------------------------------------------
+
+    def profiles(self, who: Identity) -> dict:
+        self._require_admin(who)
+        return {"profiles": [p.to_json() for p in self.registry.all()]}
+
+    def profile(self, who: Identity, team: str) -> dict:
+        self._require_admin(who)
+        return self.registry.get(team).to_json()
+
+    def put_profile(self, who: Identity, team: str, body) -> dict:
+        self._require_admin(who)
+        return self.registry.put(team, body).to_json()
+
+    @staticmethod
+    def _require_admin(who: Identity) -> None:
+        if not who.admin:
+            raise Forbidden(f'user "{who.name}" is not a quota admin: profiles are for JupyterHub admins '
+                            "and the users in JupyterQuota.admin_users")

@@ -1,0 +1,80 @@
+"""Shared fixtures: a real jupyter-server with the extension and the demo configuration."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from jupyter_server.auth.identity import IdentityProvider, User
+from traitlets.config import Config
+from traitlets.config.loader import PyFileConfigLoader
+
+pytest_plugins = ("pytest_jupyter.jupyter_server",)
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO_CONFIG = ROOT / "binder" / "jupyter_server_config.py"
+FAKE_TRAINER = Path(__file__).resolve().parent / "fake_trainer.py"
+
+
+def demo_config() -> Config:
+    """The very config binder and the quick start use."""
+    return PyFileConfigLoader(DEMO_CONFIG.name, path=str(DEMO_CONFIG.parent)).load_config()
+
+
+class HeaderIdentityProvider(IdentityProvider):
+    """Token auth as usual, then the user named by ``X-Test-User`` (tests act as many users)."""
+
+    def get_user(self, handler):
+        user = super().get_user(handler)
+        if user is None:
+            return None
+        name = handler.request.headers.get("X-Test-User")
+        return User(username=name) if name else user
+
+
+@pytest.fixture
+def quota_state(tmp_path) -> Path:
+    return tmp_path / "quota-state"
+
+
+@pytest.fixture
+def extra_quota_config() -> dict:
+    """Override in a test module to add to the JupyterQuota config."""
+    return {}
+
+
+@pytest.fixture
+def jp_server_config(quota_state, extra_quota_config):
+    c = demo_config()
+    c.ServerApp.jpserver_extensions = {"jupyter_quota": True}
+    c.ServerApp.allow_unauthenticated_access = False
+    c.JupyterQuota.state_dir = str(quota_state)
+    c.JupyterQuota.job_command = [sys.executable, str(FAKE_TRAINER)]
+    c.JupyterQuota.reap_interval = 0.1
+    c.JupyterQuota.cancel_grace_period = 2.0
+    for key, value in extra_quota_config.items():
+        setattr(c.JupyterQuota, key, value)
+    return c
+
+
+@pytest.fixture
+def api(jp_fetch):
+    """Call ``quota/v1/...`` and get ``(status, json)`` back, errors included."""
+
+    async def call(method: str, *path: str, body=None, user: str | None = None, params=None):
+        headers = {"X-Test-User": user} if user else {}
+        kwargs = {"method": method, "headers": headers, "raise_error": False}
+        if body is not None:
+            kwargs["body"] = body if isinstance(body, (str, bytes)) else json.dumps(body)
+        elif method in ("POST", "PUT"):
+            kwargs["body"] = ""
+        if params:
+            kwargs["params"] = params
+        response = await jp_fetch("quota", "v1", *path, **kwargs)
+        text = response.body.decode() if response.body else ""
+        return response.code, (json.loads(text) if text else None)
+
+    return call

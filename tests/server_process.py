@@ -1,0 +1,91 @@
+"""A real ``jupyter server`` in its own process, for tests that kill and restart it."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from conftest import DEMO_CONFIG, FAKE_TRAINER
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """``jupyter server`` with the demo teams on a state dir that outlives the process."""
+
+    def __init__(self, state_dir: Path, root_dir: Path, extra_config: str = ""):
+        self.state_dir = state_dir
+        self.root_dir = root_dir
+        self.token = secrets.token_hex(16)
+        self.port = free_port()
+        self.config_file = root_dir / "server_config.py"
+        self.log_file = root_dir / "server.log"
+        self.config_file.write_text(
+            f"c = get_config()\n"
+            f"load_subconfig({str(DEMO_CONFIG)!r})\n"
+            f"c.ServerApp.jpserver_extensions = {{'jupyter_quota': True}}\n"
+            f"c.ServerApp.allow_unauthenticated_access = False\n"
+            f"c.ServerApp.open_browser = False\n"
+            f"c.ServerApp.allow_root = True\n"
+            f"c.JupyterQuota.state_dir = {str(state_dir)!r}\n"
+            f"c.JupyterQuota.job_command = [{sys.executable!r}, {str(FAKE_TRAINER)!r}]\n"
+            f"c.JupyterQuota.reap_interval = 0.1\n" + extra_config
+        )
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/quota/v1"
+
+    def start(self, timeout: float = 60.0) -> ServerProcess:
+        env = {**os.environ, "JUPYTER_TOKEN": self.token}
+        log = open(self.log_file, "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", f"--config={self.config_file}", f"--port={self.port}",
+             "--ServerApp.port_retries=0", f"--ServerApp.root_dir={self.root_dir}", "--ip=127.0.0.1"],
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.root_dir,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter server exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                self.call("GET", "/identity")
+                return self
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.2)
+        raise RuntimeError(f"jupyter server did not answer within {timeout}s:\n{self.log()}")
+
+    def call(self, method: str, path: str, body=None, timeout: float = 30.0):
+        data = json.dumps(body).encode() if body is not None else (b"" if method in ("POST", "PUT") else None)
+        request = urllib.request.Request(self.url + path, data=data, method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def kill(self, sig=signal.SIGKILL) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        self.kill(signal.SIGTERM)
+
+    def log(self) -> str:
+        return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""

@@ -1,0 +1,54 @@
+"""Every route is authenticated: by declaration (jupyter-server's check) and in fact (HTTP)."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+import tornado.httpclient
+from jupyter_server.serverapp import ServerApp
+from jupyter_server.utils import JupyterServerAuthWarning
+
+from jupyter_quota.handlers import ROUTES
+
+
+def test_server_refuses_no_route_as_unguarded(tmp_path, jp_environ):
+    """The template's check_auth: starting with allow_unauthenticated_access=False warns on none."""
+    app = ServerApp(
+        allow_unauthenticated_access=False,
+        jpserver_extensions={"jupyter_quota": True},
+        reraise_server_extension_failures=True,
+        root_dir=str(tmp_path),
+        open_browser=False,
+        port=0,
+    )
+    app.config.JupyterQuota.state_dir = str(tmp_path / "state")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        app.initialize([])
+    unguarded = [w for w in caught if issubclass(w.category, JupyterServerAuthWarning)
+                 and "without @allow_unauthenticated" in str(w.message)]
+    assert not unguarded, "\n".join(str(w.message) for w in unguarded)
+    quota_routes = [r for r in app.web_app.wildcard_router.rules
+                    if "quota/v1" in str(getattr(r.matcher, "regex", "") and r.matcher.regex.pattern)]
+    assert len(quota_routes) >= len(ROUTES)
+    app.http_server = None
+    app.cleanup_kernels = lambda: None
+
+
+def _concrete(path: str) -> str:
+    return re.sub(r"\(\[\^/\]\+\)", "x", path)
+
+
+@pytest.mark.parametrize("path, handler", ROUTES, ids=[p for p, _ in ROUTES])
+async def test_every_verb_refuses_an_anonymous_caller(jp_http_port, jp_base_url, path, handler, jp_serverapp):
+    client = tornado.httpclient.AsyncHTTPClient()
+    url = f"http://localhost:{jp_http_port}{jp_base_url}quota/v1{_concrete(path)}"
+    verbs = [m for m in ("GET", "POST", "PUT", "DELETE") if m.lower() in vars(handler)]
+    assert verbs
+    for verb in verbs:
+        body = "{}" if verb in ("POST", "PUT") else None
+        response = await client.fetch(url, method=verb, body=body, raise_error=False)
+        assert response.code == 403, (verb, url, response.code, response.body[:200])
+        assert b"resources" not in response.body and b"jobs" not in response.body

@@ -1,0 +1,197 @@
+"""The REST API on a real jupyter-server with the demo teams (local backend)."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+
+import pytest
+
+from jupyter_quota.quantity import Quantity
+
+GPU = "requests.nvidia.com/gpu"
+
+
+async def wait_for_phase(api, ns, name, phases, timeout=20.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        status, job = await api("GET", "namespaces", ns, "jobs", name)
+        assert status == 200, job
+        if job["phase"] in phases:
+            return job
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"job {name} stayed {job['phase']}: {job}")
+        await asyncio.sleep(0.1)
+
+
+async def test_namespaces_lists_only_the_callers_teams(api):
+    status, body = await api("GET", "namespaces")
+    assert status == 200
+    names = [n["name"] for n in body["namespaces"]]
+    assert names == ["team-alpha"], f"{getpass.getuser()} is in alpha only: {names}"
+    balance = body["namespaces"][0]["balance"]
+    assert balance["resources"][GPU] == {"hard": "2", "used": "0", "remaining": "2"}
+    assert balance["resources"]["limits.memory"]["hard"] == "128Gi"
+    assert balance["stale"] is False
+
+
+async def test_foreign_namespace_is_refused_on_every_route(api):
+    for method, path, body in [
+        ("GET", ("namespaces", "team-beta", "balance"), None),
+        ("GET", ("namespaces", "team-beta", "jobs"), None),
+        ("POST", ("namespaces", "team-beta", "jobs"), {"args": [], "gpus": 1}),
+        ("GET", ("namespaces", "team-beta", "jobs", "x"), None),
+        ("GET", ("namespaces", "team-beta", "jobs", "x", "logs"), None),
+        ("DELETE", ("namespaces", "team-beta", "jobs", "x"), None),
+    ]:
+        status, answer = await api(method, *path, body=body)
+        assert status == 403, (method, path, answer)
+        assert answer["reason"] == "Forbidden"
+        assert "team-beta" in answer["message"] and "team-alpha" in answer["message"]
+        assert "resources" not in answer and "jobs" not in answer
+
+
+async def test_unknown_namespace_is_404(api):
+    status, answer = await api("GET", "namespaces", "kube-system", "balance")
+    assert status == 404 and answer["reason"] == "NotFound"
+
+
+async def test_four_gpus_get_the_api_servers_exceeded_quota_text(api):
+    status, answer = await api("POST", "namespaces", "team-alpha", "jobs",
+                               body={"args": ["--model", "Qwen/Qwen2.5-0.5B"], "gpus": 4})
+    assert status == 403
+    assert answer == {
+        "reason": "ExceededQuota",
+        "message": "exceeded quota: team-quota, requested: requests.nvidia.com/gpu=4, "
+        "used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=2",
+    }
+    status, jobs = await api("GET", "namespaces", "team-alpha", "jobs")
+    assert jobs["jobs"] == []
+
+
+@pytest.mark.parametrize("gpus", [0.001, "0.001", "1500m", 0.5])
+async def test_fractional_gpus_are_refused_as_whole(api, gpus):
+    status, answer = await api("POST", "namespaces", "team-alpha", "jobs", body={"args": [], "gpus": gpus})
+    assert status == 400, answer
+    assert "whole" in answer["message"] and "nvidia.com/gpu" in answer["message"]
+
+
+async def test_submit_runs_a_job_to_success_and_releases_quota(api):
+    status, job = await api("POST", "namespaces", "team-alpha", "jobs",
+                            body={"name": "ok-1", "args": ["--lines", "3", "--sleep", "0.2"], "gpus": 1})
+    assert status == 201, job
+    assert job["name"] == "ok-1" and job["owner"] == getpass.getuser() and job["gpus"] == 1
+    # The LimitRange defaults filled what the request left out.
+    assert job["resources"]["requests"]["cpu"] == "2"
+    assert job["resources"]["limits"]["memory"] == "32Gi"
+    _, balance = await api("GET", "namespaces", "team-alpha", "balance")
+    assert balance["resources"][GPU]["used"] == "1"
+    assert balance["resources"]["requests.cpu"]["used"] == "2"
+    done = await wait_for_phase(api, "team-alpha", "ok-1", {"Succeeded", "Failed"})
+    assert done["phase"] == "Succeeded", done
+    status, logs = await api("GET", "namespaces", "team-alpha", "jobs", "ok-1", "logs", params={"tailLines": "50"})
+    assert status == 200 and "CUDA_VISIBLE_DEVICES=" in logs["logs"]
+    _, balance = await api("GET", "namespaces", "team-alpha", "balance")
+    assert balance["resources"][GPU]["used"] == "0"
+
+
+async def test_cancel_stops_the_job_and_frees_its_gpus(api):
+    status, job = await api("POST", "namespaces", "team-alpha", "jobs",
+                            body={"name": "long-1", "args": ["--sleep", "60"], "gpus": 2})
+    assert status == 201, job
+    await wait_for_phase(api, "team-alpha", "long-1", {"Running"})
+    status, answer = await api("POST", "namespaces", "team-alpha", "jobs", body={"args": [], "gpus": 1})
+    assert status == 403 and answer["reason"] == "ExceededQuota"
+    status, cancelled = await api("DELETE", "namespaces", "team-alpha", "jobs", "long-1")
+    assert status == 200, cancelled
+    done = await wait_for_phase(api, "team-alpha", "long-1", {"Failed"})
+    assert done["reason"] == "Cancelled"
+    status, job = await api("POST", "namespaces", "team-alpha", "jobs", body={"args": [], "gpus": 2})
+    assert status == 201, job
+
+
+async def test_duplicate_name_is_409(api):
+    body = {"name": "same", "args": ["--sleep", "5"], "gpus": 0}
+    assert (await api("POST", "namespaces", "team-alpha", "jobs", body=body))[0] == 201
+    status, answer = await api("POST", "namespaces", "team-alpha", "jobs", body=body)
+    assert status == 409 and 'jobs.batch "same" already exists' in answer["message"]
+
+
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ("{not json", "not valid JSON"),
+        ([], "JSON object"),
+        ({"args": "--model x"}, "list of strings"),
+        ({"args": ["ok", 3]}, "args[1]"),
+        ({"args": ["a\x00b"]}, "control character"),
+        ({"args": ["x" * 9000]}, "at most"),
+        ({"args": ["x"] * 600}, "at most"),
+        ({"name": "Bad_Name"}, "not a valid job name"),
+        ({"name": "a" * 64}, "at most 63"),
+        ({"name": "x; rm -rf /"}, "not a valid job name"),
+        ({"gpus": -1}, "greater than or equal to 0"),
+        ({"gpus": True}, "whole number"),
+        ({"gpus": "two"}, "not a number"),
+        ({"resources": {"requests": {"cpu": "lots"}}}, "not a Kubernetes quantity"),
+        ({"resources": {"requests": {"cpu": "-1"}}}, "greater than or equal to 0"),
+        ({"resources": {"requests": {"amd.com/gpu": "1"}}}, "unknown resource"),
+        ({"resources": {"requests": {"nvidia.com/gpu": "0.5"}}}, "whole"),
+        ({"resources": {"claims": []}}, "requests"),
+        ({"gpus": 1, "resources": {"limits": {"nvidia.com/gpu": "2"}}}, "disagrees"),
+        ({"args": [], "priority": "high"}, "unknown field"),
+    ],
+)
+async def test_bad_input_is_400_with_a_message(api, body, words):
+    status, answer = await api("POST", "namespaces", "team-alpha", "jobs", body=body)
+    assert status == 400, answer
+    assert set(answer) == {"reason", "message"}
+    assert words in answer["message"], answer["message"]
+    _, jobs = await api("GET", "namespaces", "team-alpha", "jobs")
+    assert jobs["jobs"] == []
+
+
+async def test_request_beyond_the_limit_range_gets_limitranger_text(api):
+    status, answer = await api("POST", "namespaces", "team-alpha", "jobs",
+                               body={"gpus": 1, "resources": {"limits": {"memory": "200Gi"}}})
+    assert status == 403
+    assert answer["reason"] == "LimitRangeViolation"
+    assert answer["message"] == "maximum memory usage per Container is 128Gi, but limit is 200Gi"
+
+
+async def test_request_above_limit_is_invalid(api):
+    status, answer = await api("POST", "namespaces", "team-alpha", "jobs",
+                               body={"resources": {"requests": {"cpu": "6"}}})
+    assert status == 400 and answer["reason"] == "Invalid"
+    assert "must be less than or equal to cpu limit of 4" in answer["message"]
+
+
+async def test_logs_tail_lines_is_validated(api):
+    await api("POST", "namespaces", "team-alpha", "jobs", body={"name": "lg", "args": [], "gpus": 0})
+    for bad in ("0", "abc", "100000"):
+        status, answer = await api("GET", "namespaces", "team-alpha", "jobs", "lg", "logs", params={"tailLines": bad})
+        assert status == 400, answer
+
+
+async def test_unknown_job_is_404(api):
+    for method in ("GET", "DELETE"):
+        status, answer = await api(method, "namespaces", "team-alpha", "jobs", "nope")
+        assert status == 404 and answer["reason"] == "NotFound"
+
+
+async def test_identity_and_inventory(api):
+    status, me = await api("GET", "identity")
+    assert status == 200 and me["name"] == getpass.getuser() and me["namespaces"] == ["team-alpha"]
+    assert me["admin"] is False and me["backend"] == "local"
+    status, inventory = await api("GET", "inventory")
+    assert inventory["source"] == "declared" and len(inventory["gpus"]) == 4
+    assert Quantity(inventory["memory"]) == Quantity("256Gi")
+
+
+async def test_profiles_need_an_admin(api):
+    status, answer = await api("GET", "profiles")
+    assert status == 403 and "admin" in answer["message"]
+    status, answer = await api("PUT", "profiles", "alpha", body={"hard": {"requests.nvidia.com/gpu": "8"}})
+    assert status == 403
+    _, balance = await api("GET", "namespaces", "team-alpha", "balance")
+    assert balance["resources"][GPU]["hard"] == "2"
