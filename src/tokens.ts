@@ -1,0 +1,128 @@
+/**
+ * The shapes of the jupyter_quota REST API, served under `{base_url}quota/v1`.
+ *
+ * Names follow Kubernetes and the Python side: a `namespace` has a `balance`;
+ * a `balance` has `resources`, each with `hard`, `used` and `remaining`.
+ * Quantities stay Kubernetes quantity strings (`"4"`, `"500m"`, `"64Gi"`).
+ */
+
+/**
+ * `GET namespaces`: the namespaces the current user may see.
+ */
+export interface INamespaceList {
+  namespaces: INamespaceSummary[];
+}
+
+/**
+ * One namespace the user belongs to, with its team and current balance.
+ */
+export interface INamespaceSummary {
+  name: string;
+  team: string;
+  balance: IBalance;
+}
+
+/**
+ * A quota key such as `requests.nvidia.com/gpu`, `requests.cpu` or
+ * `limits.memory`, mapped to a quantity string.
+ */
+export interface IResourceList {
+  [key: string]: string;
+}
+
+/**
+ * How much of one quota key is allowed, in use, and left.
+ */
+export interface IResourceBalance {
+  hard: string;
+  used: string;
+  remaining: string;
+}
+
+/**
+ * A quota key the quota declares but does not enforce for pods, or another
+ * condition the user should know about.
+ */
+export interface IBalanceWarning {
+  resource: string;
+  message: string;
+}
+
+/**
+ * One ResourceQuota of the namespace and the balance of each key it limits.
+ */
+export interface IQuotaBalance {
+  name: string;
+  scopes?: string[];
+  scopeSelector?: { [key: string]: unknown };
+  resources: { [key: string]: IResourceBalance };
+}
+
+/**
+ * A Kubernetes object passed through as JSON (the LimitRange spec).
+ */
+export interface IKubeObject {
+  [key: string]: unknown;
+}
+
+/**
+ * `GET namespaces/{namespace}/balance`: the team's quota balance, served from
+ * the backend's cache (`stale` is true when that cache could not be refreshed).
+ */
+export interface IBalance {
+  namespace: string;
+  team: string;
+  /**
+   * Per quota key, the tightest over the quotas that apply to an ordinary pod.
+   */
+  resources: { [key: string]: IResourceBalance };
+  /** Each ResourceQuota behind `resources`. */
+  quotas?: IQuotaBalance[];
+  /** Quota keys Kubernetes accepts but never enforces. */
+  warnings?: IBalanceWarning[];
+  /** The namespace's LimitRange, or null when it has none. */
+  limitRange?: IKubeObject | null;
+  /** RFC 3339 UTC time the balance was read. */
+  observedAt: string;
+  stale: boolean;
+}
+
+/**
+ * The phase of a job, as Kubernetes reports a pod's.
+ */
+export type JobPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+
+/**
+ * A fine-tuning job that runs under a team's quota.
+ */
+export interface IJob {
+  name: string;
+  namespace: string;
+  team?: string;
+  owner: string;
+  phase: JobPhase;
+  /** The argv given to the trainer (never a shell string). */
+  args: string[];
+  gpus: number;
+  /** GPU indices the job holds (local backend only). */
+  gpuIndices?: number[];
+  resources: { requests: IResourceList; limits: IResourceList };
+  /** RFC 3339 UTC times. */
+  createdAt: string;
+  startedAt?: string | null;
+  finishedAt?: string | null;
+  exitCode?: number | null;
+  /** A short CamelCase code (`ExceededQuota`, `BackoffLimitExceeded`). */
+  reason?: string | null;
+  message?: string | null;
+}
+
+/**
+ * The body of every error the API returns.
+ */
+export interface IApiError {
+  /** A short CamelCase code such as `ExceededQuota` or `NotFound`. */
+  reason: string;
+  /** A message a person can act on. */
+  message: string;
+}

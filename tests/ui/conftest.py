@@ -1,0 +1,263 @@
+"""Fixtures for the browser tests: a real ``jupyter lab`` and Debian's headless Chromium.
+
+The server is the virtualenv's JupyterLab, started as a subprocess on a free loopback port with
+a generated config file (no token, the app exposed as ``window.jupyterapp``, no news toast) that
+first loads the demo config ``binder/jupyter_server_config.py`` when it exists. Chromium is the
+system binary (``scripts/install-chromium.sh``), launched through Playwright's
+``executable_path``; Playwright's own browser download is never used.
+
+Artifacts (screenshots, the server log) go to ``$JUPYTER_QUOTA_TEST_OUTPUT/ui``, by default
+``test-output/ui`` at the repository root.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEMO_CONFIG = REPO_ROOT / "binder" / "jupyter_server_config.py"
+
+#: Seconds to wait for the server to answer ``/api/status``, and for the page to start.
+SERVER_START_TIMEOUT = 90
+APP_START_TIMEOUT_MS = 90_000
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@dataclasses.dataclass
+class LabServer:
+    """A running ``jupyter lab``: its URL (ending in ``/``), process and log file."""
+
+    url: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def log_tail(self, lines: int = 40) -> str:
+        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclasses.dataclass
+class LabPage:
+    """A Playwright page on ``/lab`` with every console message and page error it produced."""
+
+    page: object  # playwright.sync_api.Page
+    console: list[str]
+    errors: list[str]
+
+    def console_count(self, text: str) -> int:
+        return sum(1 for message in self.console if message == text)
+
+    def wait_for_console(self, predicate, timeout: float = 10.0) -> list[str]:
+        """Console messages matching ``predicate``, waiting up to ``timeout`` s for the first.
+
+        Console events reach Python asynchronously; ``wait_for_timeout`` lets them arrive.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [message for message in self.console if predicate(message)]
+            if found or time.monotonic() > deadline:
+                return found
+            self.page.wait_for_timeout(100)
+
+
+@pytest.fixture(autouse=True)
+def jp_asyncio_loop():
+    """Turn off pytest-jupyter's autouse loop fixture for the browser tests.
+
+    Playwright's sync API runs its own asyncio loop in this thread; that fixture would pick
+    the loop up as "the" loop and fail closing it while it runs. These tests need no loop.
+    """
+    yield None
+
+
+@pytest.fixture(autouse=True)
+def jp_server_cleanup():
+    """Turn off pytest-jupyter's autouse cleanup: the server here is a subprocess."""
+    yield
+
+
+@pytest.fixture(scope="session")
+def ui_output_dir() -> Path:
+    """Where screenshots and logs go: ``$JUPYTER_QUOTA_TEST_OUTPUT/ui``."""
+    base = Path(os.environ.get("JUPYTER_QUOTA_TEST_OUTPUT", REPO_ROOT / "test-output"))
+    path = base / "ui"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory, ui_output_dir) -> Iterator[LabServer]:
+    """Start ``jupyter lab`` on a free port, wait until it answers, stop it afterwards."""
+    home = tmp_path_factory.mktemp("lab")
+    root_dir = home / "root"
+    root_dir.mkdir()
+    port = _free_port()
+    config_path = home / "jupyter_server_test_config.py"
+    config_path.write_text(_server_config(port, root_dir, home / "workspaces"))
+    _write_user_settings(home / "settings")
+
+    env = dict(os.environ)
+    env.update(
+        {
+            # Keep the user's own config and settings out of the test.
+            "JUPYTER_CONFIG_DIR": str(home / "config"),
+            "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+            "JUPYTERLAB_SETTINGS_DIR": str(home / "settings"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(home / "workspaces"),
+            # The demo config keeps its job ledger here instead of inside the checkout.
+            "JUPYTER_QUOTA_STATE_DIR": str(home / "state"),
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+        }
+    )
+    log_path = ui_output_dir / "jupyter-lab.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "jupyterlab", f"--config={config_path}"],
+            cwd=root_dir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    server = LabServer(url=f"http://127.0.0.1:{port}/", process=process, log_path=log_path)
+    try:
+        _wait_for_status(server)
+        yield server
+    finally:
+        _stop(process)
+
+
+@pytest.fixture(scope="module")
+def chromium_browser():
+    """Debian's Chromium under Playwright; fails (not skips) when it is not installed.
+
+    Module scope: while Playwright's sync API is open its asyncio loop stays current in this
+    thread, which would confuse the async tests of other modules that run afterwards.
+    """
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail(
+            "chromium is not on PATH: the UI tests need Debian's chromium package. "
+            "Run scripts/install-chromium.sh (or deselect them with -m 'not ui').",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def lab_page(lab_server, chromium_browser) -> Iterator[LabPage]:
+    """A fresh browser context on ``/lab``, once the app has started and the splash is gone."""
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(30_000)
+    lab = LabPage(page=page, console=[], errors=[])
+    page.on("console", lambda message: lab.console.append(message.text))
+    page.on("pageerror", lambda error: lab.errors.append(str(error)))
+    try:
+        page.goto(lab_server.url + "lab")
+        page.wait_for_function("() => !!window.jupyterapp", timeout=APP_START_TIMEOUT_MS)
+        page.evaluate("async () => { await window.jupyterapp.started; }")
+        page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=APP_START_TIMEOUT_MS)
+        yield lab
+    finally:
+        context.close()
+
+
+def _server_config(port: int, root_dir: Path, workspaces_dir: Path) -> str:
+    """The generated server config: the demo config first, then the test's own settings."""
+    lines = ["# Generated by tests/ui/conftest.py"]
+    if DEMO_CONFIG.exists():
+        lines.append(f"load_subconfig({str(DEMO_CONFIG)!r})")
+    lines += [
+        "c.ServerApp.ip = '127.0.0.1'",
+        f"c.ServerApp.port = {port}",
+        "c.ServerApp.port_retries = 0",
+        "c.ServerApp.open_browser = False",
+        "c.ServerApp.allow_root = True",
+        f"c.ServerApp.root_dir = {str(root_dir)!r}",
+        "c.ServerApp.jpserver_extensions.update({'jupyter_quota': True})",
+        "c.IdentityProvider.token = ''",
+        "c.ServerApp.password = ''",
+        "c.LabApp.expose_app_in_browser = True",
+        "c.LabApp.news_url = None",
+        "c.LabApp.check_for_updates_class = 'jupyterlab.NeverCheckForUpdate'",
+        f"c.LabApp.workspaces_dir = {str(workspaces_dir)!r}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _write_user_settings(settings_dir: Path) -> None:
+    """Answer "never" to the news question so its toast stays out of screenshots.
+
+    ``LabApp.news_url = None`` stops the fetch but not the question, which hangs on the
+    ``fetchNews`` setting (galata's ``mockSettings`` answers it the same way).
+    """
+    path = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"fetchNews": "false"}\n')
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_status(server: LabServer) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if server.process.poll() is not None:
+            pytest.fail(
+                f"jupyter lab exited with {server.process.returncode} before answering; "
+                f"log {server.log_path}:\n{server.log_tail()}",
+                pytrace=False,
+            )
+        try:
+            with urllib.request.urlopen(server.url + "api/status", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.25)
+    pytest.fail(
+        f"jupyter lab did not answer /api/status within {SERVER_START_TIMEOUT} s; "
+        f"log {server.log_path}:\n{server.log_tail()}",
+        pytrace=False,
+    )
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=15)
