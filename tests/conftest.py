@@ -27,8 +27,8 @@ def demo_config() -> Config:
 class HeaderIdentityProvider(IdentityProvider):
     """Token auth as usual, then the user named by ``X-Test-User`` (tests act as many users)."""
 
-    def get_user(self, handler):
-        user = super().get_user(handler)
+    async def get_user(self, handler):
+        user = await super().get_user(handler)
         if user is None:
             return None
         name = handler.request.headers.get("X-Test-User")

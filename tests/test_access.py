@@ -50,7 +50,7 @@ async def test_admin_sees_all_and_changes_a_profile(api):
 @pytest.mark.parametrize(
     "change, words",
     [
-        ({"hard": {"requests.nvidia.com/gpu": "1.5"}}, "must be an integer"),
+        ({"hard": {"pods": "1.5"}}, "must be an integer"),
         ({"hard": {"gpu": "1"}}, "must be a standard resource for quota"),
         ({"hard": {"requests.cpu": "lots"}}, "lots"),
         ({"namespace": "Team_Beta"}, "DNS-1123"),

@@ -78,7 +78,7 @@ async def test_fractional_gpus_are_refused_as_whole(api, gpus):
 
 async def test_submit_runs_a_job_to_success_and_releases_quota(api):
     status, job = await api("POST", "namespaces", "team-alpha", "jobs",
-                            body={"name": "ok-1", "args": ["--lines", "3", "--sleep", "0.2"], "gpus": 1})
+                            body={"name": "ok-1", "args": ["--env", "--lines", "3", "--sleep", "0.2"], "gpus": 1})
     assert status == 201, job
     assert job["name"] == "ok-1" and job["owner"] == getpass.getuser() and job["gpus"] == 1
     # The LimitRange defaults filled what the request left out.
@@ -90,7 +90,8 @@ async def test_submit_runs_a_job_to_success_and_releases_quota(api):
     done = await wait_for_phase(api, "team-alpha", "ok-1", {"Succeeded", "Failed"})
     assert done["phase"] == "Succeeded", done
     status, logs = await api("GET", "namespaces", "team-alpha", "jobs", "ok-1", "logs", params={"tailLines": "50"})
-    assert status == 200 and "CUDA_VISIBLE_DEVICES=" in logs["logs"]
+    assert status == 200 and f"CUDA_VISIBLE_DEVICES={','.join(map(str, done['gpuIndices']))}" in logs["logs"]
+    assert len(done["gpuIndices"]) == 1
     _, balance = await api("GET", "namespaces", "team-alpha", "balance")
     assert balance["resources"][GPU]["used"] == "0"
 

@@ -45,7 +45,7 @@ def test_scoped_extra_quota():
     [
         ({"team": ""}, "needs a 'team'"),
         ({"team": "x", "namespace": "X"}, "DNS-1123"),
-        ({"team": "x", "hard": {"requests.nvidia.com/gpu": "0.5"}}, "must be an integer"),
+        ({"team": "x", "hard": {"pods": "1.5"}}, "must be an integer"),
         ({"team": "x", "hard": {"gpus": "1"}}, "must be a standard resource for quota"),
         ({"team": "x", "hard": {"requests.memory": "-1Gi"}}, "greater than or equal to 0"),
         ({"team": "x", "scopes": ["BestEffort", "NotBestEffort"], "hard": {"pods": "1"}}, "conflicting"),
