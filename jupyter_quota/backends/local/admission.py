@@ -1,0 +1,128 @@
+"""What the local backend's admission transaction needs around ``quota.admit_job``.
+
+Usage is rebuilt from the ledger inside the transaction: the admitted pod of every live
+(Pending or Running) job of the namespace counts, and ``count/jobs.batch`` is the number of
+live jobs. A finished local job counts as deleted, as a Job with ``ttlSecondsAfterFinished: 0``
+would be on a cluster: its record stays (for its log and history, and its name stays taken),
+but it holds no quota.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sqlite3
+
+from ... import errors, quota
+from ...quantity import Quantity
+from . import clock, jobview, ledger
+
+GPU = "nvidia.com/gpu"
+ARGS_ANNOTATION = "jupyter-quota/args"
+JOB_COUNT = "count/jobs.batch"
+
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SUBDOMAIN_HELP = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+
+def validate_job(job: dict, namespace: str) -> str:
+    """Check what the local backend relies on; return the Job's name. Raises ``errors.Invalid``."""
+    meta = job.get("metadata") or {}
+    name = meta.get("name") or ""
+    if not name:
+        raise errors.Invalid(
+            'Job.batch "" is invalid: metadata.name: Required value: name or generateName is required'
+        )
+    prefix = f'Job.batch "{name}" is invalid: '
+    if len(name) > 63:
+        raise errors.Invalid(
+            f'{prefix}metadata.name: Invalid value: "{name}": must be no more than 63 characters'
+        )
+    if not _DNS1123_SUBDOMAIN.fullmatch(name):
+        raise errors.Invalid(f'{prefix}metadata.name: Invalid value: "{name}": {_SUBDOMAIN_HELP}')
+    if meta.get("namespace") not in (None, "", namespace):
+        raise errors.Invalid(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        )
+    spec = job.get("spec") or {}
+    for field in ("parallelism", "completions"):
+        if spec.get(field) not in (None, 1):
+            raise errors.Invalid(
+                f"{prefix}spec.{field}: Invalid value: {spec[field]}: "
+                "the local backend runs one process per job"
+            )
+    template = (spec.get("template") or {}).get("spec") or {}
+    if not template.get("containers"):
+        raise errors.Invalid(
+            f"{prefix}spec.template.spec.containers: Required value: at least one container"
+        )
+    if not jobview.command_of(jobview.train_container({"spec": template})):
+        raise errors.Invalid(
+            f"{prefix}spec.template.spec.containers[0].command: Required value: "
+            "the local backend runs the container's command"
+        )
+    return name
+
+
+def quotas_with_status(quotas: list[dict], live: list[sqlite3.Row]) -> list[dict]:
+    """The namespace's quotas with ``status.hard``/``status.used`` as the quota controller sets them."""
+    pods = live_pods(live)
+    counts = {JOB_COUNT: len(live)}
+    return [quota.quota_status(q, pods, counts) for q in quotas]
+
+
+def live_pods(live: list[sqlite3.Row]) -> list[dict]:
+    """The pods of live jobs, with their phase, as quota evaluates them."""
+    pods = []
+    for row in live:
+        pod = ledger.loads(row["pod"])
+        pod.setdefault("status", {})["phase"] = row["phase"]
+        pods.append(pod)
+    return pods
+
+
+def job_row(profile, job: dict, owner: str, admission) -> dict:
+    """The ledger row for an admitted job (phase Pending)."""
+    pod = admission.pod
+    gpus = quota.pod_requests(pod).get(GPU)
+    return {
+        "namespace": profile.namespace,
+        "name": job["metadata"]["name"],
+        "team": profile.team,
+        "owner": owner,
+        "phase": "Pending",
+        "args": ledger.dumps(user_args(job)),
+        "gpus": int(Quantity(str(gpus)).value()) if gpus is not None else 0,
+        "pod": ledger.dumps(pod),
+        "usage": ledger.dumps({k: str(v) for k, v in admission.usage.items()}),
+        "job": ledger.dumps(job),
+        "created_at": clock.now(),
+    }
+
+
+def user_args(job: dict) -> list[str]:
+    """The user's arguments: the ``jupyter-quota/args`` annotation, else the container's args."""
+    annotations = (job.get("metadata") or {}).get("annotations") or {}
+    if ARGS_ANNOTATION in annotations:
+        try:
+            args = json.loads(annotations[ARGS_ANNOTATION])
+            if isinstance(args, list):
+                return [str(a) for a in args]
+        except ValueError:
+            pass
+    template = ((job.get("spec") or {}).get("template")) or {}
+    return [str(a) for a in jobview.train_container(template).get("args") or []]
+
+
+def limit_range_spec(limit_ranges: list[dict]) -> dict | None:
+    """The profile's LimitRange spec (several are merged into one list of limits), or None."""
+    if not limit_ranges:
+        return None
+    if len(limit_ranges) == 1:
+        return copy.deepcopy(limit_ranges[0].get("spec") or {})
+    return {"limits": [item for lr in limit_ranges for item in (lr.get("spec") or {}).get("limits", [])]}

@@ -1,0 +1,218 @@
+"""The embedded backend: one machine's GPUs shared by teams, with a SQLite ledger as authority.
+
+Admission, scheduling and every state change are transactions on the ledger (see ``ledger``),
+so threads of one server, several server processes and restarts all agree on who holds what.
+Jobs are processes under ``supervise`` in their own session; they outlive the server and are
+found again by the next one (see ``lifecycle``).
+
+Cancel semantics: ``cancel`` sends SIGTERM to the job's process group and waits at most
+``CANCEL_WAIT`` seconds. A job that ended by then is returned Failed/Cancelled; one that did
+not is returned Running with reason ``Terminating``, and the reaper records Failed/Cancelled
+when it exits, sending SIGKILL to the group once ``grace_period`` has passed (the deadline is in
+the ledger, so a restart keeps it). Cancelling a Pending job marks it Failed/Cancelled at once.
+Cancelling a job that already finished, or is already terminating, returns it unchanged (and
+one whose process ended before the reaper noticed is returned as it really ended).
+
+Balance is served from a per-namespace cache of live pods, revalidated on every call by the
+ledger's ``generation`` counter (one single-row read), so writes by other processes show at once.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+
+from ... import errors, quota
+from ..base import Backend
+from . import admission, clock, jobview, ledger, lifecycle, logtail, runner
+
+CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
+
+
+class LocalBackend(Backend):
+    """Runs quota-admitted jobs as local processes on this machine's GPUs."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        ledger_path: str | os.PathLike,
+        state_dir: str | os.PathLike,
+        inventory: dict,
+        grace_period: float = 10.0,
+        poll_interval: float = 0.5,
+        log: logging.Logger | None = None,
+        workdir: str | os.PathLike | None = None,
+    ):
+        self.grace_period = grace_period
+        self.poll_interval = poll_interval
+        self.log = log or logging.getLogger(__name__)
+        self.state_dir = os.path.abspath(state_dir)
+        self._inventory = copy.deepcopy(inventory)
+        self._ledger = ledger.Ledger(ledger_path)
+        ledger.make_private_dir(self.state_dir)
+        self._jobs = lifecycle.Lifecycle(
+            self._ledger, self.state_dir, self._inventory,
+            os.path.abspath(workdir or os.getcwd()), self.log,
+        )
+        self._usage: dict[str, _Usage] = {}
+        self._usage_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # Background work
+
+    def start(self) -> None:
+        """Recover jobs left by a previous server (one reap now), then reap every ``poll_interval``."""
+        self.reap()
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="jupyter-quota-reaper", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        """Stop the reaper thread. Running jobs keep running; the next server finds them."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(5.0, 4 * self.poll_interval))
+            self._thread = None
+
+    def reap(self) -> None:
+        """Record ended jobs, enforce cancel deadlines, start what fits. Safe to call any time."""
+        self._jobs.reap()
+
+    def schedule(self) -> None:
+        """Start Pending jobs that fit the machine now."""
+        self._jobs.schedule()
+
+    # Backend API
+
+    def balance(self, profile) -> dict:
+        usage = self._namespace_usage(profile.namespace)
+        quotas = [
+            quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs})
+            for q in profile.resource_quotas()
+        ]
+        summary = quota.balance(quotas)
+        return {
+            "namespace": profile.namespace,
+            "team": profile.team,
+            "resources": summary["resources"],
+            "quotas": summary["quotas"],
+            "warnings": summary["warnings"],
+            "limitRange": admission.limit_range_spec(profile.limit_ranges()),
+            "observedAt": clock.now(),  # the ledger was checked just now
+            "stale": False,
+        }
+
+    def submit(self, profile, job: dict, owner: str) -> dict:
+        """Admit ``job`` against the namespace's live usage in one transaction, then schedule."""
+        namespace = profile.namespace
+        name = admission.validate_job(job, namespace)
+        quotas = profile.resource_quotas()
+        limit_ranges = profile.limit_ranges()
+        with self._ledger.write() as con:
+            if ledger.find(con, namespace, name) is not None:
+                raise errors.Conflict(f'jobs.batch "{name}" already exists')
+            live = ledger.live_in_namespace(con, namespace)
+            admitted = quota.admit_job(job, admission.quotas_with_status(quotas, live), limit_ranges)
+            ledger.insert(con, admission.job_row(profile, job, owner, admitted))
+        self.log.info("job %s/%s admitted for %s", namespace, name, owner)
+        try:
+            self.schedule()
+        except Exception:  # admitted and recorded: the reaper's next pass schedules it
+            self.log.exception("local backend: scheduling after admitting %s/%s failed", namespace, name)
+        return self.get_job(profile, name)
+
+    def list_jobs(self, profile) -> list[dict]:
+        with self._ledger.read() as con:
+            rows = ledger.in_namespace(con, profile.namespace)
+        return [jobview.job_json(r) for r in rows]
+
+    def get_job(self, profile, name: str) -> dict:
+        return jobview.job_json(self._row(profile.namespace, name))
+
+    def logs(self, profile, name: str, tail_lines: int = 200) -> str:
+        row = self._row(profile.namespace, name)
+        return logtail.tail(os.path.join(self._jobs.job_dir(row), runner.LOG_FILE), tail_lines)
+
+    def cancel(self, profile, name: str, by: str) -> dict:
+        """SIGTERM the job's group and return; see the module docstring for the semantics."""
+        namespace = profile.namespace
+        terminate = False
+        with self._ledger.write() as con:
+            row = ledger.find(con, namespace, name)
+            if row is None:
+                raise errors.NotFound(f'jobs.batch "{name}" not found')
+            if row["phase"] == "Pending":
+                ledger.update(con, row["id"], "Pending", phase="Failed", reason="Cancelled",
+                              message=f"cancelled by {by}", finished_at=clock.now())
+            elif row["phase"] == "Running" and not row["cancelled_by"] and self._jobs.is_running(row):
+                ledger.update(con, row["id"], "Running", cancelled_by=by,
+                              kill_after=time.time() + self.grace_period)
+                terminate = True
+            # Otherwise it is finished, already terminating, or ended unrecorded: unchanged.
+        if terminate:
+            self.log.info("job %s/%s cancelled by %s: SIGTERM", namespace, name, by)
+            runner.signal_group(lifecycle.process_of(row), signal.SIGTERM)
+            self._wait_for_exit(namespace, name, CANCEL_WAIT)
+        elif row["phase"] == "Running":
+            self.reap()  # an end the reaper has not recorded yet shows as it really was
+        return self.get_job(profile, name)
+
+    def inventory(self) -> dict:
+        return copy.deepcopy(self._inventory)
+
+    # Helpers
+
+    def _row(self, namespace: str, name: str):
+        with self._ledger.read() as con:
+            row = ledger.find(con, namespace, name)
+        if row is None:
+            raise errors.NotFound(f'jobs.batch "{name}" not found')
+        return row
+
+    def _wait_for_exit(self, namespace: str, name: str, timeout: float) -> None:
+        """Poll briefly for a signalled job to end, and record it when it does."""
+        deadline = time.monotonic() + timeout
+        while True:
+            row = self._row(namespace, name)
+            if row["phase"] != "Running" or not self._jobs.is_running(row):
+                self.reap()
+                return
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.02)
+
+    def _namespace_usage(self, namespace: str) -> _Usage:
+        """Live pods and job count of a namespace, rebuilt only when the ledger changed."""
+        current = self._ledger.generation()
+        with self._usage_lock:
+            cached = self._usage.get(namespace)
+        if cached is not None and cached.generation == current:
+            return cached
+        with self._ledger.read() as con:
+            live = ledger.live_in_namespace(con, namespace)
+            usage = _Usage(ledger.generation(con), admission.live_pods(live), len(live))
+        with self._usage_lock:
+            self._usage[namespace] = usage
+        return usage
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll_interval):
+            try:
+                self.reap()
+            except Exception:  # keep reaping; a bad pass is logged, the next may succeed
+                self.log.exception("local backend: reaping failed")
+
+
+@dataclass(frozen=True)
+class _Usage:
+    generation: int
+    pods: list
+    jobs: int

@@ -1,0 +1,232 @@
+"""The local backend's durable ledger: one SQLite file holding every job and its state.
+
+The ledger is the authority for admission on a single machine, so it must stay atomic and
+durable under concurrent writers (threads and processes) and crashes:
+- WAL journal, every write in a ``BEGIN IMMEDIATE`` transaction, so writers queue on SQLite's
+  lock (``busy_timeout``) and a transaction that re-reads usage sees everything committed before it.
+- ``synchronous=FULL``: in WAL mode NORMAL may lose the last commits on power loss; a lost
+  admission would leave a running process the ledger does not know of. Admissions are rare,
+  so an fsync per commit costs nothing that matters.
+- A ``meta`` table holds ``schema_version`` and ``generation``, a counter bumped by every
+  transaction that changes a job, so readers can cache and revalidate with a one-row read.
+- Columns that make a row meaningful are NOT NULL: a row is either complete or absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from contextlib import contextmanager
+from typing import Iterator
+
+SCHEMA_VERSION = 1
+LIVE = ("Pending", "Running")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,  -- submission order (FIFO)
+    namespace    TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    team         TEXT NOT NULL,
+    owner        TEXT NOT NULL,
+    phase        TEXT NOT NULL CHECK (phase IN ('Pending', 'Running', 'Succeeded', 'Failed')),
+    reason       TEXT,
+    message      TEXT,
+    args         TEXT NOT NULL,   -- JSON list: the user's arguments, as shown by the API
+    gpus         INTEGER NOT NULL,
+    pod          TEXT NOT NULL,   -- JSON: the admitted, defaulted pod (what quota counts)
+    usage        TEXT NOT NULL,   -- JSON: quota usage charged at admission, canonical strings
+    job          TEXT NOT NULL,   -- JSON: the batch/v1 Job as submitted
+    created_at   TEXT NOT NULL,
+    gpu_indices  TEXT,            -- JSON list, set when the job starts
+    pid          INTEGER,         -- the supervisor's pid = the job's process group
+    pid_start    INTEGER,         -- /proc/<pid>/stat starttime, so a reused pid is not ours
+    boot_id      TEXT,
+    started_at   TEXT,
+    finished_at  TEXT,
+    exit_code    INTEGER,
+    cancelled_by TEXT,
+    kill_after   REAL,            -- epoch seconds: SIGKILL the group if still alive then
+    UNIQUE (namespace, name),
+    CHECK (phase = 'Pending' OR phase = 'Failed' OR pid IS NOT NULL)
+);
+CREATE INDEX IF NOT EXISTS jobs_by_phase ON jobs (phase, id);
+"""
+
+# Ordered migrations: _MIGRATIONS[v] upgrades a ledger from version v to v+1.
+_MIGRATIONS: dict[int, str] = {}
+
+
+class LedgerError(RuntimeError):
+    """The ledger cannot be used (written by a newer version, unreadable)."""
+
+
+class Ledger:
+    """Connections and transactions on the ledger file; rows are ``sqlite3.Row``."""
+
+    def __init__(self, path: str | os.PathLike, busy_timeout: float = 30.0):
+        self.path = os.fspath(path)
+        self.busy_timeout = busy_timeout
+        make_private_dir(os.path.dirname(os.path.abspath(self.path)))
+        self._create()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction: committed whole on success, rolled back on error.
+
+        Bumps ``generation`` when the transaction changed anything.
+        """
+        con = self._connect()
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            before = con.total_changes
+            yield con
+            if con.total_changes != before:
+                con.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every statement inside sees the same snapshot."""
+        con = self._connect()
+        try:
+            con.execute("BEGIN")
+            yield con
+            con.execute("COMMIT")
+        finally:
+            con.close()
+
+    def generation(self) -> int:
+        """The change counter: equal values mean no job changed in between."""
+        con = self._connect()
+        try:
+            return generation(con)
+        finally:
+            con.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        con = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        con.row_factory = sqlite3.Row
+        con.execute("PRAGMA synchronous = FULL")
+        return con
+
+    def _create(self) -> None:
+        """Create or upgrade the schema; safe when several processes open a new ledger at once."""
+        con = self._connect()
+        try:
+            con.execute("PRAGMA journal_mode = WAL")  # persistent: recorded in the file
+            con.execute("BEGIN IMMEDIATE")
+            exists = con.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+            ).fetchone()
+            version = SCHEMA_VERSION
+            if exists:
+                row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                version = row[0] if row else SCHEMA_VERSION
+            if version > SCHEMA_VERSION:
+                raise LedgerError(
+                    f"ledger {self.path} has schema version {version}; this jupyter_quota "
+                    f"understands up to {SCHEMA_VERSION}: upgrade jupyter_quota"
+                )
+            for statement in _statements(_SCHEMA):
+                con.execute(statement)
+            for v in range(version, SCHEMA_VERSION):
+                for statement in _statements(_MIGRATIONS[v]):
+                    con.execute(statement)
+            con.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (SCHEMA_VERSION,),
+            )
+            con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', 0)")
+            con.execute("COMMIT")
+        except BaseException:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+
+
+# Queries shared by the backend; each takes a connection inside a transaction.
+
+
+def generation(con: sqlite3.Connection) -> int:
+    return con.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+
+
+def find(con: sqlite3.Connection, namespace: str, name: str) -> sqlite3.Row | None:
+    return con.execute(
+        "SELECT * FROM jobs WHERE namespace = ? AND name = ?", (namespace, name)
+    ).fetchone()
+
+
+def live_in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.Row]:
+    """Pending and Running jobs of a namespace: what its quota counts."""
+    return con.execute(
+        "SELECT * FROM jobs WHERE namespace = ? AND phase IN (?, ?) ORDER BY id", (namespace, *LIVE)
+    ).fetchall()
+
+
+def in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.Row]:
+    return con.execute(
+        "SELECT * FROM jobs WHERE namespace = ? ORDER BY id DESC", (namespace,)
+    ).fetchall()
+
+
+def in_phase(con: sqlite3.Connection, phase: str) -> list[sqlite3.Row]:
+    """Jobs of every namespace in one phase, oldest first."""
+    return con.execute("SELECT * FROM jobs WHERE phase = ? ORDER BY id", (phase,)).fetchall()
+
+
+def insert(con: sqlite3.Connection, row: dict) -> None:
+    columns = ", ".join(row)
+    marks = ", ".join("?" for _ in row)
+    con.execute(f"INSERT INTO jobs ({columns}) VALUES ({marks})", tuple(row.values()))
+
+
+def update(con: sqlite3.Connection, job_id: int, expect_phase: str, **values) -> bool:
+    """Set ``values`` on a job still in ``expect_phase``; False when another writer moved it."""
+    sets = ", ".join(f"{k} = ?" for k in values)
+    cur = con.execute(
+        f"UPDATE jobs SET {sets} WHERE id = ? AND phase = ?",
+        (*values.values(), job_id, expect_phase),
+    )
+    return cur.rowcount == 1
+
+
+def loads(text: str | None, default=None):
+    """JSON column to Python (None stays ``default``)."""
+    return default if text is None else json.loads(text)
+
+
+def dumps(value) -> str:
+    """Python to a JSON column; quantities and other str-like values become their strings."""
+    return json.dumps(value, default=str, separators=(",", ":"), sort_keys=True)
+
+
+def _statements(script: str) -> list[str]:
+    """Split a schema script into statements (no semicolons inside our statements)."""
+    lines = [line.split("--", 1)[0] for line in script.splitlines()]
+    return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def make_private_dir(path: str) -> None:
+    """Create ``path`` (and parents) with mode 0700; an existing directory is left as it is."""
+    if os.path.isdir(path):
+        return
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)  # makedirs' mode is filtered by the umask

@@ -1,0 +1,193 @@
+"""Moving jobs through their phases on this machine: start what fits, record what ended.
+
+``schedule`` starts Pending jobs (oldest first) where the inventory has room; ``reap``
+finds Running jobs whose process is gone, records Succeeded or Failed from the supervisor's
+exit record, enforces cancel deadlines, and schedules again. Both are safe to run from several
+threads and several server processes on one ledger: every state change is a conditional
+update inside a ``BEGIN IMMEDIATE`` transaction.
+
+A job's process is "ours" when this process started it (we hold its ``Popen`` and reap it) and
+otherwise found by ``/proc`` (after a server restart, or started by another server process).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import threading
+import time
+
+from ... import quota
+from . import clock, jobview, ledger, logtail, procfs, runner, scheduler
+
+
+class Lifecycle:
+    """Starts pending jobs on the machine and records how running ones end."""
+
+    def __init__(self, book: ledger.Ledger, state_dir: str, inventory: dict, workdir: str,
+                 log: logging.Logger):
+        self._ledger = book
+        self._state_dir = state_dir
+        self._inventory = inventory
+        self._workdir = workdir
+        self._log = log
+        self._children: dict[procfs.ProcessId, subprocess.Popen] = {}  # supervisors we started
+        self._lock = threading.RLock()  # one schedule/reap pass at a time in this process
+        self._scheduled_at: int | None = None  # ledger generation of the last complete pass
+
+    def schedule(self) -> None:
+        """Start every Pending job that fits now; note why the others wait.
+
+        Skipped when no job changed since the last pass (the inventory is fixed, so the
+        decisions would be the same): an idle server does not take the write lock every poll.
+        """
+        with self._lock:
+            with self._ledger.read() as con:
+                seen = ledger.generation(con)
+                if seen == self._scheduled_at or not ledger.in_phase(con, "Pending"):
+                    self._scheduled_at = seen
+                    return
+            launches: list[runner.Launch] = []
+            try:
+                with self._ledger.write() as con:
+                    seen = ledger.generation(con)
+                    self._schedule_in(con, launches)
+            except BaseException:
+                for launch in launches:  # the ledger did not record them: they must not run
+                    runner.abort(launch)
+                raise
+            for launch in launches:
+                self._children[launch.proc] = launch.popen
+                runner.release(launch)
+            # Our own changes bump the generation past ``seen``: the next pass runs once more
+            # and finds nothing to do, while a change by anyone else is never skipped.
+            self._scheduled_at = seen
+
+    def reap(self) -> None:
+        """Record the end of every Running job whose process is gone, then schedule."""
+        with self._lock:
+            with self._ledger.read() as con:
+                running = ledger.in_phase(con, "Running")
+            now = time.time()
+            ended = []
+            for row in running:
+                if not self.is_running(row):
+                    ended.append(row)
+                elif row["kill_after"] is not None and now >= row["kill_after"]:
+                    self._log.info("job %s/%s: grace period over, SIGKILL", row["namespace"], row["name"])
+                    runner.signal_group(process_of(row), signal.SIGKILL)
+            if ended:
+                with self._ledger.write() as con:
+                    for row in ended:
+                        phase, values = self._outcome(row)
+                        ledger.update(con, row["id"], "Running", phase=phase, **values)
+            ended_ids = {r["id"] for r in ended}
+            self._forget_children(keep={process_of(r) for r in running if r["id"] not in ended_ids})
+            self.schedule()
+
+    def is_running(self, row: sqlite3.Row) -> bool:
+        """Whether the Running job's supervisor still runs."""
+        child = self._children.get(process_of(row))
+        if child is not None:
+            return child.poll() is None  # our child: poll() also reaps it
+        return procfs.is_running(process_of(row))
+
+    def job_dir(self, row: sqlite3.Row) -> str:
+        return runner.job_dir(self._state_dir, row["namespace"], row["name"])
+
+    def _schedule_in(self, con: sqlite3.Connection, launches: list) -> None:
+        """Decide and start inside the write transaction; launched supervisors wait at their gate."""
+        running = ledger.in_phase(con, "Running")
+        pending = ledger.in_phase(con, "Pending")
+        decisions = scheduler.schedule(
+            self._inventory,
+            [scheduler.Running(_requests(r), ledger.loads(r["gpu_indices"], [])) for r in running],
+            [scheduler.Pending(r, _requests(r)) for r in pending],
+        )
+        for decision in decisions:
+            row = decision.key
+            if not decision.start:
+                if (row["reason"], row["message"]) != (decision.reason, decision.message):
+                    ledger.update(con, row["id"], "Pending", reason=decision.reason, message=decision.message)
+                continue
+            try:
+                launch = self._launch(row, decision.gpu_indices)
+            except OSError as e:
+                self._log.warning("job %s/%s cannot start: %s", row["namespace"], row["name"], e)
+                ledger.update(con, row["id"], "Pending", phase="Failed", reason="StartError",
+                              message=f"cannot start the job: {e}", finished_at=clock.now())
+                continue
+            launches.append(launch)
+            ledger.update(
+                con, row["id"], "Pending",
+                phase="Running", reason=None, message=None,
+                gpu_indices=ledger.dumps(decision.gpu_indices),
+                pid=launch.proc.pid, pid_start=launch.proc.start, boot_id=launch.proc.boot,
+                started_at=clock.now(),
+            )
+
+    def _launch(self, row: sqlite3.Row, gpu_indices: list[int]) -> runner.Launch:
+        container = jobview.train_container(ledger.loads(row["pod"]))
+        env = runner.job_environment(os.environ, container, row["namespace"], row["name"], gpu_indices)
+        return runner.launch(self.job_dir(row), jobview.command_of(container), env, self._workdir)
+
+    def _outcome(self, row: sqlite3.Row) -> tuple[str, dict]:
+        """The phase and fields of a Running job whose process is gone."""
+        directory = self.job_dir(row)
+        record = runner.read_exit(directory)
+        code = record.get("exitCode") if record else None
+        values = {
+            "exit_code": code,
+            "finished_at": (record or {}).get("finishedAt") or clock.now(),
+            "kill_after": None,
+        }
+        if row["cancelled_by"]:
+            return "Failed", dict(values, reason="Cancelled", message=f"cancelled by {row['cancelled_by']}")
+        if record is None:
+            return "Failed", dict(values, reason="Lost", message=self._lost_message(row))
+        if record.get("error"):
+            return "Failed", dict(values, reason="StartError", message=record["error"])
+        if code == 0:
+            return "Succeeded", dict(values, reason=None, message=None)
+        message = f"exit code {code}"
+        if record.get("signal"):
+            message += f" ({record['signal']})"
+        last = logtail.last_line(os.path.join(directory, runner.LOG_FILE))
+        if last:
+            message += f": {last}"
+        return "Failed", dict(values, reason="Error", message=message)
+
+    def _lost_message(self, row: sqlite3.Row) -> str:
+        child = self._children.get(process_of(row))
+        if child is not None and child.returncode is not None:
+            if child.returncode < 0:
+                how = runner.signal_name(-child.returncode)
+                return (
+                    f"the job's processes (pid {row['pid']}) were killed ({how})"
+                    " before recording an exit code"
+                )
+            return (
+                f"the job's supervisor (pid {row['pid']}) exited with code {child.returncode}"
+                " without recording the job's exit code; see the job's log"
+            )
+        return (
+            f"the job's process (pid {row['pid']}) disappeared while the server was not watching;"
+            " no exit code was recorded"
+        )
+
+    def _forget_children(self, keep: set) -> None:
+        """Drop supervisors that exited (``poll`` reaped them) and whose end is recorded."""
+        for proc, child in list(self._children.items()):
+            if proc not in keep and child.poll() is not None:
+                del self._children[proc]
+
+
+def process_of(row: sqlite3.Row) -> procfs.ProcessId:
+    return procfs.ProcessId(row["pid"], row["pid_start"], row["boot_id"])
+
+
+def _requests(row: sqlite3.Row) -> dict:
+    return quota.pod_requests(ledger.loads(row["pod"]))

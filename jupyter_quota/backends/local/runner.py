@@ -1,0 +1,151 @@
+"""Start a job's processes, signal them, and read how they ended.
+
+A job runs as ``supervise.py`` (which runs the job's argv) in a new session, so it has its own
+process group: the server can stop and start without taking jobs down, and a cancel reaches
+every process the job made. The supervisor is started held at a gate (see ``supervise``): the
+caller commits the pid to the ledger first, then ``release``s it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from . import procfs
+
+LOG_FILE = "output.log"
+EXIT_FILE = "exit.json"
+# Run by path, not imported: ``python -m ...supervise`` must not find it already in sys.modules.
+SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervise.py")
+
+
+@dataclass
+class Launch:
+    """A supervisor waiting at its gate."""
+
+    popen: subprocess.Popen
+    proc: procfs.ProcessId
+
+
+def job_dir(state_dir: str, namespace: str, name: str) -> str:
+    """Where a job's log and exit record live: ``state_dir/jobs/<namespace>/<name>``."""
+    return os.path.join(state_dir, "jobs", namespace, name)
+
+
+def launch(directory: str, command: list[str], env: dict[str, str], workdir: str) -> Launch:
+    """Start the supervisor for ``command`` (an argv list), held at its gate.
+
+    Raises OSError when it cannot be started (a missing workdir, no interpreter).
+    """
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    for stale in (EXIT_FILE, EXIT_FILE + ".tmp"):  # left by a ledger that was lost
+        try:
+            os.unlink(os.path.join(directory, stale))
+        except FileNotFoundError:
+            pass
+    log = os.open(
+        os.path.join(directory, LOG_FILE),
+        os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,
+        0o600,
+    )
+    argv = [
+        sys.executable,
+        "-I",  # isolated: the job's PYTHONPATH or workdir cannot shadow the supervisor's imports
+        SUPERVISOR,
+        "--exit-file",
+        os.path.join(directory, EXIT_FILE),
+        "--",
+        *command,
+    ]
+    try:
+        popen = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(log)
+    proc = procfs.identify(popen.pid)
+    if proc is None:
+        popen.wait()
+        raise OSError(f"the job supervisor exited at once (exit code {popen.returncode})")
+    return Launch(popen, proc)
+
+
+def release(launch: Launch) -> None:
+    """Let the supervisor run the job (after the ledger has recorded it)."""
+    try:
+        launch.popen.stdin.write(b"go\n")
+        launch.popen.stdin.flush()
+    except BrokenPipeError:
+        pass  # it died at the gate; the reaper finds it gone without an exit record
+    finally:
+        _close_stdin(launch.popen)
+
+
+def abort(launch: Launch) -> None:
+    """Dismiss a supervisor whose job the ledger did not record: it exits without running it."""
+    _close_stdin(launch.popen)
+    launch.popen.wait()
+
+
+def signal_group(proc: procfs.ProcessId, sig: int) -> bool:
+    """Send ``sig`` to the job's process group if its supervisor is still the process we started."""
+    if not procfs.is_running(proc):
+        return False
+    try:
+        os.killpg(proc.pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def read_exit(directory: str) -> dict | None:
+    """The supervisor's exit record, or None when it wrote none (killed, or never ran)."""
+    try:
+        with open(os.path.join(directory, EXIT_FILE), encoding="utf-8") as f:
+            record = json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "exitCode" in record else None
+
+
+def job_environment(
+    base: dict[str, str], container: dict, namespace: str, name: str, gpu_indices: list[int]
+) -> dict[str, str]:
+    """The job's environment: the server's, the container's literal ``env``, then ours.
+
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` makes CUDA number devices as ``nvidia-smi`` does, so
+    the indices in ``CUDA_VISIBLE_DEVICES`` mean the GPUs the ledger assigned.
+    """
+    env = dict(base)
+    for var in container.get("env") or []:
+        if "value" in var and "name" in var:
+            env[var["name"]] = str(var["value"])
+    env.update(
+        CUDA_VISIBLE_DEVICES=",".join(str(i) for i in gpu_indices),
+        CUDA_DEVICE_ORDER="PCI_BUS_ID",
+        JUPYTER_QUOTA_JOB=name,
+        JUPYTER_QUOTA_NAMESPACE=namespace,
+    )
+    return env
+
+
+def signal_name(sig: int) -> str:
+    return signal.Signals(sig).name
+
+
+def _close_stdin(popen: subprocess.Popen) -> None:
+    try:
+        popen.stdin.close()
+    except (BrokenPipeError, OSError):
+        pass

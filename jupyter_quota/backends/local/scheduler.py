@@ -1,0 +1,120 @@
+"""Which pending jobs start now, and on which GPUs: kube-scheduler's fit on a single node.
+
+Pure: it takes the inventory, what Running jobs hold and the Pending jobs in submission order,
+and returns a decision per pending job. The rules follow the NodeResourcesFit plugin:
+- a job fits when, for each resource it requests, request <= allocatable - requested by
+  running jobs (cpu, memory, ``nvidia.com/gpu``, and any other extended resource, which this
+  machine does not have); ``ephemeral-storage`` and hugepages are not tracked locally;
+- GPUs are whole devices, assigned by index (lowest free first);
+- pending jobs are tried oldest first, and a job that does not fit does not block younger
+  ones that do (as kube-scheduler moves on to the next pod in its queue).
+
+A job that would not fit even on the empty machine is ``Unschedulable``; one that waits for
+running jobs to finish is ``WaitingForResources``. Both carry kube-scheduler's message,
+``0/1 nodes are available: 1 Insufficient nvidia.com/gpu.``
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ...quantity import Quantity
+
+GPU = "nvidia.com/gpu"
+NODE_RESOURCES = ("cpu", "memory", GPU)
+UNSCHEDULABLE = "Unschedulable"
+WAITING = "WaitingForResources"
+
+
+@dataclass
+class Running:
+    requests: dict  # resource -> quantity (Quantity or str)
+    gpu_indices: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Pending:
+    key: object  # whatever identifies the job to the caller
+    requests: dict
+
+
+@dataclass
+class Decision:
+    key: object
+    start: bool
+    gpu_indices: list[int] = field(default_factory=list)
+    reason: str | None = None
+    message: str | None = None
+
+
+def schedule(inventory: dict, running: list[Running], pending: list[Pending]) -> list[Decision]:
+    """One decision per pending job, in the order given (oldest first)."""
+    allocatable = node_allocatable(inventory)
+    requested = _total(r.requests for r in running)
+    held = {i for r in running for i in r.gpu_indices}
+    free_gpus = [g["index"] for g in inventory.get("gpus", []) if g["index"] not in held]
+
+    decisions = []
+    for job in pending:
+        wanted = _amounts(job.requests)
+        missing = _insufficient(wanted, allocatable, {})
+        reason = UNSCHEDULABLE
+        if not missing:
+            reason = WAITING
+            missing = _insufficient(wanted, allocatable, requested)
+            gpus = int(wanted.get(GPU, 0))
+            if gpus > len(free_gpus) and GPU not in missing:
+                missing.append(GPU)  # counted free, but an index is still held (a shrunk inventory)
+        if missing:
+            decisions.append(Decision(job.key, False, reason=reason, message=_message(missing)))
+            continue
+        gpus = int(wanted.get(GPU, 0))
+        taken, free_gpus = free_gpus[:gpus], free_gpus[gpus:]
+        for name, amount in wanted.items():
+            requested[name] = requested.get(name, Fraction(0)) + amount
+        decisions.append(Decision(job.key, True, gpu_indices=taken))
+    return decisions
+
+
+def node_allocatable(inventory: dict) -> dict[str, Fraction]:
+    """The node's allocatable resources, as exact numbers."""
+    return {
+        "cpu": Quantity(str(inventory.get("cpu", "0"))).as_fraction(),
+        "memory": Quantity(str(inventory.get("memory", "0"))).as_fraction(),
+        GPU: Fraction(len(inventory.get("gpus", []))),
+    }
+
+
+def _insufficient(wanted: dict, allocatable: dict, requested: dict) -> list[str]:
+    """Resources whose request exceeds what is left, sorted as kube-scheduler sorts them."""
+    missing = []
+    for name, amount in wanted.items():
+        if amount <= 0 or not _tracked(name):
+            continue
+        left = allocatable.get(name, Fraction(0)) - requested.get(name, Fraction(0))
+        if amount > left:
+            missing.append(name)
+    return sorted(missing)
+
+
+def _tracked(name: str) -> bool:
+    """cpu, memory and extended resources (``domain/name``) are checked; the rest are not."""
+    return name in NODE_RESOURCES or ("/" in name and not name.startswith("kubernetes.io/"))
+
+
+def _message(missing: list[str]) -> str:
+    reasons = ", ".join(f"1 Insufficient {name}" for name in sorted(missing))
+    return f"0/1 nodes are available: {reasons}."
+
+
+def _amounts(requests: dict) -> dict[str, Fraction]:
+    return {name: Quantity(str(q)).as_fraction() for name, q in requests.items()}
+
+
+def _total(all_requests) -> dict[str, Fraction]:
+    total: dict[str, Fraction] = {}
+    for requests in all_requests:
+        for name, amount in _amounts(requests).items():
+            total[name] = total.get(name, Fraction(0)) + amount
+    return total
