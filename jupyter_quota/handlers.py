@@ -83,7 +83,8 @@ class NamespacesHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self):
-        self.reply(await self.run(self.service.namespaces, self.who))
+        # Served from the backend's cache (tens of microseconds): cheaper inline than a thread hop.
+        self.reply(self.service.namespaces(self.who))
 
 
 class BalanceHandler(QuotaHandler):
@@ -91,7 +92,7 @@ class BalanceHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self, namespace):
-        self.reply(await self.run(self.service.balance, self.who, namespace))
+        self.reply(self.service.balance(self.who, namespace))
 
 
 class JobsHandler(QuotaHandler):

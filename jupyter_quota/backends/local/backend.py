@@ -94,21 +94,24 @@ class LocalBackend(Backend):
 
     def balance(self, profile) -> dict:
         usage = self._namespace_usage(profile.namespace)
-        quotas = [
-            quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs})
-            for q in profile.resource_quotas()
-        ]
-        summary = quota.balance(quotas)
-        return {
-            "namespace": profile.namespace,
-            "team": profile.team,
-            "resources": summary["resources"],
-            "quotas": summary["quotas"],
-            "warnings": summary["warnings"],
-            "limitRange": admission.limit_range_spec(profile.limit_ranges()),
-            "observedAt": clock.now(),  # the ledger was checked just now
-            "stale": False,
-        }
+        # The summary depends only on the ledger state and the profile (a new object whenever an
+        # admin changes it), so a read between changes is one generation check and a copy.
+        if usage.summary is None or usage.summary[0] is not profile:
+            quotas = [
+                quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs})
+                for q in profile.resource_quotas()
+            ]
+            summary = quota.balance(quotas)
+            usage.summary = (profile, {
+                "namespace": profile.namespace,
+                "team": profile.team,
+                "resources": summary["resources"],
+                "quotas": summary["quotas"],
+                "warnings": summary["warnings"],
+                "limitRange": admission.limit_range_spec(profile.limit_ranges()),
+            })
+        # Deep enough a copy that a caller cannot change the cache; the ledger was checked just now.
+        return {**copy.deepcopy(usage.summary[1]), "observedAt": clock.now(), "stale": False}
 
     def submit(self, profile, job: dict, owner: str) -> dict:
         """Admit ``job`` against the namespace's live usage in one transaction, then schedule."""
@@ -211,8 +214,10 @@ class LocalBackend(Backend):
                 self.log.exception("local backend: reaping failed")
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Usage:
     generation: int
     pods: list
     jobs: int
+    #: (profile, balance without time): filled by the first balance read at this generation
+    summary: tuple | None = None
