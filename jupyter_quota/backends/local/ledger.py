@@ -83,13 +83,21 @@ class Ledger:
 
         Bumps ``generation`` when the transaction changed anything.
         """
-        con = self._connect()
-        try:
-            con.execute("BEGIN IMMEDIATE")
+        with self._immediate() as con:
             before = con.total_changes
             yield con
             if con.total_changes != before:
                 con.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+
+    @contextmanager
+    def _immediate(self, *pragmas: str) -> Iterator[sqlite3.Connection]:
+        """A fresh connection in ``BEGIN IMMEDIATE``: committed on success, rolled back on error."""
+        con = self._connect()
+        try:
+            for pragma in pragmas:
+                con.execute(pragma)
+            con.execute("BEGIN IMMEDIATE")
+            yield con
             con.execute("COMMIT")
         except BaseException:
             if con.in_transaction:
@@ -131,10 +139,8 @@ class Ledger:
 
     def _create(self) -> None:
         """Create or upgrade the schema; safe when several processes open a new ledger at once."""
-        con = self._connect()
-        try:
-            con.execute("PRAGMA journal_mode = WAL")  # persistent: recorded in the file
-            con.execute("BEGIN IMMEDIATE")
+        # journal_mode is persistent: recorded in the file for every later connection.
+        with self._immediate("PRAGMA journal_mode = WAL") as con:
             exists = con.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
             ).fetchone()
@@ -158,13 +164,6 @@ class Ledger:
                 (SCHEMA_VERSION,),
             )
             con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', 0)")
-            con.execute("COMMIT")
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
 
 
 # Queries shared by the backend; each takes a connection inside a transaction.
