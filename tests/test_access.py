@@ -83,3 +83,16 @@ async def test_profile_change_survives_a_restart(api, quota_state):
     assert (await api("PUT", "profiles", "alpha", body=profile, user="ada"))[0] == 200
     stored = json.loads((quota_state / "profiles.json").read_text())
     assert stored["alpha"]["hard"]["requests.cpu"] == "12"
+
+
+async def test_unenforced_quota_keys_come_back_as_warnings(api):
+    _, profile = await api("GET", "profiles", "beta", user="ada")
+    profile["hard"] = {"nvidia.com/gpu": "2", "limits.nvidia.com/gpu": "2", "requests.cpu": "8"}
+    status, stored = await api("PUT", "profiles", "beta", body=profile, user="ada")
+    assert status == 200, stored  # Kubernetes accepts these keys ...
+    _, balance = await api("GET", "namespaces", "team-beta", "balance", user="bea")
+    flagged = {w["resource"]: w["message"] for w in balance["warnings"]}
+    assert set(flagged) == {"nvidia.com/gpu", "limits.nvidia.com/gpu"}  # ... and never enforces them
+    assert all("requests.nvidia.com/gpu" in m for m in flagged.values()), flagged
+    status, job = await api("POST", "namespaces", "team-beta", "jobs", body={"args": [], "gpus": 4}, user="bea")
+    assert status == 201, "no enforced GPU quota, so the API server would admit it too"
