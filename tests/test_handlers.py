@@ -196,3 +196,25 @@ async def test_profiles_need_an_admin(api):
     assert status == 403
     _, balance = await api("GET", "namespaces", "team-alpha", "balance")
     assert balance["resources"][GPU]["hard"] == "2"
+
+
+@pytest.mark.parametrize(
+    "resources, words",
+    [
+        ({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}, "must be equal to nvidia.com/gpu limit of 2"),
+        ({"requests": {"nvidia.com/gpu": "1"}}, "Limit must be set for non overcommitable resources"),
+    ],
+)
+async def test_gpu_request_must_equal_its_limit(api, resources, words):
+    status, answer = await api("POST", "namespaces", "team-alpha", "jobs", body={"resources": resources})
+    assert status == 400 and answer["reason"] == "Invalid", answer
+    assert words in answer["message"]
+
+
+async def test_a_gpu_limit_alone_is_charged_as_the_request(api):
+    status, job = await api("POST", "namespaces", "team-alpha", "jobs",
+                            body={"args": ["--sleep", "5"], "resources": {"limits": {"nvidia.com/gpu": "2"}}})
+    assert status == 201, job
+    assert job["gpus"] == 2 and job["resources"]["requests"]["nvidia.com/gpu"] == "2"
+    _, balance = await api("GET", "namespaces", "team-alpha", "balance")
+    assert balance["resources"][GPU]["used"] == "2"
