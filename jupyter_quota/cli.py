@@ -7,6 +7,7 @@ Profiles come from the same Jupyter server config files the server reads
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -18,12 +19,24 @@ from .errors import QuotaError
 EPILOG = """examples:
   jupyter quota profiles render --config binder/jupyter_server_config.py
   jupyter quota profiles render --team alpha
+  jupyter quota estimate --gpus 1 -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora
+  jupyter quota plan --namespace team-alpha -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type full
 """
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Everything after the first "--" is the swift sft command, never our own options.
+    swift_args = argv[argv.index("--") + 1:] if "--" in argv else None
+    args, extra = parser.parse_known_args(argv[: argv.index("--")] if "--" in argv else argv)
+    if hasattr(args, "swift_args"):
+        if swift_args is None or extra:
+            parser.error(f"put the swift sft arguments after --, e.g. jupyter quota {args.command} -- "
+                         "--model Qwen/Qwen2.5-7B-Instruct --tuner_type lora")
+        args.swift_args = swift_args
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
@@ -55,6 +68,34 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--team", action="append", metavar="TEAM", help="only this team (repeatable)")
     render.set_defaults(func=_profiles_render)
     profiles.set_defaults(func=lambda a: (profiles.print_help(), 2)[1])
+
+    estimate = sub.add_parser(
+        "estimate",
+        help="peak GPU memory of a swift sft command, with its breakdown",
+        description="Estimate the peak GPU memory per GPU (torch.cuda.max_memory_reserved) of a "
+        "`swift sft` command, offline, for a catalog model or a local folder with a config.json. "
+        "Put the swift sft arguments after --.",
+        usage="jupyter quota estimate [--gpus N] [--json] -- <swift sft args>",
+    )
+    estimate.add_argument("--gpus", default="1", metavar="N", help="GPUs the job runs on (default 1)")
+    estimate.add_argument("--json", action="store_true", help="print the estimate as JSON (bytes)")
+    estimate.set_defaults(func=_estimate, command="estimate", swift_args=None)
+
+    plan = sub.add_parser(
+        "plan",
+        help="the best swift sft configuration that fits a team namespace's balance",
+        description="Fit a `swift sft` command to what a team namespace has left (the local "
+        "backend's ledger; nothing is submitted): the recommended plan as a command, the "
+        "alternatives, and the rejected ones with their reasons. Put the swift sft arguments after --.",
+        usage="jupyter quota plan --namespace NS [--gpus N] [--json] [--config FILE] -- <swift sft args>",
+    )
+    plan.add_argument("--namespace", "-n", metavar="NS",
+                      help="the team namespace (default: your only one)")
+    plan.add_argument("--gpus", default=None, metavar="N",
+                      help="the GPU count you have in mind (default 1); plans may use more or fewer")
+    plan.add_argument("--json", action="store_true", help="print the plan result as JSON")
+    _config_option(plan)
+    plan.set_defaults(func=_plan, command="plan", swift_args=None)
     return parser
 
 
@@ -106,6 +147,68 @@ def _profiles_render(args) -> int:
         docs.extend(p.limit_ranges())
     yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
     return 0
+
+
+def _estimate(args) -> int:
+    from .estimator import estimate
+    from .planner.report import estimate_text
+    from .planner.request import parse_gpus
+    from .swift import parse_sft_args
+
+    gpus = parse_gpus(args.gpus, "--gpus")
+    sft = parse_sft_args(args.swift_args)
+    result = estimate(sft, gpus=gpus).to_json()
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(estimate_text(result, sft.notes))
+    return 0
+
+
+def _plan(args) -> int:
+    from .planner import plan
+    from .planner.report import plan_text
+    from .planner.request import parse_gpus
+
+    gpus = None if args.gpus is None else parse_gpus(args.gpus, "--gpus")
+    context = configured_context(args.namespace, args.config)
+    result = plan(args.swift_args, context, gpus=gpus).to_json()
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(plan_text(result))
+    return 0 if result["recommended"] is not None else 3
+
+
+def configured_context(namespace: str | None, config_file=None, **options):
+    """The planning context of ``namespace`` as the configured server sees it, read-only.
+
+    Profiles and the backend come from the Jupyter config (or ``config_file``, a path or a
+    ``JupyterQuota``); the balance is the backend's (the local ledger). The caller is the
+    server's owner (``JupyterQuota.owner``) with the usual access rules: only their teams'
+    namespaces. ``options`` go to :func:`planner.context_from_balance` (``gpu_memory``, ``margin``).
+    """
+    from .extension import build_service
+    from .identity import Identity
+    from .planner import context_from_balance
+
+    config = config_file if isinstance(config_file, JupyterQuota) else load_config(config_file)
+    service = build_service(config)
+    try:
+        groups = tuple(sorted(g for g, members in config.groups.items() if config.owner in (members or ())))
+        admin = config.owner in config.admin_users or bool(set(groups) & set(config.admin_groups))
+        who = Identity(config.owner, groups, admin, "owner")
+        if not namespace:
+            mine = service.registry.teams_of(who)
+            if len(mine) != 1:
+                names = ", ".join(p.namespace for p in mine) or "none"
+                raise QuotaError(f"name the namespace with --namespace; yours: {names}")
+            namespace = mine[0].namespace
+        profile = service.registry.for_namespace(who, namespace)
+        return context_from_balance(service.backend.balance(profile), profile,
+                                    inventory=service.backend.inventory(), **options)
+    finally:
+        service.backend.close()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -174,6 +174,24 @@ class InventoryHandler(QuotaHandler):
         self.reply(await self.run(self.service.inventory, self.who))
 
 
+class EstimateHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self):
+        body = self.json_body()
+        self.reply(await self.run(self.service.estimate, self.who, body))
+
+
+class PlanHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, namespace):
+        body = self.json_body()
+        self.reply(await self.run(self.service.plan, self.who, namespace, body))
+
+
 _SEGMENT = r"([^/]+)"
 
 #: (path below quota/v1, handler): the OpenAPI file documents exactly these.
@@ -183,6 +201,8 @@ ROUTES = [
     (f"/namespaces/{_SEGMENT}/jobs", JobsHandler),
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}", JobHandler),
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/logs", JobLogsHandler),
+    (f"/namespaces/{_SEGMENT}/plan", PlanHandler),
+    ("/estimate", EstimateHandler),
     ("/profiles", ProfilesHandler),
     (f"/profiles/{_SEGMENT}", ProfileHandler),
     ("/identity", IdentityHandler),

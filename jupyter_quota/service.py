@@ -43,6 +43,26 @@ class QuotaService:
     def inventory(self, who: Identity) -> dict:
         return self.backend.inventory()
 
+    # -- estimate and plan (pure domain code, imported on first use) -------------------------
+
+    def estimate(self, who: Identity, body) -> dict:
+        """Peak GPU memory of a ``swift sft`` argv on ``gpus`` GPUs; any signed-in user may ask."""
+        from .estimator import estimate
+        from .planner.request import parse_estimate_request
+
+        request = parse_estimate_request(body)
+        return estimate(request.args, gpus=request.gpus).to_json()
+
+    def plan(self, who: Identity, namespace: str, body) -> dict:
+        """The best configuration of a ``swift sft`` argv that fits the namespace's live balance."""
+        from .planner import context_from_balance, plan
+        from .planner.request import parse_plan_request
+
+        profile = self.registry.for_namespace(who, namespace)
+        request = parse_plan_request(body)
+        context = context_from_balance(self.backend.balance(profile), profile, inventory=self.backend.inventory())
+        return plan(request.args, context, gpus=request.gpus).to_json()
+
     # -- jobs -------------------------------------------------------------------------------
 
     def submit(self, who: Identity, namespace: str, body) -> dict:

@@ -48,3 +48,92 @@ def test_jupyter_quota_entry_point():
     assert jupyter, "the jupyter command is installed beside this Python"
     out = subprocess.run([jupyter, "quota", "--help"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "profiles" in out.stdout
+
+
+# -- estimate and plan ------------------------------------------------------------------------------
+
+GAMMA_CONFIG = """
+exec(open({demo!r}).read())
+c.JupyterQuota.profiles = list(c.JupyterQuota.profiles) + [{{
+    "team": "gamma", "namespace": "team-gamma", "users": [demo_user],
+    "hard": {{"requests.nvidia.com/gpu": "1", "requests.cpu": "8", "limits.memory": "64Gi"}},
+    "limitRange": demo_limit_range, "gpuModel": "RTX 4090", "gpuMemory": "24Gi",
+}}]
+c.JupyterQuota.state_dir = {state!r}
+"""
+
+TINY_QWEN2 = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
+    "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
+    "max_position_embeddings": 32768, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+}
+
+
+def gamma_config(tmp_path):
+    path = tmp_path / "gamma_config.py"
+    path.write_text(GAMMA_CONFIG.format(demo=str(DEMO_CONFIG), state=str(tmp_path / "state")))
+    return str(path)
+
+
+def test_estimate_json_offline_for_a_local_config_folder(tmp_path):
+    import json
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(TINY_QWEN2))
+    out = run("estimate", "--json", "--", "--model", str(folder), "--tuner_type", "lora", "--max_length", "2048")
+    body = json.loads(out.stdout)
+    assert set(body) >= {"peak_bytes_per_gpu", "peak_gib_per_gpu", "breakdown", "assumptions"}
+    assert sum(body["breakdown"].values()) == body["peak_bytes_per_gpu"]
+    assert body["gpus"] == 1
+
+
+def test_estimate_prints_a_breakdown_table():
+    out = run("estimate", "--gpus", "2", "--", "--model", "Qwen/Qwen2.5-7B-Instruct", "--deepspeed", "zero3").stdout
+    assert "on 2 GPUs: peak" in out
+    for part in ("weights", "gradients", "optimizer", "activations", "logits", "overhead", "peak"):
+        assert part in out
+    assert "assumptions:" in out
+
+
+def test_estimate_needs_the_double_dash_and_whole_gpus():
+    bad = run("estimate", "--model", "Qwen/Qwen2.5-7B-Instruct", check=False)
+    assert bad.returncode == 2 and "after --" in bad.stderr
+    bad = run("estimate", "--gpus", "1.5", "--", "--model", "Qwen/Qwen2.5-7B-Instruct", check=False)
+    assert bad.returncode == 1 and "whole" in bad.stderr
+    bad = run("estimate", "--", "--model", "nobody/no-such-model-13b", check=False)
+    assert bad.returncode == 1 and "nobody/no-such-model-13b" in bad.stderr
+
+
+def test_plan_classic_scenario_prints_the_command(tmp_path):
+    out = run("plan", "--namespace", "team-gamma", "--config", gamma_config(tmp_path), "--",
+              "--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full").stdout
+    assert "team-gamma (team gamma): 1 GPU free, 24 GiB per GPU (21.6 GiB usable" in out
+    assert "Recommended: QLoRA" in out
+    assert "    swift sft --model Qwen/Qwen-VL-Chat --tuner_type lora --quant_method bnb" in out
+    assert "Rejected:" in out and "a GPU has 24 GiB (21.6 GiB with the 10% margin)" in out
+
+
+def test_plan_json_and_access_rules(tmp_path):
+    import json
+
+    config = gamma_config(tmp_path)
+    out = run("plan", "-n", "team-alpha", "--json", "--config", config, "--", "--model",
+              "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048")
+    body = json.loads(out.stdout)
+    assert set(body) >= {"recommended", "candidates", "rejected", "assumptions", "notes"}
+    assert body["recommended"]["gpus"] in (1, 2)
+    foreign = run("plan", "-n", "team-beta", "--config", config, "--", "--model", "Qwen/Qwen2.5-7B-Instruct",
+                  check=False)
+    assert foreign.returncode == 1 and 'may not use namespace "team-beta"' in foreign.stderr
+    several = run("plan", "--config", config, "--", "--model", "Qwen/Qwen2.5-7B-Instruct", check=False)
+    assert several.returncode == 1 and "--namespace" in several.stderr
+
+
+def test_python_plan_reads_the_configured_state(tmp_path):
+    import jupyter_quota
+
+    result = jupyter_quota.plan(["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"], namespace="team-gamma",
+                                config=gamma_config(tmp_path)).to_json()
+    assert result["namespace"] == "team-gamma" and result["gpusFree"] == 1
+    assert result["recommended"] is not None

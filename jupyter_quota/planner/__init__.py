@@ -1,0 +1,163 @@
+"""The quota-fitted planner: the best ``swift sft`` configuration that fits what a team has left.
+
+Pure (no I/O): give it the user's arguments and a :class:`PlanContext` (a namespace's free GPUs,
+their memory, its quotas with their usage and its LimitRange, from
+:func:`context_from_balance`), and it returns a :class:`PlanResult`::
+
+    from jupyter_quota.planner import context_from_balance, plan
+    context = context_from_balance(balance, profile)       # balance: GET /namespaces/{ns}/balance
+    result = plan(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full"], context)
+    result.to_json()   # {"recommended", "candidates", "rejected", "assumptions", "notes", ...}
+
+Candidates cover the method (full, LoRA, QLoRA 8-bit, QLoRA 4-bit), 1 to the free GPUs, DDP or
+DeepSpeed ZeRO-2/3, the micro-batch with gradient accumulation keeping the effective batch,
+gradient checkpointing and the attention kernel. A plan fits when its estimated peak per GPU is
+at most the GPU's memory less the safety margin (``DEFAULT_MARGIN``, 10%), and its pod resources
+pass the namespace's LimitRange and ResourceQuotas (``quota.admit_job`` on the Job
+``jobspec.build_job`` makes). See :mod:`.search` for the order of the search and the ranking.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from .context import DEFAULT_MARGIN, MAX_PLAN_GPUS, PlanContext, context_from_balance, gib
+from .search import CANDIDATE_CAP, REJECTED_CAP, Evaluated, Search
+
+__all__ = ["DEFAULT_MARGIN", "MAX_PLAN_GPUS", "PlanContext", "PlanResult", "context_from_balance", "plan"]
+
+
+@dataclass
+class PlanResult:
+    """The recommended plan (or None), the alternatives, and the rejected with their reasons."""
+
+    context: PlanContext
+    request: dict
+    recommended: dict | None
+    candidates: list
+    rejected: list
+    assumptions: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    search: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        ctx = self.context
+        return {
+            "namespace": ctx.namespace,
+            "team": ctx.team,
+            "gpuMemory": f"{gib(ctx.gpu_memory)}Gi",
+            "usableGpuMemory": f"{gib(ctx.usable_bytes)}Gi",
+            "margin": ctx.margin,
+            "gpusFree": ctx.gpus_free,
+            "request": self.request,
+            "recommended": self.recommended,
+            "candidates": self.candidates,
+            "rejected": self.rejected,
+            "assumptions": self.assumptions,
+            "notes": self.notes,
+            "search": self.search,
+        }
+
+    def __str__(self) -> str:
+        from .report import plan_text
+
+        return plan_text(self.to_json())
+
+
+def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) -> PlanResult:
+    """Fit ``args`` (a ``swift sft`` argv list or parsed ``SftArgs``) to ``context``.
+
+    ``gpus`` is the GPU count the user had in mind (default 1): it is part of "what they asked"
+    and of their effective batch. ``estimate`` replaces :func:`jupyter_quota.estimator.estimate`
+    (a callable ``(args, gpus) -> Estimate``), for tests. Raises ``errors.InvalidRequest`` for
+    malformed arguments or an unknown model.
+    """
+    started = time.perf_counter()
+    if isinstance(args, (list, tuple)):
+        from ..swift import parse_sft_args
+
+        asked = parse_sft_args(list(args))
+    else:
+        asked = args
+    if estimate is None:
+        from ..estimator import estimate as estimate_memory
+
+        def estimate(a, g):
+            return estimate_memory(a, gpus=g)
+
+    search = Search(asked, 1 if gpus is None else int(gpus), context, estimate)
+    search.run()
+
+    fitting = _dedupe(search.fitting)
+    candidates = [_plan_json(e) for e in fitting[:CANDIDATE_CAP]]
+    rejected_all = _dedupe_rejected([*([search.asked_result] if search.asked_result.reason else []),
+                                     *search.summaries,
+                                     *[e for e in search.rejected if e is not search.asked_result]])
+    rejected = [{"plan": _plan_json(e), "reason": e.reason} for e in rejected_all[:REJECTED_CAP]]
+
+    notes = [str(n) for n in (getattr(asked, "notes", None) or [])]
+    if len(fitting) > CANDIDATE_CAP:
+        notes.append(f"{len(fitting) - CANDIDATE_CAP} more fitting plans are not listed (the {CANDIDATE_CAP} "
+                     "best are)")
+    if len(rejected_all) > REJECTED_CAP:
+        notes.append(f"{len(rejected_all) - REJECTED_CAP} more rejected configurations are not listed")
+    if not candidates:
+        notes.append(f"nothing fits {context.namespace} now: see the rejected plans for what each would need")
+    assumptions = [*context.assumptions, search.admission.assumption(),
+                   "relativeStepTime is a rough heuristic for ranking (1.0 = the request as given)"]
+    r = search.request
+    request = {"args": list(asked.to_argv()), "gpus": r.gpus, "effectiveBatch": r.effective_batch,
+               "estimate": search.asked_result.estimate.to_json()}
+    stats = {"estimates": search.estimates_made, "milliseconds": round((time.perf_counter() - started) * 1000, 1)}
+    return PlanResult(context, request, candidates[0] if candidates else None, candidates, rejected,
+                      assumptions, notes, stats)
+
+
+def _plan_json(e: Evaluated) -> dict:
+    per_device, accumulation, _ = e.batch
+    return {
+        "summary": _summary(e),
+        "args": list(e.args.to_argv()),
+        "gpus": e.gpus,
+        "resources": e.resources,
+        "estimate": e.estimate.to_json() if e.estimate is not None else None,
+        "effectiveBatch": per_device * accumulation * e.gpus,
+        "relativeStepTime": round(e.speed, 2) if e.estimate is not None else None,
+        "changes": e.changes,
+    }
+
+
+def _summary(e: Evaluated) -> str:
+    a = e.args
+    parts = [e.method.label, f"{e.gpus} GPU{'s' if e.gpus != 1 else ''}"]
+    parts.append(str(a.deepspeed) if a.deepspeed else ("DDP" if e.gpus > 1 else "single GPU"))
+    parts.append(f"micro-batch {e.batch[0]} x {e.batch[1]} accumulation")
+    if a.gradient_checkpointing is None or a.gradient_checkpointing:
+        parts.append("gradient checkpointing")
+    if a.attn_impl:
+        parts.append(str(a.attn_impl))
+    if e.estimate is not None:
+        parts.append(f"{gib(e.peak)} GiB per GPU")
+    return ", ".join(parts)
+
+
+def _dedupe(evs: list[Evaluated]) -> list[Evaluated]:
+    seen, out = set(), []
+    for e in evs:
+        key = (tuple(e.args.to_argv()), e.gpus)
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out
+
+
+def _dedupe_rejected(evs: list[Evaluated]) -> list[Evaluated]:
+    """One entry per configuration: the first reason given (the request's, then the method's) wins."""
+    seen, out = set(), []
+    for e in evs:
+        key = (tuple(e.args.to_argv()), e.gpus)
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out

@@ -1,0 +1,189 @@
+"""What a plan is fitted to: a namespace's GPUs, their memory, its quotas and its LimitRange.
+
+A :class:`PlanContext` is built from the balance a backend reports (``GET .../balance``) and the
+team's profile. It keeps the ResourceQuota objects *with their status*, so every candidate's pod
+is checked by the real admission code (``quota.admit_job``), never by a re-implementation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import InvalidRequest
+from ..profiles import TeamProfile
+from ..quantity import Quantity
+
+#: Share of a GPU's memory a plan leaves free: allocator fragmentation, CUDA context growth,
+#: NCCL buffers and estimation error. A plan fits when its peak <= memory x (1 - margin).
+DEFAULT_MARGIN = 0.10
+#: The most GPUs one plan spreads over (one node's worth); more are never enumerated.
+MAX_PLAN_GPUS = 8
+
+GIB = 1024**3
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """A namespace as the planner sees it. Quantities are canonical strings, memory in bytes."""
+
+    namespace: str
+    team: str
+    profile: TeamProfile
+    gpu_memory: int
+    gpus_free: int
+    quotas: tuple = ()
+    limit_ranges: tuple = ()
+    remaining: dict = field(default_factory=dict)
+    margin: float = DEFAULT_MARGIN
+    #: the most GPUs a job could get here at all (machine size, quota hard, MAX_PLAN_GPUS)
+    gpu_ceiling: int = MAX_PLAN_GPUS
+    assumptions: tuple = ()
+
+    @property
+    def usable_bytes(self) -> int:
+        return int(self.gpu_memory * (1 - self.margin))
+
+    @property
+    def gpu_resource(self) -> str:
+        return self.profile.gpuResource
+
+    def memory_phrase(self) -> str:
+        """``a GPU has 80 GiB (72 GiB with the 10% margin)``."""
+        return (f"a GPU has {gib(self.gpu_memory)} GiB ({gib(self.usable_bytes)} GiB with the "
+                f"{self.margin * 100:g}% margin)")
+
+    def free_phrase(self) -> str:
+        """``team-alpha has 1 GPU free``."""
+        return f"{self.namespace} has {self.gpus_free} GPU{'' if self.gpus_free == 1 else 's'} free"
+
+
+def context_from_balance(balance: dict, profile: TeamProfile | dict | None = None, *,
+                         inventory: dict | None = None, gpu_memory: str | int | None = None,
+                         margin: float = DEFAULT_MARGIN) -> PlanContext:
+    """The planning context of one namespace.
+
+    ``balance`` is what ``GET /namespaces/{ns}/balance`` returns (``quotas`` with hard/used per
+    key; a bare ``resources`` map also works and is read as one quota named ``team-quota``).
+    ``profile`` gives the GPU memory, the LimitRange and the pod template's extras; without one,
+    the balance's ``limitRange`` is used. GPU memory: ``gpu_memory`` if given, else the profile's
+    ``gpuMemory``, else the smallest GPU of ``inventory``; unknown is an error.
+    """
+    if not isinstance(balance, dict):
+        raise InvalidRequest("a balance must be a dict shaped like GET /namespaces/{ns}/balance")
+    if not 0 <= margin < 1:
+        raise InvalidRequest(f"the safety margin must be from 0 to 1 (e.g. 0.1 for 10%), not {margin!r}")
+    profile = _profile(balance, profile)
+    namespace, team = profile.namespace, profile.team
+    assumptions = [f"a plan fits when its estimated peak is at most the GPU's memory less a "
+                   f"{margin * 100:g}% safety margin"]
+    memory, source = _gpu_memory(profile, inventory, gpu_memory)
+    assumptions.append(f"GPU memory {gib(memory)} GiB per GPU ({source})")
+
+    quotas = tuple(_quotas_with_status(balance, namespace))
+    limit_ranges = tuple(profile.limit_ranges()) or tuple(_limit_ranges(balance, namespace))
+    remaining = _remaining(balance)
+    gpu_key = "requests." + profile.gpuResource
+
+    ceiling, why = MAX_PLAN_GPUS, f"at most {MAX_PLAN_GPUS} GPUs per plan (one node)"
+    machine = len((inventory or {}).get("gpus") or [])
+    if machine and machine < ceiling:
+        ceiling, why = machine, f"the machine has {machine} GPU{'s' if machine != 1 else ''}"
+    hard = _hard(balance, gpu_key)
+    if hard is not None and hard < ceiling:
+        ceiling, why = hard, f"the quota allows {hard} GPU{'s' if hard != 1 else ''} ({gpu_key})"
+    free = ceiling
+    if gpu_key in remaining:
+        free = min(ceiling, int(math.floor(remaining[gpu_key].as_fraction())))
+        assumptions.append(f"{free} GPU{'s' if free != 1 else ''} free: {gpu_key} has "
+                           f"{remaining[gpu_key]} remaining; {why}")
+    else:
+        assumptions.append(f"no quota on {gpu_key}: up to {ceiling} GPUs ({why})")
+    return PlanContext(namespace=namespace, team=team, profile=profile, gpu_memory=memory, gpus_free=max(0, free),
+                       quotas=quotas, limit_ranges=limit_ranges, remaining=remaining, margin=margin,
+                       gpu_ceiling=max(1, ceiling), assumptions=tuple(assumptions))
+
+
+def gib(n: float) -> float:
+    """Bytes as GiB, rounded to 0.1 for messages."""
+    return round(n / GIB, 1) if n % GIB else n // GIB
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+
+
+def _profile(balance: dict, profile) -> TeamProfile:
+    if isinstance(profile, TeamProfile):
+        return profile
+    if isinstance(profile, dict):
+        return TeamProfile(**profile)
+    namespace = balance.get("namespace") or ""
+    if not namespace:
+        raise InvalidRequest("the balance names no namespace; give the profile or a balance with 'namespace'")
+    team = balance.get("team") or namespace
+    limit_range = balance.get("limitRange") or {}
+    return TeamProfile(team=team, namespace=namespace, limitRange=limit_range)
+
+
+def _gpu_memory(profile: TeamProfile, inventory, override) -> tuple[int, str]:
+    if override not in (None, ""):
+        value = override if isinstance(override, int) else Quantity(str(override)).value()
+        return _positive(value, "the given gpu_memory"), "as given"
+    if profile.gpuMemory:
+        return _positive(Quantity(profile.gpuMemory).value(), "gpuMemory"), \
+            f"from team {profile.team}'s profile: gpuMemory {profile.gpuMemory}"
+    sizes = [Quantity(g["memory"]).value() for g in (inventory or {}).get("gpus") or [] if g.get("memory")]
+    if sizes:
+        return _positive(min(sizes), "the inventory's GPU memory"), "the smallest GPU of the machine's inventory"
+    raise InvalidRequest(
+        f"the GPU memory of namespace {profile.namespace} is unknown: team {profile.team}'s profile has no "
+        "gpuMemory and the inventory lists none; a hub admin sets gpuMemory (e.g. '80Gi') in the profile",
+        reason="GpuMemoryUnknown")
+
+
+def _positive(value: int, what: str) -> int:
+    if value <= 0:
+        raise InvalidRequest(f"{what} must be more than 0 bytes")
+    return value
+
+
+def _quotas_with_status(balance: dict, namespace: str) -> list[dict]:
+    """ResourceQuota objects with spec.hard and status.used, as admission reads them."""
+    listed = balance.get("quotas")
+    if listed is None and balance.get("resources"):
+        listed = [{"name": "team-quota", "resources": balance["resources"]}]
+    quotas = []
+    for q in listed or []:
+        rows = q.get("resources") or {}
+        spec: dict = {"hard": {k: str(r["hard"]) for k, r in rows.items()}}
+        if q.get("scopes"):
+            spec["scopes"] = list(q["scopes"])
+        if q.get("scopeSelector"):
+            spec["scopeSelector"] = q["scopeSelector"]
+        quotas.append({
+            "apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": q.get("name") or "team-quota", "namespace": namespace},
+            "spec": spec,
+            "status": {"hard": dict(spec["hard"]), "used": {k: str(r.get("used", "0")) for k, r in rows.items()}},
+        })
+    return quotas
+
+
+def _limit_ranges(balance: dict, namespace: str) -> list[dict]:
+    spec = balance.get("limitRange")
+    if not spec:
+        return []
+    return [{"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "team-limits", "namespace": namespace},
+             "spec": spec}]
+
+
+def _remaining(balance: dict) -> dict:
+    return {k: Quantity(str(r["remaining"])) for k, r in (balance.get("resources") or {}).items()
+            if isinstance(r, dict) and "remaining" in r}
+
+
+def _hard(balance: dict, key: str) -> int | None:
+    row = (balance.get("resources") or {}).get(key)
+    if not isinstance(row, dict) or "hard" not in row:
+        return None
+    return int(math.floor(Quantity(str(row["hard"])).as_fraction()))

@@ -1,0 +1,108 @@
+"""Plain-text views of an estimate and a plan, for ``jupyter quota estimate|plan`` and notebooks."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from .context import GIB
+
+BREAKDOWN = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
+
+
+def command_line(args: list[str], gpus: int) -> str:
+    """A ready-to-copy shell command: ms-swift starts one process per GPU from NPROC_PER_NODE."""
+    prefix = f"NPROC_PER_NODE={gpus} " if gpus > 1 else ""
+    return prefix + shlex.join(["swift", "sft", *args])
+
+
+def estimate_text(estimate: dict, notes=()) -> str:
+    """The peak per GPU, a breakdown table in GiB that adds up to it, the assumptions."""
+    gpus = estimate.get("gpus") or 1
+    model = estimate.get("model")
+    name = model.get("name") if isinstance(model, dict) else model
+    lines = [f"{name or 'model'} on {gpus} GPU{'s' if gpus != 1 else ''}: "
+             f"peak {_gib(estimate['peak_bytes_per_gpu'])} GiB per GPU", ""]
+    lines += _breakdown_table(estimate, indent="  ")
+    lines += _bullets("notes", notes)
+    lines += _bullets("assumptions", estimate.get("assumptions") or [])
+    return "\n".join(lines)
+
+
+def plan_text(result: dict) -> str:
+    """The recommended plan as a command, the alternatives as a table, the rejected with reasons."""
+    lines = [f"{result['namespace']} (team {result['team']}): {result['gpusFree']} GPU"
+             f"{'s' if result['gpusFree'] != 1 else ''} free, {_gi(result['gpuMemory'])} per GPU "
+             f"({_gi(result['usableGpuMemory'])} usable with the {result['margin'] * 100:g}% margin)"]
+    request = result["request"]
+    lines.append(f"request: {shlex.join(request['args'])} on {request['gpus']} GPU"
+                 f"{'s' if request['gpus'] != 1 else ''} "
+                 f"(estimated {request['estimate']['peak_gib_per_gpu']:.1f} GiB per GPU, effective batch "
+                 f"{request['effectiveBatch']})")
+    lines.append("")
+    best = result["recommended"]
+    if best is None:
+        lines.append("No plan fits now.")
+    else:
+        lines.append(f"Recommended: {best['summary']}")
+        for c in best["changes"]:
+            lines.append(f"  {c['field']}: {_shown(c['from'])} -> {_shown(c['to'])}  ({c['why']})")
+        if not best["changes"]:
+            lines.append("  (your request as given fits)")
+        lines.append("")
+        lines += _breakdown_table(best["estimate"], indent="  ")
+        res = best["resources"] or {}
+        lines.append("")
+        lines.append(f"  pod resources: requests {_quantities(res.get('requests'))}; "
+                     f"limits {_quantities(res.get('limits'))}")
+        lines.append("")
+        lines.append("  command:")
+        lines.append(f"    {command_line(best['args'], best['gpus'])}")
+        body = {"args": best["args"], "gpus": best["gpus"], "resources": res}
+        lines.append(f"  or submit: POST quota/v1/namespaces/{result['namespace']}/jobs {json.dumps(body)}")
+    others = result["candidates"][1:]
+    if others:
+        lines += ["", "Alternatives:"]
+        width = max(len(p["summary"]) for p in others)
+        lines.append(f"  {'plan':<{width}}  {'time':>5}")
+        for p in others:
+            lines.append(f"  {p['summary']:<{width}}  {p['relativeStepTime']:>5.2f}")
+        lines.append("  (time: one optimizer step relative to the request as given; a rough guide)")
+    if result["rejected"]:
+        lines += ["", "Rejected:"]
+        for r in result["rejected"]:
+            lines.append(f"  - {r['plan']['summary']}")
+            lines.append(f"      {r['reason']}")
+    lines += _bullets("notes", result.get("notes") or [])
+    lines += _bullets("assumptions", result.get("assumptions") or [])
+    return "\n".join(lines)
+
+
+def _breakdown_table(estimate: dict, indent: str) -> list[str]:
+    breakdown = estimate.get("breakdown") or {}
+    keys = [k for k in BREAKDOWN if k in breakdown] + sorted(k for k in breakdown if k not in BREAKDOWN)
+    rows = [f"{indent}{'part':<12} {'GiB':>8}"]
+    rows += [f"{indent}{k:<12} {_gib(breakdown[k]):>8.2f}" for k in keys]
+    rows.append(f"{indent}{'peak':<12} {_gib(estimate['peak_bytes_per_gpu']):>8.2f}")
+    return rows
+
+
+def _bullets(title: str, items) -> list[str]:
+    items = list(items)
+    return ["", f"{title}:", *[f"  - {i}" for i in items]] if items else []
+
+
+def _quantities(values: dict | None) -> str:
+    return " ".join(f"{k}={v}" for k, v in (values or {}).items()) or "none"
+
+
+def _gib(n) -> float:
+    return round(n / GIB, 2)
+
+
+def _gi(quantity: str) -> str:
+    return quantity[:-2] + " GiB" if quantity.endswith("Gi") else quantity
+
+
+def _shown(value) -> str:
+    return "default" if value is None else str(value)

@@ -1,0 +1,284 @@
+"""The plan search: enumerate, estimate, keep what fits and is admitted, rank.
+
+For each method (the user's, then full, LoRA, QLoRA 8-bit, QLoRA 4-bit), each GPU count from 1
+to the namespace's free GPUs and each strategy (DDP, ZeRO-2, ZeRO-3), the search first estimates
+the leanest variant (micro-batch 1, checkpointing, flash_attn). If even that does not fit, the
+whole group is rejected with its numbers (one estimate). Otherwise the variants are tried in
+order of how little they change the request, and the first that fits is the group's candidate.
+DDP keeps the per-GPU memory of one GPU, so a DDP group that fails on one GPU is not retried on
+more. Candidates are ranked by closeness to the request (method first, then the effective batch,
+then how many other settings change), then quality, then speed.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from ..errors import InvalidRequest
+from .context import MAX_PLAN_GPUS, PlanContext, gib
+from .options import (
+    ATTENTION, Method, Request, batch_options, methods_for, relative_step_time, request_of, strategies_for,
+)
+from .resources import Admission
+
+#: at most this many fitting plans and rejected ones are listed (the rest are counted in notes)
+CANDIDATE_CAP = 10
+REJECTED_CAP = 12
+
+
+@dataclass
+class Evaluated:
+    """One configuration with its estimate, resources and verdict."""
+
+    args: object
+    gpus: int
+    method: Method
+    batch: tuple  # (per-device, accumulation, effective kept)
+    estimate: object
+    resources: dict | None = None
+    reason: str | None = None  # None: it fits and is admitted
+    changes: list = field(default_factory=list)
+    key: tuple = ()
+    speed: float = 0.0
+
+    @property
+    def peak(self) -> int:
+        return self.estimate.peak_bytes_per_gpu
+
+
+class Search:
+    def __init__(self, asked, gpus: int, context: PlanContext, estimate_fn):
+        self.asked = asked
+        self.context = context
+        self.request: Request = request_of(asked, gpus)
+        self.admission = Admission(context)
+        self._estimate_fn = estimate_fn
+        self._estimates: dict = {}
+        self.estimates_made = 0
+        self.fitting: list[Evaluated] = []
+        self.rejected: list[Evaluated] = []
+        self.summaries: list[Evaluated] = []
+        self.asked_result: Evaluated | None = None
+        self._speed_of_asked = relative_step_time(asked, gpus, self.request.batch)
+
+    # -- the search -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        self.asked_result = self._evaluate_asked()
+        for method in methods_for(self.asked):
+            try:
+                self._search_method(method)
+            except InvalidRequest as e:
+                base = self._with_method(method)
+                self.summaries.append(Evaluated(base, 1, method, (1, 1, True), None,
+                                                reason=f"{method.label}: {e.message}"))
+                continue
+            if not any(e.method.name == method.name for e in self.fitting):
+                self.summaries.append(self._method_summary(method))
+        self.fitting.sort(key=lambda e: e.key)
+        self.rejected.sort(key=lambda e: e.key)
+
+    def _evaluate_asked(self) -> Evaluated:
+        """The request exactly as given; errors here (an unknown model) are the caller's 400."""
+        r = self.request
+        method = methods_for(self.asked)[0]
+        ev = Evaluated(self.asked, r.gpus, method, (r.batch, r.accumulation, True),
+                       self._estimate(self.asked, r.gpus))
+        ev.resources, refusal = self.admission.resources(r.gpus)
+        if ev.peak > self.context.usable_bytes:
+            ev.reason = f"needs {gib(ev.peak)} GiB per GPU; {self.context.memory_phrase()}"
+        elif r.gpus > self.context.gpus_free:
+            ev.reason = (f"asks for {r.gpus} GPU{'s' if r.gpus != 1 else ''}; {self.context.free_phrase()}"
+                         + (f" (the pod would be refused: {refusal})" if refusal else ""))
+        elif refusal:
+            ev.reason = f"the pod would be refused: {refusal}"
+        self._finish(ev)
+        (self.rejected if ev.reason else self.fitting).append(ev)
+        return ev
+
+    def _search_method(self, method: Method) -> None:
+        base = self._with_method(method)
+        ddp_too_big = False
+        for gpus in range(1, self.context.gpus_free + 1):
+            for deepspeed in strategies_for(gpus, method, self.request.deepspeed):
+                if deepspeed is None and gpus > 1 and ddp_too_big:
+                    continue  # DDP holds a whole replica per GPU: no better on more GPUs
+                ev = self._search_group(method, base.replace(deepspeed=deepspeed), gpus)
+                if ev is None:
+                    continue
+                if ev.reason and deepspeed is None and ev.peak > self.context.usable_bytes:
+                    ddp_too_big = True
+                self._finish(ev)
+                if not ev.changes and ev.gpus == self.request.gpus:
+                    continue  # the request itself with its defaults spelled out: already listed
+                (self.rejected if ev.reason else self.fitting).append(ev)
+
+    def _search_group(self, method: Method, base, gpus: int) -> Evaluated | None:
+        """The first variant of (method, strategy, gpus) that fits, or the leanest one rejected."""
+        batches = batch_options(self.request, gpus)
+        lean_batch = min(batches, key=lambda b: b[0])
+        lean = self._variant(base, lean_batch, True, "flash_attn")
+        lean_ev = Evaluated(lean, gpus, method, lean_batch, self._estimate(lean, gpus))
+        if lean_ev.peak > self.context.usable_bytes:
+            lean_ev.reason = (f"needs {gib(lean_ev.peak)} GiB per GPU even with a micro-batch of "
+                              f"{lean_batch[0]}, gradient checkpointing and flash_attn; "
+                              f"{self.context.memory_phrase()}")
+            lean_ev.resources, _ = self.admission.resources(gpus)
+            return lean_ev
+        chosen = lean_ev
+        for args, batch in self._variants(base, batches, gpus):
+            if args.to_argv() == lean.to_argv():
+                break  # the lean one fits and nothing closer did
+            ev = Evaluated(args, gpus, method, batch, self._estimate(args, gpus))
+            if ev.peak <= self.context.usable_bytes:
+                chosen = ev
+                break
+        if chosen.args.to_argv() == self.asked.to_argv() and gpus == self.request.gpus:
+            return None  # the request itself, already evaluated
+        chosen.resources, refusal = self.admission.resources(gpus)
+        if refusal:
+            chosen.reason = f"the pod would be refused: {refusal}"
+        return chosen
+
+    def _variants(self, base, batches, gpus):
+        """Variants of one group, fewest changes to the request first, faster first among equals."""
+        r = self.request
+        checkpointing = _unique([r.checkpointing, True])
+        attention = _unique([r.attention, *ATTENTION])
+        combos = []
+        for batch, ckpt, attn in itertools.product(batches, checkpointing, attention):
+            changed = ((batch[0], batch[1]) != (r.batch, r.accumulation)) + (ckpt != r.checkpointing) \
+                + (attn != r.attention)
+            args = self._variant(base, batch, ckpt, attn)
+            combos.append(((changed, not batch[2], relative_step_time(args, gpus, batch[0])), args, batch))
+        combos.sort(key=lambda c: c[0])
+        for _, args, batch in combos:
+            yield args, batch
+
+    def _method_summary(self, method: Method) -> Evaluated:
+        """Why a method has no plan here, in numbers: how many GPUs it would need, or that none do."""
+        base = self._with_method(method)
+        usable = self.context.usable_bytes
+        first = None
+        for gpus in range(1, MAX_PLAN_GPUS + 1):
+            strategies = strategies_for(gpus, method, self.request.deepspeed)
+            if gpus > max(1, self.context.gpus_free):
+                # beyond the team's GPUs, only the most sharded strategy can change the answer:
+                # DDP keeps a whole replica per GPU, ZeRO-3 holds less than ZeRO-2
+                strategies = [s for s in strategies if s is not None][-1:] or strategies
+            lean_args = [self._variant(base.replace(deepspeed=s), min(batch_options(self.request, gpus)), True,
+                                       "flash_attn") for s in strategies]
+            evs = [Evaluated(a, gpus, method, min(batch_options(self.request, gpus)), self._estimate(a, gpus))
+                   for a in lean_args]
+            best = min(evs, key=lambda e: e.peak)
+            first = first or best
+            if best.peak <= usable:
+                if gpus <= self.context.gpus_free:
+                    # it fits in memory on GPUs the team has: the pod itself was refused
+                    best.resources, refusal = self.admission.resources(gpus)
+                    best.reason = (f"{method.label}: the pod would be refused: {refusal}" if refusal else
+                                   f"{method.label}: no variant closer to the request fits")
+                else:
+                    best.resources, _ = self.admission.resources(gpus)
+                    best.reason = (f"{method.label} needs {gpus} GPU{'s' if gpus != 1 else ''} x "
+                                   f"{gib(best.peak)} GiB{_strategy_suffix(best.args)}; "
+                                   f"{self.context.free_phrase()}")
+                self._finish(best)
+                return best
+        last = best
+        first.resources, _ = self.admission.resources(1)
+        first.reason = (f"{method.label} needs {gib(first.peak)} GiB per GPU on 1 GPU and {gib(last.peak)} GiB "
+                        f"even on {MAX_PLAN_GPUS} GPUs{_strategy_suffix(last.args)}; {self.context.memory_phrase()}")
+        self._finish(first)
+        return first
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _with_method(self, method: Method):
+        return self.asked.replace(**dict(method.changes)) if method.changes else self.asked
+
+    def _variant(self, base, batch, checkpointing, attention):
+        return base.replace(per_device_train_batch_size=batch[0], gradient_accumulation_steps=batch[1],
+                            gradient_checkpointing=checkpointing, attn_impl=attention)
+
+    def _estimate(self, args, gpus: int):
+        key = (tuple(args.to_argv()), gpus)
+        if key not in self._estimates:
+            self._estimates[key] = self._estimate_fn(args, gpus)
+            self.estimates_made += 1
+        return self._estimates[key]
+
+    def _finish(self, ev: Evaluated) -> None:
+        """Attach the changes from the request, the ranking key and the relative speed."""
+        ev.changes = changes_from(self, ev)
+        ev.speed = relative_step_time(ev.args, ev.gpus, ev.batch[0]) / self._speed_of_asked
+        r = self.request
+        settings_changed = sum(1 for c in ev.changes if c["field"] != "method")
+        ev.key = (abs(ev.method.quality - r.quality), not ev.batch[2], settings_changed, ev.method.quality,
+                  ev.speed, ev.gpus)
+
+
+def changes_from(search: Search, ev: Evaluated) -> list[dict]:
+    """What differs from the request, each with why; the method change carries the refusal numbers."""
+    r, a, ctx = search.request, ev.args, search.context
+    out = []
+    asked_label = methods_for(search.asked)[0].label
+    if ev.method.changes:
+        why = _why_not_asked(search)
+        out.append({"field": "method", "from": asked_label, "to": ev.method.label, "why": why})
+    if ev.gpus != r.gpus:
+        if ev.gpus > r.gpus:
+            why = f"spreads the work{' and the memory' if a.deepspeed else ''} over {ev.gpus} GPUs"
+        else:
+            why = ctx.free_phrase()
+        out.append({"field": "gpus", "from": r.gpus, "to": ev.gpus, "why": why})
+    if a.deepspeed != r.deepspeed:
+        why = {"zero2": "shards optimizer states and gradients over the GPUs",
+               "zero3": "shards weights, gradients and optimizer states over the GPUs",
+               None: "plain data parallel (DDP): the fastest when a replica fits"}.get(a.deepspeed, "")
+        out.append({"field": "deepspeed", "from": r.deepspeed, "to": a.deepspeed, "why": why})
+    per_device, accumulation, kept = ev.batch
+    if (per_device, accumulation) != (r.batch, r.accumulation):
+        effective = per_device * accumulation * ev.gpus
+        why = (f"effective batch kept at {effective} (micro-batch x accumulation x GPUs)" if kept else
+               f"effective batch {effective} instead of {r.effective_batch}: no split of {r.effective_batch} "
+               f"over {ev.gpus} GPUs is exact")
+        if per_device < r.batch:
+            why = "a smaller micro-batch holds fewer activations; " + why
+        out.append({"field": "batch", "from": f"{r.batch} x {r.accumulation}",
+                    "to": f"{per_device} x {accumulation}", "why": why})
+    ckpt = a.gradient_checkpointing is None or bool(a.gradient_checkpointing)
+    if ckpt != r.checkpointing:
+        why = ("recomputes activations in the backward pass: less memory, about a third more compute" if ckpt
+               else "keeps activations: faster, and they fit")
+        out.append({"field": "gradient_checkpointing", "from": r.checkpointing, "to": ckpt, "why": why})
+    if a.attn_impl != r.attention:
+        why = {"sdpa": "PyTorch's fused attention never holds the full attention matrix",
+               "flash_attn": "FlashAttention never holds the full attention matrix (needs the flash-attn package)",
+               }.get(a.attn_impl, "")
+        out.append({"field": "attn_impl", "from": r.attention, "to": a.attn_impl, "why": why})
+    return out
+
+
+def _why_not_asked(search: Search) -> str:
+    summary = next((s for s in search.summaries if s.method.name == methods_for(search.asked)[0].name), None)
+    if summary is not None:
+        return summary.reason
+    if any(not e.method.changes for e in search.fitting):
+        return "an alternative that trains fewer or cheaper parameters: less memory, less time"
+    if search.asked_result is not None and search.asked_result.reason:
+        return f"the request {search.asked_result.reason}"
+    return "a different method"
+
+
+def _strategy_suffix(args) -> str:
+    return f" with {args.deepspeed}" if args.deepspeed else ""
+
+
+def _unique(values: list) -> list:
+    out = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out

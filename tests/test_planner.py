@@ -1,0 +1,369 @@
+"""The planner: candidates, ranking, margin, reasons in numbers, effective batch, admission.
+
+Most tests use a stand-in estimator with round numbers (``fake_estimate``) so that what they
+check is the planner's logic, not the estimator's calibration; the scenario tests at the end use
+the real estimator and catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pytest
+
+import jupyter_quota
+from jupyter_quota import quota
+from jupyter_quota.errors import InvalidRequest
+from jupyter_quota.jobspec import JobRequest, build_job
+from jupyter_quota.planner import CANDIDATE_CAP, REJECTED_CAP, context_from_balance, plan
+from jupyter_quota.planner.search import CANDIDATE_CAP as SEARCH_CANDIDATE_CAP
+from jupyter_quota.profiles import TeamProfile
+from jupyter_quota.swift import parse_sft_args
+
+GIB = 1024**3
+GPU = "requests.nvidia.com/gpu"
+LIMIT_RANGE = {"limits": [{"type": "Container", "default": {"cpu": "4", "memory": "32Gi"},
+                           "defaultRequest": {"cpu": "2", "memory": "16Gi"},
+                           "max": {"cpu": "16", "memory": "128Gi"}}]}
+
+
+# -- a stand-in estimator with round numbers ---------------------------------------------------------
+
+@dataclass
+class FakeEstimate:
+    peak_bytes_per_gpu: int
+    breakdown: dict
+    gpus: int = 1
+    assumptions: list = field(default_factory=lambda: ["fake"])
+
+    def to_json(self):
+        return {"peak_bytes_per_gpu": self.peak_bytes_per_gpu,
+                "peak_gib_per_gpu": round(self.peak_bytes_per_gpu / GIB, 2), "breakdown": self.breakdown,
+                "assumptions": self.assumptions, "model": None, "gpus": self.gpus, "args": []}
+
+
+#: model -> billions of parameters; the fake's GiB figures are multiples of it
+SIZES = {"fake/7b": 7, "fake/1b": 1, "fake/30b": 30}
+
+
+def fake_estimate(args, gpus):
+    """Weights 2/1/0.5 bytes a parameter (16-bit, 8-bit, 4-bit); full: bf16 grads + 4-byte Adam;
+    ZeRO-1+ shards the optimizer, 2+ the gradients, 3 the weights; activations 1 GiB a sample
+    (4 GiB without checkpointing, twice that with eager attention); 1 GiB overhead."""
+    if args.model not in SIZES:
+        raise InvalidRequest(f"unknown model {args.model!r}")
+    p = SIZES[args.model] * GIB
+    stage, _ = args.deepspeed_stage
+    bits = args.quantized_bits
+    weights = p * {None: 2, 8: 1, 4: 0.5}[bits] / (gpus if stage == 3 else 1)
+    full = args.tuner_type == "full"
+    gradients = (2 * p / (gpus if stage >= 2 else 1)) if full else 0
+    optimizer = (4 * p / (gpus if stage >= 1 else 1)) if full else 0
+    activations = args.per_device_train_batch_size * GIB * (1 if args.gradient_checkpointing else 4)
+    activations *= 2 if args.attn_impl == "eager" else 1
+    parts = {"weights": int(weights), "gradients": int(gradients), "optimizer": int(optimizer),
+             "activations": int(activations), "logits": 0, "overhead": GIB}
+    return FakeEstimate(sum(parts.values()), parts, gpus)
+
+
+def profile(gpus="2", memory="80Gi", **extra):
+    hard = {GPU: gpus, "limits.memory": "128Gi", "requests.cpu": "8", **extra.pop("hard", {})}
+    return TeamProfile(team="t", namespace="team-t", hard=hard, limitRange=extra.pop("limitRange", LIMIT_RANGE),
+                       gpuMemory=memory, **extra)
+
+
+def balance_of(p: TeamProfile, used: dict | None = None) -> dict:
+    """The balance a backend reports for ``p`` with ``used`` already taken."""
+    quotas = []
+    for rq in p.resource_quotas():
+        status_used = {k: (used or {}).get(k, "0") for k in rq["spec"]["hard"]}
+        quotas.append(quota.quota_status({**rq, "status": {"used": status_used}}, []))
+        quotas[-1]["status"]["used"] = status_used
+    return {"namespace": p.namespace, "team": p.team, **quota.balance(quotas)}
+
+
+def run(argv, p=None, used=None, gpus=None, margin=0.10, estimate=fake_estimate):
+    p = p or profile()
+    context = context_from_balance(balance_of(p, used), p, margin=margin)
+    return plan(argv, context, gpus=gpus, estimate=estimate).to_json()
+
+
+def argv_value(argv, name):
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def peak_gib(p) -> float:
+    return p["estimate"]["peak_bytes_per_gpu"] / GIB
+
+
+# -- the request itself ---------------------------------------------------------------------------
+
+
+def test_a_request_that_fits_is_recommended_unchanged():
+    result = run(["--model", "fake/1b", "--tuner_type", "full"])
+    best = result["recommended"]
+    assert best["changes"] == [] and best["gpus"] == 1
+    assert best["args"] == ["--model", "fake/1b", "--tuner_type", "full"]
+    assert peak_gib(best) == 1 * 8 + 1 + 1  # weights 2 + grads 2 + Adam 4, activations, overhead
+    assert result["rejected"] == [] or all(r["plan"]["args"] != best["args"] for r in result["rejected"])
+
+
+def test_full_fine_tune_that_needs_more_gpus_moves_to_zero_on_two():
+    # fake/7b full on one GPU: 14 + 14 + 28 + 1 + 1 = 58 GiB; a 48 GiB GPU leaves 43.2 usable
+    result = run(["--model", "fake/7b", "--tuner_type", "full"], profile(memory="48Gi"))
+    asked = result["rejected"][0]
+    assert asked["plan"]["args"] == ["--model", "fake/7b", "--tuner_type", "full"]
+    assert asked["reason"] == "needs 58 GiB per GPU; a GPU has 48 GiB (43.2 GiB with the 10% margin)"
+    best = result["recommended"]
+    assert argv_value(best["args"], "--tuner_type") == "full" and best["gpus"] == 2
+    assert argv_value(best["args"], "--deepspeed") == "zero2"  # fits (37 GiB) and is faster than zero3
+    fields = [c["field"] for c in best["changes"]]
+    assert fields == ["gpus", "deepspeed", "batch"]
+    assert all(c["why"] for c in best["changes"])
+
+
+def test_reasons_carry_numbers_when_the_team_lacks_gpus():
+    # one free GPU of 24 GiB: fake/7b full needs 4 GPUs x ~17 GiB with zero3
+    result = run(["--model", "fake/7b", "--tuner_type", "full"], profile(memory="24Gi"), used={GPU: "1"})
+    reasons = [r["reason"] for r in result["rejected"]]
+    method = next(r for r in reasons if r.startswith("full fine-tune needs"))
+    m = re.fullmatch(r"full fine-tune needs (\d) GPUs x ([\d.]+) GiB with zero3; team-t has 1 GPU free", method)
+    assert m, method
+    gpus, gib = int(m.group(1)), float(m.group(2))
+    assert gib <= 24 * 0.9 and gpus > 1
+    # LoRA fits (14 + 1 + 1 = 16 GiB): recommended, with the full fine-tune's numbers as its why
+    best = result["recommended"]
+    assert argv_value(best["args"], "--tuner_type") == "lora" and "--quant_method" not in best["args"]
+    assert best["changes"][0] == {"field": "method", "from": "full fine-tune", "to": "LoRA", "why": method}
+
+
+def test_nothing_bigger_than_eight_gpus_is_reported_with_both_ends():
+    result = run(["--model", "fake/30b", "--tuner_type", "full"], profile(memory="24Gi"))
+    full = next(r["reason"] for r in result["rejected"] if r["reason"].startswith("full fine-tune"))
+    assert re.fullmatch(r"full fine-tune needs 242 GiB per GPU on 1 GPU and [\d.]+ GiB even on 8 GPUs with zero3; "
+                        r"a GPU has 24 GiB \(21.6 GiB with the 10% margin\)", full), full
+
+
+# -- ranking ----------------------------------------------------------------------------------------
+
+
+def test_quality_breaks_ties_between_methods_equally_far_from_the_request():
+    # LoRA asked on fake/30b (60 GiB weights) with a 48 GiB GPU: it does not fit; full (one class
+    # up) does not either; QLoRA 8-bit (30 GiB) and 4-bit (15 GiB) fit: 8-bit is closer and better.
+    result = run(["--model", "fake/30b"], profile(memory="48Gi", gpus="1"))
+    labels = [c["summary"].split(",")[0] for c in result["candidates"]]
+    assert labels[0] == "QLoRA 8-bit" and "QLoRA 4-bit" in labels
+    assert result["recommended"]["changes"][0]["field"] == "method"
+
+
+def test_closeness_keeps_the_users_gpu_count_before_speed():
+    result = run(["--model", "fake/1b"], gpus=1)
+    assert result["recommended"]["gpus"] == 1 and result["recommended"]["changes"] == []
+    faster = [c for c in result["candidates"] if c["gpus"] == 2]
+    assert faster and all(c["relativeStepTime"] < 1 for c in faster)
+
+
+def test_checkpointing_off_is_kept_when_it_fits_and_turned_on_when_not():
+    fits = run(["--model", "fake/1b", "--gradient_checkpointing", "false", "--per_device_train_batch_size", "2"])
+    assert fits["recommended"]["changes"] == []
+    # 30b QLoRA 4-bit: 15 + 1 GiB + 2 samples x 4 GiB activations = 24 > 21.6: checkpointing goes on
+    tight = run(["--model", "fake/30b", "--quant_method", "bnb", "--quant_bits", "4",
+                 "--gradient_checkpointing", "false", "--per_device_train_batch_size", "2"], profile(memory="24Gi"))
+    best = tight["recommended"]
+    changed = {c["field"]: c for c in best["changes"]}
+    assert "method" not in changed
+    assert set(changed) & {"gradient_checkpointing", "batch"}
+    assert peak_gib(best) <= 24 * 0.9
+
+
+def test_eager_attention_is_replaced_when_it_does_not_fit():
+    result = run(["--model", "fake/7b", "--attn_impl", "eager", "--gradient_checkpointing", "false",
+                  "--per_device_train_batch_size", "2"], profile(memory="24Gi"))
+    # 14 + 1 + 2 x 4 x 2 = 31 GiB eager; sdpa 23 GiB; checkpointing 17 GiB
+    best = result["recommended"]
+    assert "method" not in [c["field"] for c in best["changes"]]
+    assert peak_gib(best) <= 21.6
+
+
+# -- margin -----------------------------------------------------------------------------------------
+
+
+def test_the_safety_margin_decides_a_close_fit():
+    # fake/7b LoRA: 14 + 1 + 1 = 16 GiB on a 17 GiB GPU: fits raw, not with 10% kept free
+    p = profile(memory="17Gi", gpus="1")
+    strict = run(["--model", "fake/7b"], p)
+    assert strict["rejected"][0]["reason"] == "needs 16 GiB per GPU; a GPU has 17 GiB (15.3 GiB with the 10% margin)"
+    assert strict["recommended"]["changes"][0]["field"] == "method"
+    loose = run(["--model", "fake/7b"], p, margin=0.05)
+    assert loose["recommended"]["changes"] == [] and loose["margin"] == 0.05
+    assert any("10% safety margin" in a for a in strict["assumptions"])
+
+
+# -- effective batch --------------------------------------------------------------------------------
+
+
+def test_effective_batch_is_kept_across_gpu_counts():
+    result = run(["--model", "fake/1b", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "4"])
+    assert result["request"]["effectiveBatch"] == 16
+    for p in result["candidates"]:
+        b, a = int(argv_value(p["args"], "--per_device_train_batch_size")), \
+            int(argv_value(p["args"], "--gradient_accumulation_steps"))
+        assert b * a * p["gpus"] == p["effectiveBatch"] == 16, p["summary"]
+
+
+def test_default_accumulation_is_ms_swifts_and_an_inexact_split_is_flagged():
+    p = profile(gpus="3", hard={"requests.cpu": "24"})
+    result = run(["--model", "fake/1b"], p, gpus=1)
+    assert result["request"]["effectiveBatch"] == 16  # ms-swift: ceil(16 / 1 / 1)
+    three = [c for c in result["candidates"] if c["gpus"] == 3]
+    for c in three:
+        batch = next(ch for ch in c["changes"] if ch["field"] == "batch")
+        assert "instead of 16" in batch["why"]
+    assert all(c["effectiveBatch"] == 16 for c in result["candidates"] if c["gpus"] in (1, 2))
+
+
+# -- resources and admission ------------------------------------------------------------------------
+
+
+def test_every_plan_passes_the_real_admission():
+    p = profile()
+    result = run(["--model", "fake/7b", "--tuner_type", "full"], p)
+    context = context_from_balance(balance_of(p), p)
+    assert result["candidates"]
+    for c in result["candidates"]:
+        res = c["resources"]
+        assert res["requests"]["nvidia.com/gpu"] == res["limits"]["nvidia.com/gpu"] == str(c["gpus"])
+        job = build_job(p, JobRequest(name="check", args=c["args"], resources=res), "u", ["swift", "sft"])
+        quota.admit_job(job, list(context.quotas), list(context.limit_ranges))  # raises if refused
+
+
+def test_resources_scale_with_gpus_within_the_quota():
+    result = run(["--model", "fake/1b"], gpus=2)
+    two = result["recommended"]
+    assert two["gpus"] == 2
+    assert two["resources"]["requests"] == {"cpu": "4", "memory": "32Gi", "nvidia.com/gpu": "2"}
+    assert two["resources"]["limits"] == {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "2"}
+    # with 5 of 8 CPUs used, 2 GPUs get the LimitRange defaults (2 CPUs), which still fit
+    tight = run(["--model", "fake/1b"], used={"requests.cpu": "5"}, gpus=2)["recommended"]
+    assert tight["resources"]["requests"]["cpu"] == "3"
+
+
+def test_cpu_quota_spent_refuses_with_the_api_servers_text():
+    result = run(["--model", "fake/1b"], used={"requests.cpu": "7"})
+    assert result["recommended"] is None
+    assert result["rejected"][0]["reason"] == (
+        "the pod would be refused: exceeded quota: team-quota, requested: requests.cpu=2, used: requests.cpu=7, "
+        "limited: requests.cpu=8")
+
+
+def test_no_free_gpu_means_no_plan_and_says_so():
+    result = run(["--model", "fake/1b"], used={GPU: "2"})
+    assert result["recommended"] is None and result["candidates"] == [] and result["gpusFree"] == 0
+    assert "asks for 1 GPU; team-t has 0 GPUs free" in result["rejected"][0]["reason"]
+    assert "exceeded quota: team-quota" in result["rejected"][0]["reason"]
+    assert any("nothing fits" in n for n in result["notes"])
+
+
+# -- bounds, errors, inputs -------------------------------------------------------------------------
+
+
+def test_lists_are_bounded_and_say_so():
+    assert CANDIDATE_CAP == SEARCH_CANDIDATE_CAP
+    p = profile(gpus="8", hard={"requests.cpu": "64", "limits.memory": "1Ti"})
+    result = run(["--model", "fake/1b", "--tuner_type", "full"], p)
+    assert len(result["candidates"]) == CANDIDATE_CAP
+    assert len(result["rejected"]) <= REJECTED_CAP
+    assert any("more fitting plans are not listed" in n for n in result["notes"])
+    keys = [(tuple(c["args"]), c["gpus"]) for c in result["candidates"]]
+    assert len(keys) == len(set(keys))
+
+
+def test_unknown_gpu_memory_is_a_clear_error():
+    p = TeamProfile(team="t", namespace="team-t", hard={GPU: "1"})
+    with pytest.raises(InvalidRequest) as e:
+        context_from_balance(balance_of(p), p)
+    assert e.value.reason == "GpuMemoryUnknown" and "gpuMemory" in e.value.message
+    context = context_from_balance(balance_of(p), p, inventory={"gpus": [{"index": 0, "memory": "40Gi"}]})
+    assert context.gpu_memory == 40 * GIB
+
+
+def test_a_bare_balance_dict_is_enough():
+    balance = {"namespace": "team-x", "resources": {GPU: {"hard": "4", "used": "3", "remaining": "1"}}}
+    context = context_from_balance(balance, gpu_memory="24Gi")
+    assert context.gpus_free == 1 and context.gpu_memory == 24 * GIB
+    result = plan(["--model", "fake/1b"], context, estimate=fake_estimate).to_json()
+    assert result["recommended"]["resources"]["requests"]["nvidia.com/gpu"] == "1"
+
+
+def test_older_argument_names_are_translated_with_notes():
+    result = run(["--model", "fake/1b", "--sft_type", "full", "--batch_size", "2"])
+    assert result["request"]["args"][:4] == ["--model", "fake/1b", "--tuner_type", "full"]
+    assert any("--sft_type" in n for n in result["notes"])
+
+
+def test_unknown_model_is_invalid():
+    with pytest.raises(InvalidRequest):
+        run(["--model", "nobody/nothing-13b"], estimate=None)
+
+
+def test_parsed_args_work_too():
+    asked = parse_sft_args(["--model", "fake/1b"])
+    assert run(asked)["recommended"]["changes"] == []
+
+
+# -- the real estimator: the scenarios of the issue -------------------------------------------------
+
+
+def gamma_profile() -> TeamProfile:
+    """The test profile beside the demo teams: one free 24 GiB GPU."""
+    return TeamProfile(team="gamma", namespace="team-gamma", hard={GPU: "1", "requests.cpu": "8",
+                                                                   "limits.memory": "64Gi"},
+                       limitRange=LIMIT_RANGE, gpuModel="RTX 4090", gpuMemory="24Gi")
+
+
+def test_classic_qwen_vl_full_on_one_24gib_gpu_is_refused_and_qlora_fits():
+    p = gamma_profile()
+    result = plan(["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"], context_from_balance(balance_of(p), p))
+    result = result.to_json()
+    asked = result["rejected"][0]
+    assert asked["plan"]["args"] == ["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"]
+    m = re.fullmatch(r"needs ([\d.]+) GiB per GPU; a GPU has 24 GiB \(21.6 GiB with the 10% margin\)", asked["reason"])
+    assert m and float(m.group(1)) > 24, asked["reason"]
+    full = next(r["reason"] for r in result["rejected"] if r["reason"].startswith("full fine-tune needs"))
+    assert "GiB" in full
+    best = result["recommended"]
+    assert argv_value(best["args"], "--quant_method") == "bnb" and argv_value(best["args"], "--tuner_type") == "lora"
+    assert peak_gib(best) <= 24 * 0.9
+    assert best["changes"][0]["field"] == "method" and best["changes"][0]["why"] == full
+    four_bit = [c for c in result["candidates"] if argv_value(c["args"], "--quant_bits") == "4"]
+    assert four_bit and peak_gib(four_bit[0]) <= 24 * 0.9
+    assert best["resources"]["requests"]["nvidia.com/gpu"] == "1"
+
+
+def test_7b_full_fine_tune_on_team_alpha_gets_a_fitting_plan():
+    from conftest import demo_config
+
+    alpha = TeamProfile(**demo_config().JupyterQuota.profiles[0])
+    result = plan(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"],
+                  context_from_balance(balance_of(alpha), alpha)).to_json()
+    best = result["recommended"]
+    assert best is not None and peak_gib(best) <= 80 * 0.9
+    assert best["gpus"] <= 2
+    assert result["search"]["estimates"] < 200
+
+
+def test_python_entry_point_with_a_balance():
+    p = gamma_profile()
+    result = jupyter_quota.plan("--model Qwen/Qwen2.5-0.5B-Instruct --tuner_type full", balance=balance_of(p),
+                                profile=p)
+    assert result.to_json()["recommended"]["changes"] == []
+    assert "Recommended:" in str(result)
+    est = jupyter_quota.estimate(["--model", "Qwen/Qwen2.5-0.5B-Instruct"], gpus=1).to_json()
+    assert est["peak_bytes_per_gpu"] == sum(est["breakdown"].values())
+
+
+def test_a_fitting_request_on_its_only_gpu_gets_no_rejection_for_its_method():
+    result = run(["--model", "fake/1b", "--tuner_type", "full"], profile(gpus="1"))
+    assert result["recommended"]["changes"] == []
+    assert not any("None" in r["reason"] or r["reason"].startswith("full fine-tune") for r in result["rejected"])
