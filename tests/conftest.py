@@ -3,36 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import pytest
-from jupyter_server.auth.identity import IdentityProvider, User
-from traitlets.config import Config
-from traitlets.config.loader import PyFileConfigLoader
+from quota_testing import FAKE_TRAINER, demo_config
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
-
-ROOT = Path(__file__).resolve().parent.parent
-DEMO_CONFIG = ROOT / "binder" / "jupyter_server_config.py"
-FAKE_TRAINER = Path(__file__).resolve().parent / "fake_trainer.py"
-
-
-def demo_config() -> Config:
-    """The very config binder and the quick start use."""
-    return PyFileConfigLoader(DEMO_CONFIG.name, path=str(DEMO_CONFIG.parent)).load_config()
-
-
-class HeaderIdentityProvider(IdentityProvider):
-    """Token auth as usual, then the user named by ``X-Test-User`` (tests act as many users)."""
-
-    async def get_user(self, handler):
-        user = await super().get_user(handler)
-        if user is None:
-            return None
-        name = handler.request.headers.get("X-Test-User")
-        return User(username=name) if name else user
 
 
 @pytest.fixture

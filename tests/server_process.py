@@ -14,7 +14,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from conftest import DEMO_CONFIG, FAKE_TRAINER
+from quota_testing import DEMO_CONFIG, FAKE_TRAINER
 
 
 def free_port() -> int:

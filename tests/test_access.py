@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import HeaderIdentityProvider
+from quota_testing import HeaderIdentityProvider
 
 
 @pytest.fixture

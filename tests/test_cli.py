@@ -8,7 +8,7 @@ import sys
 
 import yaml
 
-from conftest import DEMO_CONFIG
+from quota_testing import DEMO_CONFIG
 
 
 def run(*args, check=True):

@@ -9,7 +9,7 @@ import getpass
 
 import pytest
 
-from conftest import demo_config
+from quota_testing import demo_config
 
 GIB = 1024**3
 GAMMA = {

@@ -342,7 +342,7 @@ def test_classic_qwen_vl_full_on_one_24gib_gpu_is_refused_and_qlora_fits():
 
 
 def test_7b_full_fine_tune_on_team_alpha_gets_a_fitting_plan():
-    from conftest import demo_config
+    from quota_testing import demo_config
 
     alpha = TeamProfile(**demo_config().JupyterQuota.profiles[0])
     result = plan(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"],

@@ -7,7 +7,7 @@ import pytest
 from jupyter_quota.errors import InvalidRequest
 from jupyter_quota.profiles import TeamProfile, load_profiles
 
-from conftest import demo_config
+from quota_testing import demo_config
 
 
 def test_demo_profiles_load_and_match_the_issue():
