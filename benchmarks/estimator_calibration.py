@@ -1,0 +1,180 @@
+"""Error of the estimator on measured runs (../shared/data/estimator_calibration.tsv), beside two peers.
+
+Each row of the calibration file becomes a ``swift sft`` argv (current names) and a GPU count; the
+estimator's CUDA figure is compared with the measured peak per GPU. Printed per subset: median
+absolute error, p90 absolute error, and the share under-predicted by more than 10%.
+
+Peers, computed for the same rows, faithfully to their sources:
+* accelerate ``estimate-memory`` (huggingface/accelerate src/accelerate/commands/estimate.py,
+  ``estimate_training_usage`` + ``estimate_command``): "Training using Adam (Peak vRAM)" is
+  max(model, gradients, optimizer, step) = 2 x the fp32 model size for float16/bfloat16
+  (4 x for float32), whatever the tuner, batch or sequence; one GPU.
+* LLaMA-Factory README "Hardware Requirement" table (hiyouga/LLaMA-Factory README.md), its
+  ``x B`` column: Full (pure_bf16) 8x GB, Full (bf16/fp16 amp) 18x GB, Freeze/LoRA 2x GB,
+  QLoRA 8-bit x GB, 4-bit x/2 GB, with x the parameter count in billions; one GPU.
+
+Run: ``.venv/bin/python benchmarks/estimator_calibration.py [path/to/tsv]``.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from jupyter_quota.estimator import estimate  # noqa: E402
+from jupyter_quota.estimator.model import resolve_model  # noqa: E402
+
+GIB = 1024 ** 3
+DEFAULT_TSV = ROOT.parent / "shared" / "data" / "estimator_calibration.tsv"
+UNMODELLED = ("galore", "lisa", "muon", "awq", "hqq", "device_map", "+compile", "chunked cross",
+              "optimizer_in_bwd", "fuse optimizer", "activation offloading", "8-bit adamw",
+              "cpu offload with fused")
+WEAK = ("weak case", "upper bound", "suspect", "at device cap")
+
+
+def load_rows(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
+    """(argv, gpus, tags) for one calibration row."""
+    notes = row["notes"].lower()
+    model = row["model"].replace("-AWQ", "")
+    argv = ["--model", model]
+    train = row["train_type"]
+    tags = []
+    if train.startswith("qlora"):
+        argv += ["--tuner_type", "lora", "--quant_method", "bnb", "--quant_bits", row["quant_bits"]]
+    elif train.startswith("full"):
+        argv += ["--tuner_type", "full"]
+    elif train == "llamapro":
+        argv += ["--tuner_type", "llamapro"]
+    else:
+        argv += ["--tuner_type", "lora"]
+        if "dora" in train:
+            argv += ["--use_dora", "true"]
+    if row["lora_rank"].isdigit() and int(row["lora_rank"]) > 0:
+        argv += ["--lora_rank", row["lora_rank"]]
+    if "on q,v only" in notes or row["source"].startswith("pytorch/torchtune"):
+        argv += ["--target_modules", "q_proj", "v_proj"]
+    length = row["max_length"]
+    if "samples ~100-200 tokens" in notes and "packing" not in notes:
+        length = "256"  # peak follows the longest real sample (the row's notes), not max_length
+        tags.append("short-samples")
+    elif not length.isdigit():
+        length = "2048"
+    argv += ["--max_length", length, "--per_device_train_batch_size", row["batch_size"]]
+    if row["grad_ckpt"] == "false":
+        argv += ["--gradient_checkpointing", "false"]
+    attn = row["attn_impl"]
+    argv += ["--attn_impl", "flash_attn" if "flash" in attn else attn]
+    argv += ["--torch_dtype", {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[row["dtype"]]]
+    if "packing" in notes and "no packing" not in notes:
+        argv += ["--packing", "true"]
+    if "padding_free" in notes and "without padding_free" not in notes:
+        argv += ["--padding_free", "true"]
+    if "liger" in notes and "no liger" not in notes:
+        argv += ["--use_liger_kernel", "true"]
+    if "modules_to_save embed_tokens+lm_head" in notes:
+        argv += ["--modules_to_save", "embed_tokens", "lm_head"]
+    ds = row["deepspeed"]
+    gpus = int(row["n_gpus"])
+    if ds in ("zero2", "zero3"):
+        argv += ["--deepspeed", ds]
+    elif ds.startswith("fsdp"):
+        argv += ["--deepspeed", "zero3_offload" if "offload" in ds else "zero3"]
+        tags.append("fsdp-as-zero3")
+    elif ds.startswith("ulysses"):
+        argv += ["--sequence_parallel_size", ds.replace("ulysses_sp", "")]
+    elif ds == "ddp+device_map":
+        gpus = 2
+    cumulative = "cumulative techniques" in notes and not notes.startswith("+packed")
+    if any(k in notes or k in train for k in UNMODELLED) or ds == "ddp+device_map" or cumulative:
+        tags.append("unmodelled")
+    if any(k in notes for k in WEAK):
+        tags.append("weak")
+    return argv, gpus, tags
+
+
+def accelerate_peer(params: int, dtype: str) -> float:
+    fp32 = params * 4
+    return (fp32 * 4) if dtype == "fp32" else max(fp32, fp32 + fp32 // 2, 2 * fp32)
+
+
+def llamafactory_peer(params: int, train: str, bits: str) -> float:
+    x = params / 1e9
+    if train.startswith("full"):
+        gb = 8 * x  # "Full (pure_bf16)": the row that matches bf16-loaded training
+    elif train.startswith("qlora"):
+        gb = x if bits == "8" else x / 2
+    else:
+        gb = 2 * x
+    return gb * 1e9
+
+
+def summary(errors: list[float]) -> tuple[float, float, float]:
+    absolute = sorted(abs(e) for e in errors)
+    p90 = absolute[min(len(absolute) - 1, int(round(0.9 * (len(absolute) - 1))))]
+    under = sum(1 for e in errors if e < -0.10) / len(errors)
+    return statistics.median(absolute), p90, under
+
+
+def main(path: Path = DEFAULT_TSV) -> dict:
+    rows = load_rows(path)
+    results = []
+    print(f"{'source':10} {'model':24} {'type':10} {'gpus':>4} {'meas':>6} {'ours':>6} {'err':>6} "
+          f"{'accel':>6} {'llamaf':>6}  tags")
+    for row in rows:
+        argv, gpus, tags = row_to_argv(row)
+        est = estimate(argv, gpus=gpus)
+        measured = float(row["measured_gib_per_gpu"])
+        params = resolve_model(argv[1]).params
+        ours = est.peak_bytes_per_gpu / GIB
+        acc = accelerate_peer(params, row["dtype"]) / GIB
+        lf = llamafactory_peer(params, row["train_type"], row["quant_bits"]) / GIB
+        source = row["source"].split()[0].split("/")[0]
+        results.append({"source": source, "train": row["train_type"].split("(")[0], "tags": tags,
+                        "errors": {"ours": ours / measured - 1, "accelerate": acc / measured - 1,
+                                   "llamafactory": lf / measured - 1}})
+        print(f"{source:10} {row['model'][:24]:24} {row['train_type'][:10]:10} {gpus:>4} "
+              f"{measured:6.1f} {ours:6.1f} {ours / measured - 1:+6.0%} {acc:6.1f} {lf:6.1f}  "
+              f"{','.join(tags)}")
+
+    subsets = {
+        "all rows": results,
+        "modelled (no unmodelled/weak tags)": [r for r in results
+                                               if not {"unmodelled", "weak"} & set(r["tags"])],
+        "ms-swift rows": [r for r in results if r["source"] == "modelscope"],
+        "ms-swift modelled": [r for r in results if r["source"] == "modelscope"
+                              and not {"unmodelled", "weak"} & set(r["tags"])],
+        "LitGPT rows": [r for r in results if r["source"] == "Lightning-AI"],
+        "torchtune rows": [r for r in results if r["source"] == "pytorch"],
+        "full": [r for r in results if r["train"] == "full"],
+        "lora": [r for r in results if r["train"] == "lora"],
+        "qlora": [r for r in results if r["train"] == "qlora"],
+    }
+    table = {}
+    print()
+    print(f"{'subset':38} {'n':>3} | {'ours med':>8} {'p90':>6} {'under':>6} | {'accel med':>9} "
+          f"{'p90':>6} {'under':>6} | {'LF med':>7} {'p90':>6} {'under':>6}")
+    for name, subset in subsets.items():
+        if not subset:
+            continue
+        line = f"{name:38} {len(subset):>3} |"
+        table[name] = {}
+        for peer in ("ours", "accelerate", "llamafactory"):
+            med, p90, under = summary([r["errors"][peer] for r in subset])
+            table[name][peer] = {"median": med, "p90": p90, "under10": under}
+            line += f" {med:8.0%} {p90:6.0%} {under:6.0%} |"
+        print(line.rstrip("|"))
+    return table
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_TSV)

@@ -1,0 +1,70 @@
+"""GPU memory estimator for ``swift sft``: peak bytes per device, a breakdown, and assumptions.
+
+``estimate(args, gpus)`` takes ms-swift 4.x arguments (an argv or ``SftArgs``; older names are
+translated by ``jupyter_quota.swift``) and returns an ``Estimate`` targeting the figure ms-swift
+logs, ``torch.cuda.max_memory_reserved``. ``device="cpu"`` drops what only CUDA adds (workspaces,
+caching-allocator fragmentation), for comparison with tensor memory measured on CPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InvalidRequest
+from ..swift import SftArgs, parse_sft_args
+from .memory import GIB, compute
+from .model import ModelSpec, resolve_model
+
+__all__ = ["estimate", "Estimate", "ModelSpec", "resolve_model", "BREAKDOWN_KEYS"]
+
+BREAKDOWN_KEYS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Peak memory per device of one ``swift sft`` run, with its parts and assumptions."""
+
+    peak_bytes_per_gpu: int
+    breakdown: dict
+    assumptions: list = field(default_factory=list)
+    model: ModelSpec | None = None
+    args: SftArgs | None = None
+    gpus: int = 1
+    device: str = "cuda"
+
+    @property
+    def peak_gib_per_gpu(self) -> float:
+        return round(self.peak_bytes_per_gpu / GIB, 2)
+
+    def to_json(self) -> dict:
+        return {
+            "peak_bytes_per_gpu": self.peak_bytes_per_gpu,
+            "peak_gib_per_gpu": self.peak_gib_per_gpu,
+            "breakdown": dict(self.breakdown),
+            "assumptions": list(self.assumptions),
+            "model": self.model.to_json() if self.model else None,
+            "gpus": self.gpus,
+            "args": self.args.to_argv() if self.args else [],
+        }
+
+
+def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") -> Estimate:
+    """Estimate the peak memory per GPU of ``swift sft <args>`` on ``gpus`` GPUs.
+
+    ``device="cpu"``: tensor memory only (no CUDA workspaces, no allocator fragmentation).
+    Raises ``InvalidRequest`` for bad arguments, an unknown model, or a bad GPU count.
+    """
+    if not isinstance(args, SftArgs):
+        args = parse_sft_args(list(args))
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1 or gpus > 4096:
+        raise InvalidRequest(f"gpus must be a whole number from 1 to 4096, got {gpus!r}")
+    if device not in ("cuda", "cpu"):
+        raise InvalidRequest(f"device must be 'cuda' or 'cpu', got {device!r}")
+    spec = resolve_model(args.model)
+    breakdown, notes = compute(spec, args, gpus, device)
+    assumptions = [f"model {spec.name}: {spec.params / 1e9:.2f}B parameters ({spec.source})"]
+    assumptions += list(args.notes) + notes
+    if args.unknown:
+        assumptions.append(f"not modelled (passed through): {', '.join('--' + u for u in args.unknown)}")
+    return Estimate(peak_bytes_per_gpu=sum(breakdown.values()), breakdown=breakdown,
+                    assumptions=assumptions, model=spec, args=args, gpus=gpus, device=device)

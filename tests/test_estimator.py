@@ -1,0 +1,195 @@
+"""jupyter_quota.estimator: pure formulas, catalog, config.json folders, calibration (no torch)."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from jupyter_quota.errors import InvalidRequest
+from jupyter_quota.estimator import BREAKDOWN_KEYS, estimate, resolve_model
+from jupyter_quota.estimator.catalog import names
+from jupyter_quota.swift import parse_sft_args
+
+BASE = ["--model", "Qwen/Qwen2.5-7B-Instruct", "--max_length", "2048"]
+
+
+def peak(argv, gpus=1, **kw):
+    return estimate(argv, gpus, **kw).peak_bytes_per_gpu
+
+
+def test_breakdown_sums_to_peak_and_json_shape():
+    for argv, gpus in [(BASE, 1), (BASE + ["--tuner_type", "full"], 1),
+                       (BASE + ["--tuner_type", "full", "--deepspeed", "zero3"], 4),
+                       (BASE + ["--quant_method", "bnb", "--quant_bits", "4"], 1),
+                       (["--model", "Qwen/Qwen3-30B-A3B", "--use_liger_kernel", "true"], 2)]:
+        est = estimate(argv, gpus)
+        assert tuple(est.breakdown) == BREAKDOWN_KEYS
+        assert all(isinstance(v, int) and v >= 0 for v in est.breakdown.values())
+        assert sum(est.breakdown.values()) == est.peak_bytes_per_gpu
+        data = est.to_json()
+        assert set(data) >= {"peak_bytes_per_gpu", "peak_gib_per_gpu", "breakdown", "assumptions",
+                             "model", "gpus", "args"}
+        assert data["peak_gib_per_gpu"] == round(est.peak_bytes_per_gpu / 1024 ** 3, 2)
+        assert data["args"] == est.args.to_argv() and data["gpus"] == gpus
+        json.dumps(data)
+
+
+def test_accepts_sftargs_and_old_names():
+    old = estimate("--model_type qwen-vl-chat --sft_type qlora --dtype bnb_nf4 --batch_size 2".split())
+    new = estimate(parse_sft_args("--model Qwen/Qwen-VL-Chat --quant_method bnb --quant_bits 4 "
+                                  "--per_device_train_batch_size 2".split()))
+    assert old.peak_bytes_per_gpu == new.peak_bytes_per_gpu
+    assert any("--sft_type qlora" in a for a in old.assumptions)
+
+
+@pytest.mark.parametrize("key,small,large", [
+    ("--max_length", "1024", "4096"),
+    ("--per_device_train_batch_size", "1", "4"),
+])
+def test_more_tokens_more_memory(key, small, large):
+    assert peak(BASE + [key, small]) < peak(BASE + [key, large])
+
+
+def test_more_layers_more_memory(tmp_path):
+    sizes = []
+    for layers in (12, 24, 36):
+        folder = tmp_path / f"m{layers}"
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(_tiny_config(num_hidden_layers=layers)))
+        sizes.append(peak(["--model", str(folder)]))
+    assert sizes == sorted(sizes) and len(set(sizes)) == 3
+
+
+def test_method_order():
+    full = peak(BASE + ["--tuner_type", "full"])
+    lora = peak(BASE)
+    q8 = peak(BASE + ["--quant_method", "bnb", "--quant_bits", "8"])
+    q4 = peak(BASE + ["--quant_method", "bnb", "--quant_bits", "4"])
+    assert q4 < q8 < lora < full
+
+
+def test_checkpointing_and_attention():
+    on = peak(BASE)
+    off = peak(BASE + ["--gradient_checkpointing", "false"])
+    assert on < off
+    flash = peak(BASE + ["--gradient_checkpointing", "false", "--attn_impl", "flash_attn"])
+    eager = peak(BASE + ["--gradient_checkpointing", "false", "--attn_impl", "eager"])
+    assert flash < eager
+
+
+def test_zero3_over_four_gpus_beats_ddp_for_full():
+    full = BASE + ["--tuner_type", "full"]
+    ddp = peak(full, 4)
+    zero3 = peak(full + ["--deepspeed", "zero3"], 4)
+    zero3_offload = peak(full + ["--deepspeed", "zero3_offload"], 4)
+    zero2 = peak(full + ["--deepspeed", "zero2"], 4)
+    assert zero3_offload < zero3 < zero2 < ddp
+    assert peak(full + ["--deepspeed", "zero3"], 8) < zero3
+
+
+def test_liger_and_modules_to_save():
+    assert peak(BASE + ["--use_liger_kernel", "true"]) < peak(BASE)
+    assert peak(BASE + ["--modules_to_save", "embed_tokens", "lm_head"]) > peak(BASE) + 2 ** 33
+    assert peak(BASE + ["--lora_rank", "64"]) > peak(BASE)
+    assert peak(BASE + ["--target_modules", "q_proj", "v_proj"]) < peak(BASE)
+
+
+def test_moe_and_vlm():
+    moe = estimate(["--model", "Qwen/Qwen3-30B-A3B", "--tuner_type", "full", "--deepspeed", "zero3"], 8)
+    assert moe.model.num_experts == 128 and moe.model.params > 30e9
+    vlm = resolve_model("Qwen/Qwen-VL-Chat")
+    assert vlm.vision_params > 1.5e9
+    assert estimate(["--model", "Qwen/Qwen2.5-VL-7B-Instruct"]).breakdown["weights"] > \
+        estimate(["--model", "Qwen/Qwen2.5-7B-Instruct"]).breakdown["weights"]
+
+
+def test_cpu_mode_has_no_cuda_overhead():
+    cuda = estimate(BASE)
+    cpu = estimate(BASE, device="cpu")
+    assert cpu.peak_bytes_per_gpu < cuda.peak_bytes_per_gpu
+    with pytest.raises(InvalidRequest):
+        estimate(BASE, device="tpu")
+    with pytest.raises(InvalidRequest):
+        estimate(BASE, 0)
+
+
+def test_catalog_names():
+    for name in ("Qwen/Qwen2.5-7B-Instruct", "qwen/qwen2.5-7b-instruct", "Qwen2.5-7B-Instruct",
+                 "Qwen/Qwen-VL-Chat", "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B"):
+        assert resolve_model(name).num_layers > 0
+    assert 7.5e9 < resolve_model("Qwen/Qwen2.5-7B-Instruct").params < 7.7e9
+    assert 8.0e9 < resolve_model("meta-llama/Llama-3.1-8B").params < 8.1e9
+    for name in names():  # every catalog entry is readable
+        assert resolve_model(name).params > 1e8
+    families = " ".join(names()).lower()
+    for family in ("qwen2.5-0.5b", "qwen2.5-72b", "qwen3-30b-a3b", "qwen2.5-vl", "qwen-vl-chat",
+                   "llama-3", "mistral", "gemma", "glm-4", "internlm", "deepseek-r1-distill"):
+        assert family in families
+
+
+def _tiny_config(**over):
+    cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
+           "tie_word_embeddings": False, "torch_dtype": "float32"}
+    cfg.update(over)
+    return cfg
+
+
+def test_local_config_folder(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(_tiny_config()))
+    spec = resolve_model(str(tmp_path))
+    assert spec.source == "config.json" and spec.num_kv_heads == 2
+    expected = 4 * (256 * 256 * 2 + 256 * 128 * 2 + 3 * 256 * 512 + 2 * 256) + 2 * 1000 * 256 + 256
+    assert spec.params == expected
+    est = estimate(["--model", str(tmp_path), "--tuner_type", "lora", "--max_length", "2048"])
+    assert sum(est.breakdown.values()) == est.peak_bytes_per_gpu
+
+
+def test_nested_text_config_and_moe_keys(tmp_path):
+    cfg = {"model_type": "vlm", "text_config": _tiny_config(num_local_experts=4, num_experts_per_tok=2),
+           "vision_config": {"depth": 2, "embed_dim": 64, "mlp_ratio": 4, "hidden_size": 256}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    spec = resolve_model(str(tmp_path))
+    assert spec.num_experts == 4 and spec.vision_params > 0
+
+
+def test_config_missing_keys_is_a_clear_error(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mystery", "hidden_size": 64}))
+    with pytest.raises(InvalidRequest) as info:
+        resolve_model(str(tmp_path))
+    message = info.value.message
+    assert "num_hidden_layers" in message and "vocab_size" in message and "config.json" in message
+
+
+def test_unknown_model_and_missing_model():
+    with pytest.raises(InvalidRequest) as info:
+        estimate(["--model", "nobody/NoSuchModel-7B"])
+    assert "config.json" in info.value.message
+    with pytest.raises(InvalidRequest):
+        estimate(["--tuner_type", "lora"])
+    with pytest.raises(InvalidRequest):
+        resolve_model(str(Path("/nonexistent/dir/config.json")))
+
+
+# -- calibration: measured runs, modelled subset ---------------------------------------------------
+CALIBRATION = Path(__file__).resolve().parents[2] / "shared" / "data" / "estimator_calibration.tsv"
+
+
+@pytest.mark.skipif(not CALIBRATION.exists(), reason="calibration file not present")
+def test_calibration_within_stated_tolerance():
+    """Modelled ms-swift and LitGPT rows: median abs error <= 15%, under-predicted >10% <= 15%."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import estimator_calibration as cal
+
+    errors = []
+    for row in cal.load_rows(CALIBRATION):
+        argv, gpus, tags = cal.row_to_argv(row)
+        if {"unmodelled", "weak"} & set(tags) or row["source"].startswith("pytorch"):
+            continue
+        measured = float(row["measured_gib_per_gpu"]) * 1024 ** 3
+        errors.append(estimate(argv, gpus).peak_bytes_per_gpu / measured - 1)
+    assert len(errors) >= 25
+    median, _p90, under = cal.summary(errors)
+    assert median <= 0.15, median
+    assert under <= 0.15, under
