@@ -125,3 +125,63 @@ class JupyterQuota(Configurable):
     @property
     def ledger_path(self) -> str:
         return os.path.join(self.state_dir, "ledger.sqlite3")
+
+    # -- Kubernetes backend (``backend = "kube"``) ---------------------------------------------
+
+    kube_config_file = Unicode(
+        "",
+        help="Kubernetes backend: path of the kubeconfig file. Default: empty, meaning in-cluster "
+        "config when running in a pod (``KUBERNETES_SERVICE_HOST`` is set and ``kube_in_cluster`` "
+        "allows it), else ``KUBECONFIG``, else ``~/.kube/config``.",
+    ).tag(config=True)
+
+    kube_context = Unicode(
+        "", help="Kubernetes backend: kubeconfig context to use. Default: empty (the current context)."
+    ).tag(config=True)
+
+    kube_in_cluster = Unicode(
+        "auto",
+        help="Kubernetes backend: ``auto`` uses the pod's service account when running in a pod "
+        "and no ``kube_config_file`` is set; ``true`` always uses it; ``false`` never does. "
+        "Default: ``auto``.",
+    ).tag(config=True)
+
+    kube_watch_timeout = Int(
+        300,
+        help="Kubernetes backend: seconds one watch request stays open (``timeoutSeconds``) "
+        "before it is renewed from the last resourceVersion. Default: 300.",
+    ).tag(config=True)
+
+    kube_request_timeout = Float(
+        10.0,
+        help="Kubernetes backend: seconds a non-watch API call (list, create, delete, logs) may "
+        "take before it fails. Default: 10.",
+    ).tag(config=True)
+
+    kube_watch_backoff_max = Float(
+        30.0,
+        help="Kubernetes backend: the longest wait, in seconds, between retries of a failed list "
+        "or watch; waits start at 0.2 s and double. Default: 30.",
+    ).tag(config=True)
+
+    kube_ttl_seconds_after_finished = Int(
+        86400,
+        help="Kubernetes backend: the Job's ``ttlSecondsAfterFinished``, seconds a finished Job "
+        "(and its pods and logs) is kept before the cluster deletes it; -1 leaves it unset "
+        "(kept until deleted). Default: 86400 (one day).",
+    ).tag(config=True)
+
+    kube_backoff_limit = Int(
+        0,
+        help="Kubernetes backend: the Job's ``backoffLimit``, how many times a failed pod is "
+        "retried. Default: 0 (a failed training run fails the job).",
+    ).tag(config=True)
+
+    kube_cache_volumes = List(
+        Dict(),
+        help="Kubernetes backend: volumes mounted into every job pod, e.g. a model cache: "
+        "``[{'name': 'hf-cache', 'mountPath': '/root/.cache/huggingface', "
+        "'persistentVolumeClaim': {'claimName': 'hf-cache'}}]``. Each dict holds ``name``, "
+        "``mountPath``, optional ``readOnly`` and ``subPath``, and one Kubernetes volume source "
+        "(``persistentVolumeClaim``, ``hostPath``, ``emptyDir``, ``nfs``, ...). Default: none.",
+    ).tag(config=True)

@@ -19,6 +19,10 @@ def make_backend(config, log=None, root_dir: str = ""):
             workdir=config.job_workdir or root_dir or None,
             log=log,
         )
+    if config.backend == "kube":
+        from .kube import KubeBackend
+
+        return KubeBackend.from_config(config, log=log)
     raise InvalidRequest(
-        f"JupyterQuota.backend = {config.backend!r} is not available in this release; use 'local'"
+        f"JupyterQuota.backend = {config.backend!r} is not available; use 'local' or 'kube'"
     )

@@ -1,0 +1,346 @@
+"""The Kubernetes backend: teams' jobs as batch/v1 Jobs, quota from the cluster's own objects.
+
+Reads (balance, jobs, job) are served from a :class:`cache.ClusterCache` kept current by
+watches, so a balance read makes no API call; ``stale`` and ``observedAt`` say how current it
+is. Writes go to the API server:
+
+- ``submit`` enriches the Job (image, node selector, tolerations, priority class, cache
+  volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), pre-checks it with
+  ``quota.admit_job`` against the cached ResourceQuota status and LimitRanges (all of a Job's
+  pods together, since Kubernetes admits them one by one and could leave a job half-running),
+  then creates it. The API server's admission stays the authority: its 403 on the Job is raised
+  with its text, and a refusal of the pods afterwards shows on the job as the ``FailedCreate``
+  event's reason and message.
+- ``cancel`` deletes the Job with ``propagationPolicy: Background``; the garbage collector
+  removes its pods. The cancelled job is remembered by this process (Failed/Cancelled) until
+  restart: the cluster keeps no record of a deleted Job.
+- ``logs`` reads the pod log API; when the cluster cannot serve them, a ``LogsUnavailable``
+  error says why (no logs are invented).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+
+from ... import errors, quota
+from ...jobspec import label_value
+from ..base import Backend
+from . import jobview
+from .cache import MANAGED_SELECTOR, ClusterCache, rfc3339
+from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
+
+BALANCE_KINDS = ("resourcequotas", "limitranges")
+MANAGED_BY_KEY, MANAGED_BY_VALUE = MANAGED_SELECTOR.split("=")
+VOLUME_MOUNT_KEYS = ("name", "mountPath", "readOnly", "subPath", "mountPropagation")
+
+
+class LogsUnavailable(errors.QuotaError):
+    """The cluster cannot serve a job's logs now (no pod yet, node unreachable, ...)."""
+
+    status = 503
+    reason = "LogsUnavailable"
+
+
+class KubeBackend(Backend):
+    """Jobs on a Kubernetes cluster, admitted by the cluster's ResourceQuota and LimitRange."""
+
+    name = "kube"
+
+    def __init__(self, kube: Kube, *, job_image: str = "", backoff_limit: int = 0,
+                 ttl_seconds_after_finished: int = -1, cache_volumes: list | None = None,
+                 watch_timeout: int = 300, backoff_max: float = 30.0, sync_timeout: float = 10.0,
+                 log: logging.Logger | None = None):
+        self.kube = kube
+        self.job_image = job_image
+        self.backoff_limit = backoff_limit
+        self.ttl_seconds_after_finished = ttl_seconds_after_finished
+        self.cache_volumes = [dict(v) for v in cache_volumes or []]
+        self.sync_timeout = sync_timeout
+        self.log = log or logging.getLogger(__name__)
+        self.cache = ClusterCache(kube, watch_timeout=watch_timeout, backoff_max=backoff_max, log=self.log)
+        self._cancelled: dict[tuple[str, str], dict] = {}
+        self._lock = threading.Lock()
+        self._started = False
+
+    @classmethod
+    def from_config(cls, config, log: logging.Logger | None = None) -> KubeBackend:
+        api_client = load_api_client(config.kube_config_file, config.kube_context, config.kube_in_cluster)
+        return cls(
+            Kube(api_client, request_timeout=config.kube_request_timeout),
+            job_image=config.job_image,
+            backoff_limit=config.kube_backoff_limit,
+            ttl_seconds_after_finished=config.kube_ttl_seconds_after_finished,
+            cache_volumes=config.kube_cache_volumes,
+            watch_timeout=config.kube_watch_timeout,
+            backoff_max=config.kube_watch_backoff_max,
+            log=log,
+        )
+
+    # -- background work -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the watches; returns at once (reads say ``stale`` until the first list)."""
+        if not self._started:
+            self._started = True
+            self.cache.start()
+
+    def close(self) -> None:
+        self.cache.stop()
+        self._started = False
+
+    def wait_synced(self, timeout: float | None = None) -> bool:
+        """Block until every kind was listed once (tests, and ``submit`` right after start)."""
+        self.start()
+        return self.cache.wait_synced(self.sync_timeout if timeout is None else timeout)
+
+    # -- reads, from the cache -------------------------------------------------------------------
+
+    def balance(self, profile) -> dict:
+        namespace = profile.namespace
+        quotas = sorted(self.cache["resourcequotas"].items(namespace), key=_name)
+        limit_ranges = sorted(self.cache["limitranges"].items(namespace), key=_name)
+        summary = quota.balance(quotas)
+        return {
+            "namespace": namespace,
+            "team": profile.team,
+            "resources": summary["resources"],
+            "quotas": summary["quotas"],
+            "warnings": summary["warnings"],
+            "limitRange": limit_range_spec(limit_ranges),
+            "observedAt": self.cache.observed_at(BALANCE_KINDS),
+            "stale": self.cache.stale(BALANCE_KINDS),
+        }
+
+    def list_jobs(self, profile) -> list[dict]:
+        namespace = profile.namespace
+        jobs = {_name(j): j for j in self.cache["jobs"].items(namespace)}
+        views = [self._view(profile, j) for j in jobs.values() if not _is_cancelled_copy(j, self._cancelled)]
+        with self._lock:
+            views += [_shown(v) for (ns, n), v in self._cancelled.items()
+                      if ns == namespace and not _replaced(jobs.get(n), v)]
+        return sorted(views, key=lambda v: v.get("createdAt") or "", reverse=True)
+
+    def get_job(self, profile, name: str) -> dict:
+        job = self.cache["jobs"].get(profile.namespace, name)
+        with self._lock:
+            cancelled = self._cancelled.get((profile.namespace, name))
+        if cancelled is not None and not _replaced(job, cancelled):
+            return _shown(cancelled)
+        if job is None:
+            raise errors.NotFound(f'jobs.batch "{name}" not found')
+        return self._view(profile, job)
+
+    # -- writes, to the API server ---------------------------------------------------------------
+
+    def submit(self, profile, job: dict, owner: str) -> dict:
+        namespace = profile.namespace
+        job = self.prepare_job(profile, job, owner)
+        name = job["metadata"]["name"]
+        self._require_synced()
+        if self.cache["jobs"].get(namespace, name) is not None:
+            raise errors.Conflict(f'jobs.batch "{name}" already exists')
+        quotas = self.cache["resourcequotas"].items(namespace)
+        limit_ranges = self.cache["limitranges"].items(namespace)
+        admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
+        try:
+            created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
+        except KubeError as e:
+            raise _submit_error(e, name) from None
+        self.cache["jobs"].remember(created)
+        with self._lock:
+            self._cancelled.pop((namespace, name), None)
+        self.log.info("job %s/%s created for %s", namespace, name, owner)
+        return jobview.job_json(created, [], [], profile.gpuResource, template_pod=admitted.pod)
+
+    def logs(self, profile, name: str, tail_lines: int = 200) -> str:
+        namespace = profile.namespace
+        self.get_job(profile, name)  # NotFound for an unknown job
+        pods = self._pods_of(namespace, name, None)
+        if not pods:
+            return ""
+        pod = max(pods, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "")
+        pod_name = pod["metadata"]["name"]
+        if ((pod.get("status") or {}).get("phase") or "Pending") == "Pending":
+            return ""
+        try:
+            return self.kube.request(
+                "GET", ns_path(namespace, "pods", pod_name) + "/log",
+                query={"container": jobview.TRAIN, "tailLines": max(0, int(tail_lines))}, raw=True)
+        except KubeError as e:
+            raise LogsUnavailable(
+                f'the cluster could not serve the logs of pod "{pod_name}" of job "{name}": {e.message}'
+            ) from None
+
+    def cancel(self, profile, name: str, by: str) -> dict:
+        namespace = profile.namespace
+        current = self.get_job(profile, name)
+        if current["phase"] in ("Succeeded", "Failed") or current.get("reason") == "Terminating":
+            return current
+        try:
+            self.kube.delete(ns_path(namespace, "jobs", name, group="batch/v1"),
+                             body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"})
+        except KubeError as e:
+            if e.code == 404:
+                raise errors.NotFound(f'jobs.batch "{name}" not found') from None
+            raise
+        job = self.cache["jobs"].get(namespace, name) or {}
+        cancelled = dict(current, phase="Failed", reason="Cancelled", message=f"cancelled by {by}",
+                         finishedAt=rfc3339(time.time()))
+        cancelled.pop("exitCode", None)
+        cancelled["_uid"] = (job.get("metadata") or {}).get("uid", "")
+        with self._lock:
+            self._cancelled[(namespace, name)] = cancelled
+        self.log.info("job %s/%s cancelled by %s (deleted, background propagation)", namespace, name, by)
+        return _shown(cancelled)
+
+    def inventory(self) -> dict:
+        return {"source": "cluster", "gpus": []}
+
+    # -- the Job we create -------------------------------------------------------------------------
+
+    def prepare_job(self, profile, job: dict, owner: str = "") -> dict:
+        """``job`` (from ``jobspec.build_job``) with the profile's and server's settings applied.
+
+        ``owner`` (the submitting user) wins over what the Job says: label and annotation.
+        """
+        job = copy.deepcopy(job)
+        meta = job.setdefault("metadata", {})
+        name = meta.get("name") or ""
+        if not name:
+            raise errors.Invalid('Job.batch "" is invalid: metadata.name: Required value: name is required')
+        if meta.get("namespace") not in (None, "", profile.namespace):
+            raise errors.Invalid("the namespace of the provided object does not match the namespace sent "
+                                 "on the request")
+        meta["namespace"] = profile.namespace
+        identity = {MANAGED_BY_KEY: MANAGED_BY_VALUE, jobview.TEAM_LABEL: profile.team, jobview.JOB_LABEL: name}
+        if owner:
+            identity[jobview.USER_LABEL] = label_value(owner)
+            meta["annotations"] = {**(meta.get("annotations") or {}), jobview.OWNER_ANNOTATION: owner}
+        meta["labels"] = {**(meta.get("labels") or {}), **identity}
+        spec = job.setdefault("spec", {})
+        spec["backoffLimit"] = self.backoff_limit
+        if self.ttl_seconds_after_finished >= 0:
+            spec["ttlSecondsAfterFinished"] = self.ttl_seconds_after_finished
+        template = spec.setdefault("template", {})
+        template_meta = template.setdefault("metadata", {})
+        template_meta["labels"] = {**(template_meta.get("labels") or {}), **identity}
+        pod = template.setdefault("spec", {})
+        pod.setdefault("restartPolicy", "Never")
+        if profile.nodeSelector:
+            pod["nodeSelector"] = {**dict(profile.nodeSelector), **(pod.get("nodeSelector") or {})}
+        if profile.tolerations and not pod.get("tolerations"):
+            pod["tolerations"] = [dict(t) for t in profile.tolerations]
+        if profile.priorityClassName and not pod.get("priorityClassName"):
+            pod["priorityClassName"] = profile.priorityClassName
+        image = profile.image or self.job_image
+        containers = pod.get("containers") or []
+        for container in containers:
+            if not container.get("image"):
+                if not image:
+                    raise errors.InvalidRequest(
+                        f"no container image for team {profile.team!r}: set the profile's 'image' or "
+                        "JupyterQuota.job_image to an image that has ms-swift")
+                container["image"] = image
+        if self.cache_volumes:
+            volumes = pod.setdefault("volumes", [])
+            taken = {v.get("name") for v in volumes}
+            for entry in self.cache_volumes:
+                if entry.get("name") in taken:
+                    continue
+                volumes.append({k: copy.deepcopy(v) for k, v in entry.items()
+                                if k not in VOLUME_MOUNT_KEYS or k == "name"})
+                mount = {k: entry[k] for k in VOLUME_MOUNT_KEYS if k in entry}
+                for container in containers:
+                    container.setdefault("volumeMounts", []).append(dict(mount))
+        return job
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def _view(self, profile, job: dict) -> dict:
+        namespace, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
+        pods = self._pods_of(namespace, name, job["metadata"].get("uid"))
+        events = [e for e in self.cache["events"].items(namespace)
+                  if (e.get("involvedObject") or {}).get("name") == name]
+        template_pod = None
+        if not pods:
+            template_pod = quota.apply_limit_ranges(quota.job_pod(job), self.cache["limitranges"].items(namespace))
+        return jobview.job_json(job, pods, events, profile.gpuResource, template_pod=template_pod)
+
+    def _pods_of(self, namespace: str, name: str, uid: str | None) -> list[dict]:
+        pods = []
+        for pod in self.cache["pods"].items(namespace):
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            if labels.get("job-name") != name:
+                continue
+            if uid and labels.get("controller-uid") not in (None, uid):
+                continue
+            pods.append(pod)
+        return pods
+
+    def _require_synced(self) -> None:
+        if not self.cache.synced(BALANCE_KINDS + ("jobs",)):
+            self.start()
+            if not self.cache.wait(lambda: self.cache.synced(BALANCE_KINDS + ("jobs",)), self.sync_timeout):
+                problems = "; ".join(f"{k}: {v}" for k, v in self.cache.errors().items()) or "no answer yet"
+                raise ClusterUnavailable(f"the cluster's quotas could not be read, so nothing is submitted ({problems})")
+
+
+def limit_range_spec(limit_ranges: list[dict]) -> dict | None:
+    """The namespace's LimitRange spec (several merged into one list of limits), or None."""
+    if not limit_ranges:
+        return None
+    if len(limit_ranges) == 1:
+        return copy.deepcopy(limit_ranges[0].get("spec") or {})
+    return {"limits": [item for lr in limit_ranges for item in (lr.get("spec") or {}).get("limits") or []]}
+
+
+def _submit_error(error: KubeError, name: str) -> errors.QuotaError:
+    """The API server's refusal of a Job create as our error, its text kept."""
+    if error.code == 409:
+        return errors.Conflict(f'jobs.batch "{name}" already exists')
+    if error.code == 403:
+        text = error.message
+        marker = " is forbidden: "
+        detail = text.split(marker, 1)[1] if marker in text else text
+        return errors.AdmissionDenied(detail, reason=_denial_reason(detail))
+    if error.code in (400, 422):
+        return errors.Invalid(error.message)
+    return error
+
+
+def _denial_reason(message: str) -> str:
+    for prefix, reason in (("exceeded quota", "ExceededQuota"), ("failed quota", "FailedQuota"),
+                           ("status unknown for quota", "QuotaStatusUnknown"),
+                           ("insufficient quota", "InsufficientQuota"),
+                           ("quota usage is negative", "QuotaUsageNegative")):
+        if message.startswith(prefix):
+            return reason
+    if " usage per " in message or "ratio" in message:
+        return "LimitRangeViolation"
+    return "Forbidden"
+
+
+def _shown(cancelled: dict) -> dict:
+    """A remembered cancelled job as the API shows it (without the uid kept beside it)."""
+    return copy.deepcopy({k: v for k, v in cancelled.items() if k != "_uid"})
+
+
+def _name(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("name", "")
+
+
+def _replaced(job: dict | None, cancelled: dict) -> bool:
+    """Whether ``job`` is a new Job under a cancelled one's name (created after the cancel)."""
+    if job is None:
+        return False
+    uid = (job.get("metadata") or {}).get("uid", "")
+    return bool(uid) and uid != cancelled.get("_uid") and not (job.get("metadata") or {}).get("deletionTimestamp")
+
+
+def _is_cancelled_copy(job: dict, cancelled: dict) -> bool:
+    meta = job.get("metadata") or {}
+    entry = cancelled.get((meta.get("namespace", ""), meta.get("name", "")))
+    return entry is not None and not _replaced(job, entry)

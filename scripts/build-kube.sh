@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Build a real Kubernetes v1.20.2 control plane (kube-apiserver, kube-controller-manager,
+# kube-scheduler) from Debian's *source* package `kubernetes`, once, and cache the binaries
+# outside the repository. The kube test tier (tests/kube, tests/contract[kube]) uses them.
+#
+#   scripts/build-kube.sh            # no-op when the cache is complete
+#   JUPYTER_QUOTA_KUBE_CACHE=/some/dir scripts/build-kube.sh
+#
+# Cache: ${JUPYTER_QUOTA_KUBE_CACHE:-$HOME/.cache/jupyter-quota/kube-1.20.2}/bin
+# Needs: Debian bookworm apt sources (binary ones are enough: the deb-src entries are derived
+# from them at run time into a temporary list, never written to /etc/apt), and root or sudo to
+# install golang-go, rsync and etcd-server when they are missing. Takes ~13 min on 2 cores
+# and ~1.5 GB of scratch space (removed afterwards); prints timings.
+set -euo pipefail
+
+CACHE="${JUPYTER_QUOTA_KUBE_CACHE:-$HOME/.cache/jupyter-quota/kube-1.20.2}"
+BIN="$CACHE/bin"
+COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
+T0=$(date +%s)
+
+log() { printf '[build-kube %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
+
+complete() {
+  local c
+  for c in "${COMPONENTS[@]}"; do
+    [ -x "$BIN/$c" ] || return 1
+  done
+  command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || return 1
+  return 0
+}
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+
+if complete; then
+  log "cache complete at $BIN ($("$BIN/kube-apiserver" --version 2>/dev/null || echo '?')); nothing to do"
+  exit 0
+fi
+
+# 1. Debian packages: Go toolchain, rsync (the code generators need it), etcd.
+missing=()
+for p in golang-go rsync etcd-server; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing ${missing[*]}"
+  $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "${missing[@]}" >/dev/null \
+    || { $SUDO apt-get -o DPkg::Lock::Timeout=300 update >/dev/null &&
+         $SUDO apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends "${missing[@]}" >/dev/null; }
+fi
+log "go: $(go version)"
+
+# 2. A private apt configuration whose deb-src entries are derived from the machine's own
+#    binary sources, so no host name is written anywhere but a temp dir.
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/jq-build-kube.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/sources.list.d" "$WORK/lists/partial" "$WORK/cache/archives/partial" "$WORK/src"
+: > "$WORK/sources.list"
+if [ -f /etc/apt/sources.list ]; then
+  sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' /etc/apt/sources.list >> "$WORK/sources.list"
+fi
+for f in /etc/apt/sources.list.d/*.list; do
+  [ -f "$f" ] || continue
+  sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' "$f" >> "$WORK/sources.list"
+done
+for f in /etc/apt/sources.list.d/*.sources; do
+  [ -f "$f" ] || continue
+  # deb822 stanzas: only the "Types:" line changes.
+  sed 's/^Types:.*/Types: deb-src/' "$f" > "$WORK/sources.list.d/$(basename "$f")"
+done
+APT_OPTS=(
+  -o "Dir::Etc::SourceList=$WORK/sources.list"
+  -o "Dir::Etc::SourceParts=$WORK/sources.list.d"
+  -o "Dir::State::Lists=$WORK/lists"
+  -o "Dir::Cache=$WORK/cache"
+  -o "Debug::NoLocking=1"
+  -o "APT::Sandbox::User=root"
+)
+log "apt-get update (deb-src, private lists)"
+apt-get "${APT_OPTS[@]}" update >/dev/null
+log "apt-get source kubernetes"
+( cd "$WORK/src" && apt-get "${APT_OPTS[@]}" source --only-source kubernetes >/dev/null 2>"$WORK/source.err" ) \
+  || { cat "$WORK/source.err" >&2; exit 1; }
+TREE="$(find "$WORK/src" -mindepth 1 -maxdepth 1 -type d -name 'kubernetes-*' | head -1)"
+[ -n "$TREE" ] && [ -d "$TREE/cmd/kube-apiserver" ] || { echo "no kubernetes tree in $WORK/src" >&2; exit 1; }
+log "source tree: $(basename "$TREE")"
+
+# 3. Build, offline, from vendor/.
+export GOFLAGS=-mod=vendor GO111MODULE=on GOPROXY=off GOTOOLCHAIN=local
+export KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_TREE_STATE=clean
+for c in "${COMPONENTS[@]}"; do
+  t=$(date +%s)
+  log "make WHAT=cmd/$c"
+  ( cd "$TREE" && make WHAT="cmd/$c" >"$WORK/make-$c.log" 2>&1 ) \
+    || { tail -40 "$WORK/make-$c.log" >&2; exit 1; }
+  log "built $c in $(( $(date +%s) - t ))s"
+done
+
+mkdir -p "$BIN"
+for c in "${COMPONENTS[@]}"; do
+  out="$(find "$TREE/_output" -type f -name "$c" -perm -u+x | head -1)"
+  [ -n "$out" ] || { echo "binary $c not found under _output" >&2; exit 1; }
+  install -m 0755 "$out" "$BIN/$c.tmp" && mv -f "$BIN/$c.tmp" "$BIN/$c"
+done
+log "cached in $BIN: $("$BIN/kube-apiserver" --version)"
+log "total $(( $(date +%s) - T0 ))s"

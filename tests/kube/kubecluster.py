@@ -1,0 +1,512 @@
+"""A real Kubernetes v1.20.2 control plane on loopback for the kube test tier.
+
+``start_cluster()`` runs etcd, kube-apiserver (TLS, a bearer token, LimitRanger and
+ResourceQuota admission on), kube-controller-manager (resourcequota, job, garbagecollector and
+namespace controllers) and kube-scheduler, all from ``scripts/build-kube.sh``'s cache, on free
+loopback ports in a temporary directory; registers simulated GPU nodes; and runs a
+:class:`NodeAgent` that plays the kubelet, as kwok does: a bound pod goes Running, then
+Succeeded or Failed as its container's arguments say (``--sleep S``, ``--exit CODE``, the
+arguments ``tests/fake_trainer.py`` takes), and a pod being deleted is removed.
+
+``JUPYTER_QUOTA_TEST_KUBECONFIG=/path/to/kubeconfig`` points the tier at an existing cluster
+instead (any version from 1.20 on, with nodes that have ``nvidia.com/gpu``); nothing is started
+then, and tests that restart the API server are skipped with that reason.
+
+Anything that prevents the cluster from starting raises :class:`ClusterStartError` with the
+reason and the tail of the failing component's log; the fixtures turn it into a test failure.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from jupyter_quota.backends.kube.client import Kube, KubeError, load_api_client
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = Path(os.environ.get("JUPYTER_QUOTA_KUBE_CACHE") or Path.home() / ".cache/jupyter-quota/kube-1.20.2")
+TOKEN = "jupyter-quota-test-token"
+GPU = "nvidia.com/gpu"
+#: The job command on the test cluster: a POSIX-shell stand-in for ``swift sft`` taking
+#: fake_trainer's arguments, so the same jobs also run on a real cluster's nodes (busybox).
+TRAINER_SCRIPT = (
+    's=0; c=0; while [ $# -gt 0 ]; do case "$1" in --sleep) s=$2; shift;; --exit) c=$2; shift;; '
+    'esac; shift; done; echo ready; sleep "$s"; echo "exiting with $c"; exit "$c"'
+)
+JOB_COMMAND = ["sh", "-c", TRAINER_SCRIPT, "fake-trainer"]
+JOB_IMAGE = os.environ.get("JUPYTER_QUOTA_TEST_IMAGE", "busybox:1.36")
+NODES = [
+    {"name": "gpu-node-0", "labels": {"jupyter-quota-test/gpu-model": "a100"}, "gpus": 8},
+    {"name": "gpu-node-1", "labels": {"jupyter-quota-test/gpu-model": "h100"}, "gpus": 8},
+]
+
+
+class ClusterStartError(RuntimeError):
+    """The test cluster could not be started; the message says why."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Cluster:
+    """A running test cluster, or an external one (``external=True``: no processes of ours)."""
+
+    def __init__(self, workdir: Path, kubeconfig: Path, external: bool = False):
+        self.workdir = workdir
+        self.kubeconfig = kubeconfig
+        self.external = external
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.args: dict[str, list[str]] = {}
+        self.timings: dict[str, float] = {}
+        self.agent: NodeAgent | None = None
+
+    # -- clients ----------------------------------------------------------------------------
+
+    def api_client(self):
+        return load_api_client(str(self.kubeconfig), in_cluster="false")
+
+    def kube(self, timeout: float = 10.0) -> Kube:
+        return Kube(self.api_client(), request_timeout=timeout)
+
+    # -- processes ---------------------------------------------------------------------------
+
+    def spawn(self, name: str, args: list[str]) -> None:
+        self.args[name] = args
+        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
+        log.write(f"\n--- {utcnow()} {shlex.join(args)}\n".encode())
+        log.flush()
+        self.procs[name] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                            start_new_session=True)
+        log.close()
+
+    def terminate(self, name: str, timeout: float = 15.0) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+    def log_tail(self, name: str, lines: int = 25) -> str:
+        path = self.workdir / f"{name}.log"
+        if not path.exists():
+            return "(no log)"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    def check_alive(self, name: str) -> None:
+        proc = self.procs.get(name)
+        if proc is not None and proc.poll() is not None:
+            raise ClusterStartError(f"{name} exited with code {proc.returncode}:\n{self.log_tail(name)}")
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (etcd keeps the data); watches break."""
+        self._require_own("restart the API server")
+        self.terminate("kube-apiserver")
+
+    def start_apiserver(self, timeout: float = 60.0) -> float:
+        """Start kube-apiserver again with the same flags; return seconds until ready."""
+        self._require_own("restart the API server")
+        started = time.monotonic()
+        self.spawn("kube-apiserver", self.args["kube-apiserver"])
+        self.wait_ready(timeout)
+        return time.monotonic() - started
+
+    def wait_ready(self, timeout: float) -> None:
+        kube = self.kube(timeout=2.0)
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            self.check_alive("kube-apiserver")
+            try:
+                if kube.request("GET", "/readyz", raw=True).strip() == "ok":
+                    return
+            except KubeError as e:
+                last = str(e)
+            time.sleep(0.2)
+        raise ClusterStartError(f"kube-apiserver not ready after {timeout:.0f}s ({last}):\n"
+                                f"{self.log_tail('kube-apiserver')}")
+
+    def stop(self) -> None:
+        if self.agent is not None:
+            self.agent.stop()
+        for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
+            self.terminate(name)
+        if not self.external and not os.environ.get("JUPYTER_QUOTA_KEEP_KUBE"):
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def _require_own(self, what: str) -> None:
+        if self.external:
+            import pytest
+
+            pytest.skip(f"cannot {what} of an external cluster (JUPYTER_QUOTA_TEST_KUBECONFIG)")
+
+
+def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
+    """Start (or attach to) the test cluster; raises :class:`ClusterStartError` with the reason."""
+    external = os.environ.get("JUPYTER_QUOTA_TEST_KUBECONFIG")
+    if external:
+        cluster = Cluster(Path(tempfile.mkdtemp(prefix="jq-kube-ext-")), Path(external), external=True)
+        try:
+            cluster.kube().get("/version")
+        except KubeError as e:
+            raise ClusterStartError(f"the cluster in JUPYTER_QUOTA_TEST_KUBECONFIG={external} does not answer: {e}")
+        return cluster
+    binaries = {c: CACHE / "bin" / c for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")}
+    missing = [str(p) for p in binaries.values() if not os.access(p, os.X_OK)]
+    etcd = shutil.which("etcd") or "/usr/bin/etcd"
+    if not os.access(etcd, os.X_OK):
+        missing.append("etcd (Debian package etcd-server)")
+    if missing:
+        raise ClusterStartError(
+            "the Kubernetes test binaries are missing: " + ", ".join(missing) +
+            ". Build them once with `scripts/build-kube.sh` (about 13 minutes on 2 cores), or point "
+            "JUPYTER_QUOTA_TEST_KUBECONFIG at a cluster.")
+    workdir = Path(tempfile.mkdtemp(prefix="jq-kube-"))
+    cluster = Cluster(workdir, workdir / "kubeconfig")
+    atexit.register(cluster.stop)  # even when the run is interrupted, no process is left behind
+    t0 = time.monotonic()
+    try:
+        _certificates(workdir)
+        (workdir / "tokens.csv").write_text(f"{TOKEN},admin,admin-uid,system:masters\n")
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+        cluster.spawn("etcd", [
+            etcd, "--name", "default", "--data-dir", str(workdir / "etcd"),
+            "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
+            "--initial-cluster", f"default=http://127.0.0.1:{peer_port}",
+            "--log-level", "warn",
+        ])
+        _wait_port(etcd_port, 30, cluster, "etcd")
+        cluster.timings["etcd"] = time.monotonic() - t0
+        cluster.spawn("kube-apiserver", [
+            str(binaries["kube-apiserver"]),
+            f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
+            f"--tls-cert-file={workdir / 'server.crt'}", f"--tls-private-key-file={workdir / 'server.key'}",
+            f"--token-auth-file={workdir / 'tokens.csv'}", "--authorization-mode=AlwaysAllow",
+            "--service-cluster-ip-range=10.0.0.0/24", "--service-account-issuer=https://kubernetes.default.svc",
+            f"--service-account-key-file={workdir / 'sa.pub'}",
+            f"--service-account-signing-key-file={workdir / 'sa.key'}",
+            "--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ResourceQuota,Priority",
+            "--disable-admission-plugins=ServiceAccount",
+            "--kubelet-preferred-address-types=InternalIP", "--v=1",
+        ])
+        _write_kubeconfig(cluster.kubeconfig, f"https://127.0.0.1:{api_port}", workdir / "ca.crt")
+        cluster.wait_ready(90)
+        cluster.timings["kube-apiserver"] = time.monotonic() - t0
+        cluster.spawn("kube-controller-manager", [
+            str(binaries["kube-controller-manager"]), f"--kubeconfig={cluster.kubeconfig}", "--leader-elect=false",
+            "--controllers=resourcequota,job,garbagecollector,namespace", "--bind-address=127.0.0.1",
+            "--secure-port=0", "--port=0", "--use-service-account-credentials=false",
+            "--resource-quota-sync-period=10s", "--concurrent-resource-quota-syncs=5", "--v=1",
+        ])
+        cluster.spawn("kube-scheduler", [
+            str(binaries["kube-scheduler"]), f"--kubeconfig={cluster.kubeconfig}", "--leader-elect=false",
+            "--bind-address=127.0.0.1", "--secure-port=0", "--port=0", "--v=1",
+        ])
+        kube = cluster.kube()
+        if nodes:
+            for node in NODES:
+                register_node(kube, node["name"], node["labels"], node["gpus"])
+        _wait_controllers(cluster, kube)
+        cluster.timings["ready"] = time.monotonic() - t0
+        if agent:
+            cluster.agent = NodeAgent(cluster.kube(timeout=5.0), {n["name"] for n in NODES})
+            cluster.agent.start()
+    except BaseException:
+        cluster.stop() if os.environ.get("JUPYTER_QUOTA_KEEP_KUBE") else _stop_keep_logs(cluster)
+        raise
+    return cluster
+
+
+def _stop_keep_logs(cluster: Cluster) -> None:
+    for name in list(cluster.procs):
+        cluster.terminate(name)
+
+
+def register_node(kube: Kube, name: str, labels: dict, gpus: int, cpu: str = "64", memory: str = "512Gi") -> None:
+    """A Node object with ``nvidia.com/gpu`` capacity, Ready, whose kubelet port is closed (no logs)."""
+    try:
+        kube.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": name, "labels": {"kubernetes.io/hostname": name, "type": "simulated", **labels}}})
+    except KubeError as e:
+        if e.code != 409:
+            raise
+    # The TaintNodesByCondition admission plugin marks a new node not-ready; the node lifecycle
+    # controller (not run here) would lift that once the kubelet reports Ready, so do it now.
+    kube.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": None}})
+    resources = {"cpu": cpu, "memory": memory, "pods": "110", GPU: str(gpus)}
+    now = utcnow()
+    kube.patch(f"/api/v1/nodes/{name}/status", {"status": {
+        "capacity": resources, "allocatable": resources,
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                        "message": "simulated by the jupyter-quota tests", "lastHeartbeatTime": now,
+                        "lastTransitionTime": now}],
+        "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": free_port()}},
+        "nodeInfo": {"kubeletVersion": "v1.20.2-simulated", "architecture": "amd64", "operatingSystem": "linux",
+                     "machineID": name, "systemUUID": name, "bootID": name, "kernelVersion": "",
+                     "osImage": "simulated", "containerRuntimeVersion": "simulated://1",
+                     "kubeProxyVersion": "v1.20.2"},
+    }})
+
+
+class NodeAgent:
+    """Plays the kubelet of the simulated nodes: bound pods run their course; deleted pods go.
+
+    A pod's container arguments decide its fate, as ``tests/fake_trainer.py`` reads them:
+    ``--sleep S`` (seconds Running, default 0) and ``--exit CODE`` (0: Succeeded, else Failed).
+    It polls the pods bound to its nodes every ``interval`` seconds.
+    """
+
+    def __init__(self, kube: Kube, nodes: set[str], interval: float = 0.1):
+        self.kube = kube
+        self.nodes = nodes
+        self.interval = interval
+        self.errors: list[str] = []
+        self._started: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kube-test-node-agent", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.step()
+            except KubeError as e:  # the API server may be down on purpose; try again next tick
+                if len(self.errors) < 100:
+                    self.errors.append(str(e))
+
+    def step(self) -> None:
+        pods = self.kube.get("/api/v1/pods", fieldSelector="spec.nodeName!=").get("items") or []
+        for pod in pods:
+            if pod["spec"].get("nodeName") not in self.nodes:
+                continue
+            meta, status = pod["metadata"], pod.get("status") or {}
+            path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+            try:
+                if meta.get("deletionTimestamp"):
+                    self.kube.delete(path, body={"apiVersion": "v1", "kind": "DeleteOptions",
+                                                 "gracePeriodSeconds": 0})
+                    self._started.pop(meta["uid"], None)
+                    continue
+                phase = status.get("phase", "Pending")
+                sleep, code = fate(pod)
+                if phase == "Pending":
+                    self._started[meta["uid"]] = time.time()
+                    self.kube.patch(path + "/status", {"status": running_status(pod)})
+                elif phase == "Running":
+                    began = self._started.setdefault(meta["uid"], time.time())
+                    if time.time() - began >= sleep:
+                        self.kube.patch(path + "/status", {"status": finished_status(pod, code)})
+                        self._started.pop(meta["uid"], None)
+            except KubeError as e:
+                if e.code not in (404, 409):
+                    raise
+
+
+def fate(pod: dict) -> tuple[float, int]:
+    container = pod["spec"]["containers"][0]
+    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    sleep, code = 0.0, 0
+    for i, arg in enumerate(argv[:-1]):
+        if arg == "--sleep":
+            sleep = float(argv[i + 1])
+        elif arg == "--exit":
+            code = int(argv[i + 1])
+    return sleep, code
+
+
+def running_status(pod: dict) -> dict:
+    now = utcnow()
+    return {
+        "phase": "Running", "startTime": now, "hostIP": "127.0.0.1", "podIP": "10.244.0.10",
+        "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
+                       for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
+        "containerStatuses": [{"name": c["name"], "ready": True, "restartCount": 0, "image": c.get("image", ""),
+                               "imageID": "", "started": True, "state": {"running": {"startedAt": now}}}
+                              for c in pod["spec"]["containers"]],
+    }
+
+
+def finished_status(pod: dict, code: int) -> dict:
+    now = utcnow()
+    started = (pod.get("status") or {}).get("startTime") or now
+    return {
+        "phase": "Succeeded" if code == 0 else "Failed",
+        "conditions": [{"type": t, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
+                       for t in ("Ready", "ContainersReady")],
+        "containerStatuses": [{"name": c["name"], "ready": False, "restartCount": 0, "image": c.get("image", ""),
+                               "imageID": "", "started": False,
+                               "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
+                                                        "startedAt": started, "finishedAt": now}}}
+                              for c in pod["spec"]["containers"]],
+    }
+
+
+def create_namespace(kube: Kube, name: str) -> None:
+    try:
+        kube.post("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    except KubeError as e:
+        if e.code != 409:
+            raise
+
+
+def wait_quota_status(kube: Kube, namespace: str, timeout: float = 30.0) -> None:
+    """Until the quota controller filled ``status.hard`` of every quota in ``namespace``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        items = kube.get(f"/api/v1/namespaces/{namespace}/resourcequotas").get("items") or []
+        if all((q.get("status") or {}).get("hard") is not None and "used" in (q.get("status") or {})
+               for q in items):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the quota controller never filled the status of the quotas in {namespace}")
+
+
+# -- setup helpers ---------------------------------------------------------------------------------
+
+
+def _certificates(workdir: Path) -> None:
+    """A CA, a server certificate for 127.0.0.1, and the service-account key pair (openssl)."""
+    ext = workdir / "server.ext"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+                   "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+    steps = [
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+         "-days", "3650", "-subj", "/CN=jupyter-quota-test-ca"],
+        ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+         "-subj", "/CN=kube-apiserver"],
+        ["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+         "-out", "server.crt", "-days", "3650", "-extfile", "server.ext"],
+        ["openssl", "genrsa", "-out", "sa.key", "2048"],
+        ["openssl", "rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"],
+    ]
+    for step in steps:
+        done = subprocess.run(step, cwd=workdir, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ClusterStartError(f"{shlex.join(step)} failed: {done.stderr.strip()}")
+
+
+def _write_kubeconfig(path: Path, server: str, ca: Path) -> None:
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: {server}
+    certificate-authority: {ca}
+users:
+- name: admin
+  user:
+    token: {TOKEN}
+contexts:
+- name: test
+  context:
+    cluster: test
+    user: admin
+current-context: test
+""")
+
+
+def _wait_port(port: int, timeout: float, cluster: Cluster, name: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cluster.check_alive(name)
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise ClusterStartError(f"{name} did not listen on 127.0.0.1:{port} within {timeout:.0f}s:\n"
+                            f"{cluster.log_tail(name)}")
+
+
+def _wait_controllers(cluster: Cluster, kube: Kube, timeout: float = 60.0) -> None:
+    """Until the quota controller fills a probe quota's status (the controller-manager works)."""
+    create_namespace(kube, "jq-probe")
+    try:
+        kube.post("/api/v1/namespaces/jq-probe/resourcequotas", {
+            "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "probe"},
+            "spec": {"hard": {"pods": "1"}}})
+    except KubeError as e:
+        if e.code != 409:
+            raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            cluster.check_alive(name)
+        quota = kube.get("/api/v1/namespaces/jq-probe/resourcequotas/probe")
+        if (quota.get("status") or {}).get("used") is not None:
+            return
+        time.sleep(0.2)
+    raise ClusterStartError(f"the quota controller did not sync within {timeout:.0f}s:\n"
+                            f"{cluster.log_tail('kube-controller-manager')}")
+
+
+def shared_cluster(config) -> Cluster:
+    """One cluster per pytest run, whichever directory asks first; stopped at the end of the run."""
+    cluster = getattr(config, "_jupyter_quota_kube_cluster", None)
+    error = getattr(config, "_jupyter_quota_kube_error", None)
+    if error is not None:
+        raise ClusterStartError(error)
+    if cluster is None:
+        try:
+            cluster = start_cluster()
+        except ClusterStartError as e:
+            config._jupyter_quota_kube_error = str(e)
+            raise
+        config._jupyter_quota_kube_cluster = cluster
+        config.add_cleanup(cluster.stop)
+    return cluster
+
+
+def team_profile(namespace: str, **fields):
+    """A TeamProfile for ``namespace`` (2 GPUs unless ``hard`` says otherwise), alice a member."""
+    from jupyter_quota.profiles import TeamProfile
+
+    fields.setdefault("hard", {"requests.nvidia.com/gpu": "2"})
+    return TeamProfile(team=namespace.replace("jq-", ""), namespace=namespace, users=["alice"], **fields)
+
+
+def cluster_or_fail(config) -> Cluster:
+    """:func:`shared_cluster`, or a failed test saying why (a skip only when asked for)."""
+    import pytest
+
+    if os.environ.get("JUPYTER_QUOTA_KUBE_TESTS") == "skip":
+        pytest.skip("JUPYTER_QUOTA_KUBE_TESTS=skip: the Kubernetes test tier was turned off")
+    try:
+        return shared_cluster(config)
+    except ClusterStartError as e:
+        pytest.fail(f"the Kubernetes test cluster could not start: {e}", pytrace=False)
+
+
+__all__ = ["cluster_or_fail", "CACHE", "GPU", "JOB_COMMAND", "JOB_IMAGE", "NODES", "TOKEN", "Cluster", "ClusterStartError",
+           "NodeAgent", "create_namespace", "fate", "register_node", "shared_cluster", "start_cluster",
+           "wait_quota_status"]
