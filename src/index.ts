@@ -1,186 +1,166 @@
 import {
+  ILayoutRestorer,
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { Dialog, ICommandPalette, showDialog } from '@jupyterlab/apputils';
-import { ServerConnection } from '@jupyterlab/services';
-import { Widget } from '@lumino/widgets';
+import {
+  Clipboard,
+  Dialog,
+  ICommandPalette,
+  Notification,
+  showDialog
+} from '@jupyterlab/apputils';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IStatusBar } from '@jupyterlab/statusbar';
 
-import { requestAPI } from './request';
-import { IBalance, INamespaceList, INamespaceSummary } from './tokens';
+import { showBalanceDialog } from './balancedialog';
+import { QuotaClient } from './client';
+import { QuotaSidebar } from './components/Sidebar';
+import { quotaIcon } from './icons';
+import { QuotaModel } from './model';
+import { QuotaStatus } from './statusbar';
 
 /**
  * Command ids of the extension.
  */
 namespace CommandIDs {
+  export const open = 'jupyter-quota:open';
+  export const refresh = 'jupyter-quota:refresh';
+  export const plan = 'jupyter-quota:plan';
   export const showBalance = 'jupyter-quota:show-balance';
 }
 
+const PLUGIN_ID = 'jupyter-quota:plugin';
+
 /**
- * The frontend of jupyter_quota: a palette command that shows the team
- * quota balance of every namespace the user can see.
+ * The frontend of jupyter_quota: a left-area panel with each team namespace's
+ * balance, its jobs and a fine-tune planner; a status bar item with the free
+ * GPUs; palette commands. One polling model feeds them all.
  */
 const plugin: JupyterFrontEndPlugin<void> = {
-  id: 'jupyter-quota:plugin',
+  id: PLUGIN_ID,
   description:
     'Team GPU/CPU/memory quota balance and quota-checked fine-tuning jobs.',
   autoStart: true,
-  optional: [ICommandPalette],
-  activate: (app: JupyterFrontEnd, palette: ICommandPalette | null) => {
+  optional: [ICommandPalette, ILayoutRestorer, IStatusBar, ISettingRegistry],
+  activate: (
+    app: JupyterFrontEnd,
+    palette: ICommandPalette | null,
+    restorer: ILayoutRestorer | null,
+    statusBar: IStatusBar | null,
+    settingRegistry: ISettingRegistry | null
+  ) => {
     console.log('JupyterLab extension jupyter-quota is activated!');
-    const settings = app.serviceManager.serverSettings;
+    const serverSettings = app.serviceManager.serverSettings;
+    const client = new QuotaClient(serverSettings);
+    const model = new QuotaModel({ client });
+    let tailLines = 200;
 
+    const sidebar = new QuotaSidebar({
+      model,
+      client,
+      confirm: Private.confirm,
+      copy: Private.copy,
+      tailLines: () => tailLines
+    });
+    app.shell.add(sidebar, 'left', { rank: 600 });
+    restorer?.add(sidebar, sidebar.id);
+
+    const open = () => app.shell.activateById(sidebar.id);
+    if (statusBar) {
+      statusBar.registerStatusItem('jupyter-quota:status', {
+        item: new QuotaStatus(model, open),
+        align: 'left',
+        rank: 4,
+        isActive: () => true
+      });
+    }
+
+    app.commands.addCommand(CommandIDs.open, {
+      label: 'Open Team Quota Panel',
+      caption: 'Balance, jobs and the fine-tune planner of your teams',
+      icon: args => (args.isPalette ? undefined : quotaIcon),
+      execute: open
+    });
+    app.commands.addCommand(CommandIDs.refresh, {
+      label: 'Refresh Team Quota',
+      caption: 'Read the balance and jobs again now',
+      execute: () => model.refresh()
+    });
+    app.commands.addCommand(CommandIDs.plan, {
+      label: 'Plan a Fine-Tune',
+      caption: 'Estimate GPU memory and find the plan that fits your quota',
+      execute: () => {
+        open();
+        requestAnimationFrame(() =>
+          document.getElementById('jp-QuotaPlanner-model')?.focus()
+        );
+      }
+    });
     app.commands.addCommand(CommandIDs.showBalance, {
       label: 'Show Team Quota Balance',
       caption: 'Remaining GPU, CPU and memory of each team namespace',
-      execute: () => showBalanceDialog(settings)
+      execute: () => showBalanceDialog(serverSettings)
     });
-    palette?.addItem({ command: CommandIDs.showBalance, category: 'Quota' });
+    for (const command of Object.values(CommandIDs)) {
+      palette?.addItem({ command, category: 'Quota' });
+    }
 
-    // Do not await: activation must not wait on the server.
-    void logVisibleNamespaces(settings);
+    // Do not await: activation must not wait on the server or the settings.
+    Private.logFirstPoll(model);
+    if (settingRegistry) {
+      settingRegistry.load(PLUGIN_ID).then(
+        settings => {
+          const apply = () => {
+            model.refreshInterval =
+              1000 * (settings.get('refreshInterval').composite as number);
+            model.statusNamespace = settings.get('statusBarNamespace')
+              .composite as string;
+            tailLines = settings.get('logTailLines').composite as number;
+          };
+          apply();
+          settings.changed.connect(apply);
+        },
+        reason => console.warn('jupyter-quota: settings not loaded', reason)
+      );
+    }
   }
 };
 
 export default plugin;
 
-/**
- * The quota keys the dialog shows, as [column title, key].
- */
-const COLUMNS: ReadonlyArray<[string, string]> = [
-  ['GPU', 'requests.nvidia.com/gpu'],
-  ['CPU', 'requests.cpu'],
-  ['Memory', 'limits.memory']
-];
-
-/**
- * Fetch the namespaces and show their remaining quota, or the error, in a dialog.
- */
-async function showBalanceDialog(
-  settings: ServerConnection.ISettings
-): Promise<void> {
-  let body: Widget;
-  try {
-    const list = await requestAPI<INamespaceList>('namespaces', settings);
-    body = Private.balanceTable(list.namespaces);
-  } catch (error) {
-    body = Private.errorMessage(Private.describe(error));
-  }
-  await showDialog({
-    title: 'Team Quota Balance',
-    body,
-    buttons: [Dialog.okButton({ label: 'Close' })]
-  });
-}
-
-/**
- * Log how many namespaces the user can see, or why they could not be read.
- */
-async function logVisibleNamespaces(
-  settings: ServerConnection.ISettings
-): Promise<void> {
-  try {
-    const list = await requestAPI<INamespaceList>('namespaces', settings);
-    console.log(
-      `jupyter-quota: ${list.namespaces.length} namespace(s) visible`
-    );
-  } catch (error) {
-    console.log(`jupyter-quota: ${Private.describe(error)}`);
-  }
-}
-
 namespace Private {
   /**
-   * A table with one row per namespace and the remaining amount of each column.
+   * Log once how many namespaces the user can see, or why they could not be read.
    */
-  export function balanceTable(namespaces: INamespaceSummary[]): Widget {
-    const widget = new Widget();
-    widget.addClass('jp-Quota-balance');
-    if (namespaces.length === 0) {
-      widget.node.appendChild(
-        paragraph('No team namespace is visible to you.', 'jp-Quota-empty')
+  export function logFirstPoll(model: QuotaModel): void {
+    const onChange = () => {
+      model.changed.disconnect(onChange);
+      console.log(
+        model.error
+          ? `jupyter-quota: ${model.error.message}`
+          : `jupyter-quota: ${model.namespaces.length} namespace(s) visible`
       );
-      return widget;
-    }
-
-    const table = document.createElement('table');
-    table.className = 'jp-Quota-balanceTable';
-    const caption = document.createElement('caption');
-    caption.textContent = 'Remaining quota';
-    table.appendChild(caption);
-
-    const head = table.createTHead().insertRow();
-    for (const title of ['Namespace', 'Team', ...COLUMNS.map(c => c[0])]) {
-      const th = document.createElement('th');
-      th.scope = 'col';
-      th.textContent = title;
-      head.appendChild(th);
-    }
-    for (const th of Array.from(head.cells).slice(2)) {
-      th.classList.add('jp-Quota-quantity');
-    }
-
-    const rows = table.createTBody();
-    for (const ns of namespaces) {
-      const row = rows.insertRow();
-      row.dataset.namespace = ns.name;
-      const name = document.createElement('th');
-      name.scope = 'row';
-      name.textContent = ns.name;
-      row.appendChild(name);
-      row.insertCell().textContent = ns.team;
-      for (const [, key] of COLUMNS) {
-        const cell = row.insertCell();
-        cell.className = 'jp-Quota-quantity';
-        const [text, title] = remaining(ns.balance, key);
-        cell.textContent = text;
-        cell.title = title;
-      }
-      if (ns.balance?.stale) {
-        row.classList.add('jp-mod-stale');
-        row.title = `Last read ${ns.balance.observedAt}; the quota could not be refreshed.`;
-      }
-    }
-    widget.node.appendChild(table);
-    return widget;
+    };
+    model.changed.connect(onChange);
   }
 
-  /**
-   * The dialog body when the balance could not be read.
-   */
-  export function errorMessage(message: string): Widget {
-    const widget = new Widget();
-    widget.addClass('jp-Quota-balance');
-    widget.node.appendChild(paragraph(message, 'jp-Quota-error'));
-    return widget;
+  export async function confirm(title: string, body: string): Promise<boolean> {
+    const result = await showDialog({
+      title,
+      body,
+      buttons: [
+        Dialog.cancelButton({ label: 'Keep running' }),
+        Dialog.warnButton({ label: 'Cancel job' })
+      ]
+    });
+    return result.button.accept;
   }
 
-  export function describe(error: unknown): string {
-    return error instanceof Error ? error.message : String(error);
-  }
-
-  /**
-   * The remaining amount of `key` and a tooltip with hard and used; a dash
-   * when no quota limits that key.
-   */
-  function remaining(
-    balance: IBalance | undefined,
-    key: string
-  ): [string, string] {
-    const resource = balance?.resources?.[key];
-    if (!resource) {
-      return ['—', `No quota limits ${key}`];
-    }
-    return [
-      resource.remaining,
-      `${key}: ${resource.used} used of ${resource.hard}`
-    ];
-  }
-
-  function paragraph(text: string, className: string): HTMLElement {
-    const p = document.createElement('p');
-    p.className = className;
-    p.textContent = text;
-    return p;
+  export function copy(text: string): void {
+    Clipboard.copyToSystem(text);
+    Notification.success('Copied the %swift_sft line to the clipboard.', {
+      autoClose: 3000
+    });
   }
 }

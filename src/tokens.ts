@@ -126,3 +126,99 @@ export interface IApiError {
   /** A message a person can act on. */
   message: string;
 }
+
+/**
+ * `GET namespaces/{namespace}/jobs`: the namespace's jobs, newest first.
+ */
+export interface IJobList {
+  jobs: IJob[];
+}
+
+/**
+ * `GET namespaces/{namespace}/jobs/{name}/logs`: the tail of a job's output.
+ */
+export interface IJobLogs {
+  name: string;
+  namespace: string;
+  tailLines?: number;
+  logs: string;
+}
+
+/**
+ * `POST namespaces/{namespace}/jobs`: what to run and what it asks for.
+ */
+export interface IJobRequest {
+  name?: string;
+  args: string[];
+  gpus?: number;
+  resources?: { requests?: IResourceList; limits?: IResourceList };
+}
+
+/**
+ * `GET identity`: who the server takes the caller to be.
+ */
+export interface IIdentity {
+  name: string;
+  groups: string[];
+  admin: boolean;
+  source?: string;
+  namespaces: string[];
+  backend: string;
+}
+
+/**
+ * `GET inventory`: what jobs run on.
+ */
+export interface IInventory {
+  source: string;
+  gpus?: { index: number; model: string; memory: string }[];
+  cpu?: string;
+  memory?: string;
+}
+
+/**
+ * The parts of an estimate's peak GPU memory, in bytes per GPU.
+ */
+export interface IBreakdown {
+  weights: number;
+  gradients: number;
+  optimizer: number;
+  activations: number;
+  logits: number;
+  overhead: number;
+}
+
+/**
+ * `POST estimate`: the peak GPU memory a `swift sft` run needs on each GPU.
+ */
+export interface IEstimate {
+  peak_bytes_per_gpu: number;
+  peak_gib_per_gpu: number;
+  breakdown: IBreakdown;
+  assumptions?: string[];
+  model?: unknown;
+  gpus?: number;
+  args?: string[];
+}
+
+/**
+ * One way to run a fine-tune: its ms-swift argv, GPUs, pod resources and estimate.
+ */
+export interface IPlan {
+  args: string[];
+  gpus: number;
+  resources: { requests: IResourceList; limits: IResourceList };
+  estimate: IEstimate;
+  /** What the planner changed from the user's arguments, and why. */
+  changes?: unknown[];
+}
+
+/**
+ * `POST namespaces/{namespace}/plan`: the best plan that fits, the others, and
+ * the candidates that do not fit with the reason.
+ */
+export interface IPlanResult {
+  recommended: IPlan | null;
+  candidates: IPlan[];
+  rejected: { plan: IPlan; reason: string }[];
+}

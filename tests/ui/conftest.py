@@ -28,6 +28,8 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = REPO_ROOT / "binder" / "jupyter_server_config.py"
+#: Jobs run this stand-in for ``swift sft`` (``--sleep S`` keeps one running).
+FAKE_TRAINER = REPO_ROOT / "tests" / "fake_trainer.py"
 
 #: Seconds to wait for the server to answer ``/api/status``, and for the page to start.
 SERVER_START_TIMEOUT = 90
@@ -205,6 +207,7 @@ def _server_config(port: int, root_dir: Path, workspaces_dir: Path) -> str:
         "c.IdentityProvider.token = ''",
         "c.ServerApp.password = ''",
         "c.LabApp.expose_app_in_browser = True",
+        f"c.JupyterQuota.job_command = [{sys.executable!r}, {str(FAKE_TRAINER)!r}]",
         "c.LabApp.news_url = None",
         "c.LabApp.check_for_updates_class = 'jupyterlab.NeverCheckForUpdate'",
         f"c.LabApp.workspaces_dir = {str(workspaces_dir)!r}",

@@ -1,0 +1,138 @@
+import { IQuotaClient, QuotaModel } from '../model';
+import { IJob, INamespaceSummary } from '../tokens';
+
+function summary(name: string, gpu = { hard: '2', used: '1', remaining: '1' }): INamespaceSummary {
+  return {
+    name,
+    team: name.replace('team-', ''),
+    balance: {
+      namespace: name,
+      team: name.replace('team-', ''),
+      resources: { 'requests.nvidia.com/gpu': gpu, 'requests.cpu': { hard: '8', used: '2', remaining: '6' } },
+      observedAt: '2026-01-01T00:00:00Z',
+      stale: false
+    }
+  };
+}
+
+class FakeClient implements IQuotaClient {
+  namespacesList = [summary('team-alpha'), summary('team-beta', { hard: '4', used: '0', remaining: '4' })];
+  jobList: { [ns: string]: IJob[] } = {};
+  failWith: unknown = null;
+  calls: string[] = [];
+
+  async namespaces() {
+    this.calls.push('namespaces');
+    if (this.failWith) {
+      throw this.failWith;
+    }
+    return { namespaces: this.namespacesList };
+  }
+  async jobs(ns: string) {
+    this.calls.push(`jobs ${ns}`);
+    return { jobs: this.jobList[ns] ?? [] };
+  }
+  async identity() {
+    this.calls.push('identity');
+    return { name: 'ana', groups: [], admin: false, namespaces: ['team-alpha'], backend: 'local' };
+  }
+  async submit(ns: string) {
+    this.calls.push(`submit ${ns}`);
+    return { name: 'sft-1', namespace: ns } as IJob;
+  }
+  async cancel(ns: string, name: string) {
+    this.calls.push(`cancel ${ns}/${name}`);
+    return { name, namespace: ns } as IJob;
+  }
+  async logs(namespace: string, name: string, tailLines: number) {
+    return { name, namespace, tailLines, logs: 'ready\n' };
+  }
+}
+
+describe('QuotaModel', () => {
+  let client: FakeClient;
+  let model: QuotaModel;
+
+  beforeEach(() => {
+    client = new FakeClient();
+    model = new QuotaModel({ client, auto: false, refreshInterval: 60_000 });
+  });
+
+  afterEach(() => model.dispose());
+
+  it('starts empty and loads namespaces, jobs and identity on refresh', async () => {
+    expect(model.loaded).toBe(false);
+    expect(model.gpuSummary()).toBeNull();
+    client.jobList['team-alpha'] = [{ name: 'j', phase: 'Running' } as IJob];
+    let changes = 0;
+    model.changed.connect(() => changes++);
+
+    await model.refresh();
+
+    expect(model.loaded).toBe(true);
+    expect(model.error).toBeNull();
+    expect(model.identity?.name).toBe('ana');
+    expect(model.namespaces.map(n => n.name)).toEqual(['team-alpha', 'team-beta']);
+    expect(model.jobs('team-alpha').map(j => j.name)).toEqual(['j']);
+    expect(model.jobs('team-beta')).toEqual([]);
+    expect(changes).toBe(1);
+    expect(model.generation).toBe(1);
+  });
+
+  it('reads the identity once', async () => {
+    await model.refresh();
+    await model.refresh();
+    expect(client.calls.filter(c => c === 'identity')).toHaveLength(1);
+    expect(client.calls.filter(c => c === 'namespaces')).toHaveLength(2);
+  });
+
+  it('summarises the GPUs of the chosen namespace, or the first', async () => {
+    await model.refresh();
+    expect(model.gpuSummary()).toEqual({ namespace: 'team-alpha', free: 1, hard: 2 });
+    model.statusNamespace = 'team-beta';
+    expect(model.gpuSummary()).toEqual({ namespace: 'team-beta', free: 4, hard: 4 });
+    model.statusNamespace = 'team-gone';
+    expect(model.gpuSummary()?.namespace).toBe('team-alpha');
+  });
+
+  it('keeps the last data and records the error when a poll fails', async () => {
+    await model.refresh();
+    client.failWith = Object.assign(new Error('server down'), { status: 0, reason: 'NetworkError' });
+    await model.refresh();
+    expect(model.error).toEqual({ status: 0, reason: 'NetworkError', message: 'server down' });
+    expect(model.loaded).toBe(true);
+    expect(model.namespaces).toHaveLength(2);
+    client.failWith = null;
+    await model.refresh();
+    expect(model.error).toBeNull();
+  });
+
+  it('says when the server extension is missing', async () => {
+    client.failWith = Object.assign(new Error('not installed'), { status: 404, reason: 'ServerExtensionMissing' });
+    await model.refresh();
+    expect(model.extensionMissing).toBe(true);
+    expect(model.loaded).toBe(false);
+  });
+
+  it('refreshes after a submit and a cancel', async () => {
+    await model.submit('team-alpha', { args: ['--model', 'm'], gpus: 1 });
+    await new Promise(resolve => setTimeout(resolve, 50));
+    expect(client.calls).toContain('submit team-alpha');
+    expect(client.calls).toContain('namespaces');
+    await model.cancel('team-alpha', 'sft-1');
+    expect(client.calls).toContain('cancel team-alpha/sft-1');
+  });
+
+  it('polls on its own at the interval it is given', async () => {
+    const polled = new QuotaModel({ client, refreshInterval: 20, standby: 'never' });
+    try {
+      await new Promise(resolve => setTimeout(resolve, 120));
+      expect(client.calls.filter(c => c === 'namespaces').length).toBeGreaterThanOrEqual(3);
+      polled.refreshInterval = 60_000;
+      expect(polled.refreshInterval).toBe(60_000);
+    } finally {
+      polled.dispose();
+    }
+    expect(polled.isDisposed).toBe(true);
+  });
+});

@@ -1,0 +1,81 @@
+/**
+ * The typed REST client of `{base_url}quota/v1`: one method per route, each
+ * throwing `QuotaApiError` with the server's `{reason, message}`.
+ */
+
+import { ServerConnection } from '@jupyterlab/services';
+
+import { IQuotaClient } from './model';
+import { requestAPI } from './request';
+import {
+  IEstimate,
+  IIdentity,
+  IInventory,
+  IJob,
+  IJobList,
+  IJobLogs,
+  IJobRequest,
+  INamespaceList,
+  IPlanResult
+} from './tokens';
+
+export class QuotaClient implements IQuotaClient {
+  constructor(readonly serverSettings: ServerConnection.ISettings) {}
+
+  namespaces(): Promise<INamespaceList> {
+    return this._get<INamespaceList>('namespaces');
+  }
+
+  jobs(namespace: string): Promise<IJobList> {
+    return this._get<IJobList>(`namespaces/${enc(namespace)}/jobs`);
+  }
+
+  identity(): Promise<IIdentity> {
+    return this._get<IIdentity>('identity');
+  }
+
+  inventory(): Promise<IInventory> {
+    return this._get<IInventory>('inventory');
+  }
+
+  submit(namespace: string, request: IJobRequest): Promise<IJob> {
+    return this._send<IJob>(`namespaces/${enc(namespace)}/jobs`, 'POST', request);
+  }
+
+  cancel(namespace: string, name: string): Promise<IJob> {
+    return requestAPI<IJob>(`namespaces/${enc(namespace)}/jobs/${enc(name)}`, this.serverSettings, {
+      method: 'DELETE'
+    });
+  }
+
+  logs(namespace: string, name: string, tailLines: number): Promise<IJobLogs> {
+    return this._get<IJobLogs>(
+      `namespaces/${enc(namespace)}/jobs/${enc(name)}/logs?tailLines=${tailLines}`
+    );
+  }
+
+  /** `POST estimate`: the peak GPU memory of an ms-swift argv on `gpus` GPUs. */
+  estimate(args: string[], gpus: number): Promise<IEstimate> {
+    return this._send<IEstimate>('estimate', 'POST', { args, gpus });
+  }
+
+  /** `POST namespaces/{ns}/plan`: the best plan that fits the namespace's balance. */
+  plan(namespace: string, args: string[]): Promise<IPlanResult> {
+    return this._send<IPlanResult>(`namespaces/${enc(namespace)}/plan`, 'POST', { args });
+  }
+
+  private _get<T>(endPoint: string): Promise<T> {
+    return requestAPI<T>(endPoint, this.serverSettings);
+  }
+
+  private _send<T>(endPoint: string, method: string, body: unknown): Promise<T> {
+    return requestAPI<T>(endPoint, this.serverSettings, {
+      method,
+      body: JSON.stringify(body)
+    });
+  }
+}
+
+function enc(segment: string): string {
+  return encodeURIComponent(segment);
+}

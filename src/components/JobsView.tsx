@@ -1,0 +1,112 @@
+/**
+ * A namespace's jobs: name, owner, phase, GPUs and age; why a job waits or
+ * failed, in plain words; cancel for one's own jobs; the log tail on demand.
+ */
+
+import * as React from 'react';
+
+import { canCancel, explainJob } from '../jobs';
+import { asModelError, QuotaModel } from '../model';
+import { ageSeconds, formatAge } from '../quantity';
+import { IJob } from '../tokens';
+import { LogViewer } from './LogViewer';
+
+export interface IJobsViewProps {
+  model: QuotaModel;
+  namespace: string;
+  now: number;
+  tailLines: number;
+  /** Ask the user to confirm; resolves true to go on. */
+  confirm: (title: string, body: string) => Promise<boolean>;
+}
+
+export function JobsView(props: IJobsViewProps): JSX.Element {
+  const { model, namespace } = props;
+  const jobs = model.jobs(namespace);
+  const headingId = `jp-QuotaSidebar-jobs-${namespace}`;
+  return (
+    <section className="jp-QuotaSidebar-jobs" aria-labelledby={headingId} data-namespace={namespace}>
+      <h4 id={headingId}>Jobs in {namespace}</h4>
+      {jobs.length === 0 ? (
+        <p className="jp-QuotaSidebar-empty">No jobs yet.</p>
+      ) : (
+        <ul className="jp-QuotaJobs" aria-labelledby={headingId}>
+          {jobs.map(job => (
+            <JobItem key={job.name} job={job} {...props} />
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
+
+function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
+  const { job, model, now } = props;
+  const [logsOpen, setLogsOpen] = React.useState(false);
+  const [error, setError] = React.useState('');
+  const [busy, setBusy] = React.useState(false);
+  const explanation = explainJob(job);
+  const logId = `jp-QuotaJob-log-${job.namespace}-${job.name}`;
+
+  const cancel = async () => {
+    const ok = await props.confirm(
+      'Cancel job?',
+      `Cancel ${job.name} in ${job.namespace}? Its process is stopped and its GPUs are released.`
+    );
+    if (!ok) {
+      return;
+    }
+    setBusy(true);
+    setError('');
+    try {
+      await model.cancel(job.namespace, job.name);
+    } catch (e) {
+      setError(asModelError(e).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <li className="jp-QuotaJob" data-job={job.name} data-phase={job.phase}>
+      <div className="jp-QuotaJob-head">
+        <span className="jp-QuotaJob-name">{job.name}</span>
+        <span className={`jp-QuotaJob-phase jp-mod-${job.phase.toLowerCase()}`}>{job.phase}</span>
+      </div>
+      <div className="jp-QuotaJob-meta">
+        <span title="owner">{job.owner}</span> · {job.gpus} {job.gpus === 1 ? 'GPU' : 'GPUs'} ·{' '}
+        <span title={`created ${job.createdAt}`}>{formatAge(ageSeconds(job.createdAt, now))} old</span>
+      </div>
+      {explanation && <p className="jp-QuotaJob-reason">{explanation}</p>}
+      {error && (
+        <p className="jp-QuotaJob-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div className="jp-QuotaJob-actions">
+        <button
+          type="button"
+          className="jp-mod-styled jp-QuotaButton"
+          aria-expanded={logsOpen}
+          aria-controls={logId}
+          aria-label={`${logsOpen ? 'Hide' : 'Show'} log of ${job.name}`}
+          onClick={() => setLogsOpen(!logsOpen)}
+        >
+          {logsOpen ? 'Hide log' : 'Log'}
+        </button>
+        {canCancel(job, model.identity) && (
+          <button
+            type="button"
+            className="jp-mod-styled jp-QuotaButton jp-mod-warn"
+            aria-label={`Cancel ${job.name}`}
+            disabled={busy}
+            onClick={() => void cancel()}
+          >
+            Cancel
+          </button>
+        )}
+      </div>
+      {logsOpen && <LogViewer id={logId} model={model} job={job} tailLines={props.tailLines} />}
+    </li>
+  );
+}

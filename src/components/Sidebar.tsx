@@ -1,0 +1,138 @@
+/**
+ * The left-area panel: each namespace's balance, the team's jobs and the
+ * planner form, drawn from the `QuotaModel`.
+ */
+
+import { ReactWidget } from '@jupyterlab/ui-components';
+import * as React from 'react';
+
+import { QuotaModel } from '../model';
+import { formatAge } from '../quantity';
+import { EXTENSION_MISSING_MESSAGE } from '../request';
+import { quotaIcon } from '../icons';
+import { BalanceView } from './BalanceView';
+import { useModel, useNow } from './hooks';
+import { JobsView } from './JobsView';
+import { IPlannerClient, PlannerForm } from './PlannerForm';
+
+export interface ISidebarOptions {
+  model: QuotaModel;
+  client: IPlannerClient;
+  confirm: (title: string, body: string) => Promise<boolean>;
+  copy: (text: string) => void;
+  /** Lines of log the viewer shows (read on each render, so settings apply at once). */
+  tailLines: () => number;
+}
+
+/**
+ * The sidebar widget (id `jupyter-quota-sidebar`).
+ */
+export class QuotaSidebar extends ReactWidget {
+  constructor(readonly options: ISidebarOptions) {
+    super();
+    this.id = 'jupyter-quota-sidebar';
+    this.addClass('jp-QuotaSidebar');
+    this.title.icon = quotaIcon;
+    this.title.caption = 'Team quota, jobs and fine-tune planner';
+    this.node.setAttribute('role', 'region');
+    this.node.setAttribute('aria-label', 'Team quota');
+  }
+
+  render(): JSX.Element {
+    return <SidebarContent {...this.options} />;
+  }
+}
+
+function SidebarContent(props: ISidebarOptions): JSX.Element {
+  const { model } = props;
+  useModel(model);
+  const now = useNow();
+  const error = model.error;
+  const fetched = model.fetchedAt;
+
+  let body: JSX.Element;
+  if (model.extensionMissing) {
+    body = <ExtensionMissing />;
+  } else if (!model.loaded) {
+    body = error ? (
+      <p className="jp-QuotaSidebar-error" role="alert">
+        Could not read the quota: {error.message}
+      </p>
+    ) : (
+      <p className="jp-QuotaSidebar-empty" role="status">Loading the quota…</p>
+    );
+  } else if (model.namespaces.length === 0) {
+    body = (
+      <p className="jp-QuotaSidebar-empty">
+        You belong to no team namespace{model.identity ? ` (signed in as ${model.identity.name})` : ''}.
+        Ask your hub admin to add you to a team.
+      </p>
+    );
+  } else {
+    body = (
+      <>
+        {error && (
+          <p className="jp-QuotaSidebar-error" role="alert">
+            Could not refresh ({error.message}); showing what was read {formatAge((now - (fetched ?? now)) / 1000)} ago.
+          </p>
+        )}
+        <section className="jp-QuotaSidebar-section" aria-labelledby="jp-QuotaSidebar-balanceTitle">
+          <h2 id="jp-QuotaSidebar-balanceTitle">Balance</h2>
+          {model.namespaces.map(ns => (
+            <BalanceView key={ns.name} summary={ns} now={now} />
+          ))}
+        </section>
+        <section className="jp-QuotaSidebar-section" aria-labelledby="jp-QuotaSidebar-jobsTitle">
+          <h2 id="jp-QuotaSidebar-jobsTitle">Jobs</h2>
+          {model.namespaces.map(ns => (
+            <JobsView
+              key={ns.name}
+              model={model}
+              namespace={ns.name}
+              now={now}
+              tailLines={props.tailLines()}
+              confirm={props.confirm}
+            />
+          ))}
+        </section>
+        <section className="jp-QuotaSidebar-section" aria-labelledby="jp-QuotaSidebar-plannerTitle">
+          <h2 id="jp-QuotaSidebar-plannerTitle">Plan a fine-tune</h2>
+          <PlannerForm model={model} client={props.client} copy={props.copy} />
+        </section>
+      </>
+    );
+  }
+
+  return (
+    <div className="jp-QuotaSidebar-content">
+      <header className="jp-QuotaSidebar-header">
+        <h1>Team quota</h1>
+        {model.identity && <span className="jp-QuotaSidebar-user">{model.identity.name}</span>}
+        <button
+          type="button"
+          className="jp-mod-styled jp-QuotaButton"
+          aria-label="Refresh quota"
+          title="Read the balance and jobs again"
+          onClick={() => void model.refresh()}
+        >
+          Refresh
+        </button>
+      </header>
+      {body}
+    </div>
+  );
+}
+
+function ExtensionMissing(): JSX.Element {
+  return (
+    <div className="jp-QuotaSidebar-missing" role="alert">
+      <p>
+        <strong>The jupyter_quota server extension is missing.</strong> The quota API
+        answered 404, so the Python package is not installed or not enabled on this server.
+      </p>
+      <p>Install it where the Jupyter server runs, then restart the server:</p>
+      <pre className="jp-QuotaSidebar-command">pip install jupyter_quota</pre>
+      <p className="jp-QuotaSidebar-hint">{EXTENSION_MISSING_MESSAGE}</p>
+    </div>
+  );
+}

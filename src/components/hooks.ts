@@ -1,0 +1,34 @@
+/**
+ * React hooks shared by the sidebar's components.
+ */
+
+import * as React from 'react';
+
+import { QuotaModel } from '../model';
+
+/**
+ * Re-render on every change of the model.
+ */
+export function useModel(model: QuotaModel): number {
+  const [, setCount] = React.useState(0);
+  React.useEffect(() => {
+    const onChange = () => setCount(c => c + 1);
+    model.changed.connect(onChange);
+    return () => {
+      model.changed.disconnect(onChange);
+    };
+  }, [model]);
+  return model.generation;
+}
+
+/**
+ * The current time, updated every `interval` ms (for ages that grow).
+ */
+export function useNow(interval = 5000): number {
+  const [now, setNow] = React.useState(Date.now());
+  React.useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now()), interval);
+    return () => clearInterval(timer);
+  }, [interval]);
+  return now;
+}

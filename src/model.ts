@@ -1,0 +1,280 @@
+/**
+ * The sidebar's model: the user's namespaces, their balances and jobs, and who
+ * the user is, polled from the REST API with `@lumino/polling` (backing off on
+ * errors, on standby while the page is hidden). Views only read it and listen
+ * to `changed`.
+ *
+ * It imports nothing from JupyterLab at run time, so it is unit-tested in
+ * plain Node with a fake client.
+ */
+
+import { IDisposable } from '@lumino/disposable';
+import { Poll } from '@lumino/polling';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { balanceLine } from './quantity';
+import {
+  IApiError,
+  IIdentity,
+  IJob,
+  IJobList,
+  IJobLogs,
+  IJobRequest,
+  INamespaceList,
+  INamespaceSummary
+} from './tokens';
+
+/**
+ * What the model needs from the server (`QuotaClient` in `client.ts`).
+ */
+export interface IQuotaClient {
+  namespaces(): Promise<INamespaceList>;
+  jobs(namespace: string): Promise<IJobList>;
+  identity(): Promise<IIdentity>;
+  submit(namespace: string, request: IJobRequest): Promise<IJob>;
+  cancel(namespace: string, name: string): Promise<IJob>;
+  logs(namespace: string, name: string, tailLines: number): Promise<IJobLogs>;
+}
+
+/**
+ * An error as the model keeps it: the HTTP status (0 when the server could
+ * not be reached) and the API's `{reason, message}`.
+ */
+export interface IModelError extends IApiError {
+  status: number;
+}
+
+/**
+ * GPUs free and GPUs allowed in a namespace, for the status bar.
+ */
+export interface IGpuSummary {
+  namespace: string;
+  free: number;
+  hard: number;
+}
+
+export namespace QuotaModel {
+  export interface IOptions {
+    client: IQuotaClient;
+    /** Milliseconds between polls (default 10 s). */
+    refreshInterval?: number;
+    /** The poll's standby (default `when-hidden`). */
+    standby?: Poll.Standby | (() => boolean | Poll.Standby);
+    /** Start polling at once (default true). */
+    auto?: boolean;
+  }
+}
+
+/**
+ * Polls the caller's namespaces, balances, jobs and identity.
+ */
+export class QuotaModel implements IDisposable {
+  constructor(options: QuotaModel.IOptions) {
+    this._client = options.client;
+    this._interval = options.refreshInterval ?? DEFAULT_INTERVAL;
+    this._poll = new Poll({
+      auto: options.auto ?? true,
+      factory: () => this._fetch(),
+      frequency: { interval: this._interval, backoff: true, max: MAX_BACKOFF },
+      name: 'jupyter-quota:QuotaModel#balance',
+      standby: options.standby ?? 'when-hidden'
+    });
+  }
+
+  /** Emitted after every poll, successful or not, and after a job change. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** The caller's namespaces with their balances, as last read. */
+  get namespaces(): INamespaceSummary[] {
+    return this._namespaces;
+  }
+
+  /** The caller, once read. */
+  get identity(): IIdentity | null {
+    return this._identity;
+  }
+
+  /** The last poll's error, or null when it succeeded. */
+  get error(): IModelError | null {
+    return this._error;
+  }
+
+  /** True when the API answered 404: the server extension is not there. */
+  get extensionMissing(): boolean {
+    return this._error?.reason === 'ServerExtensionMissing';
+  }
+
+  /** True once a poll has succeeded (the views show data, not a spinner). */
+  get loaded(): boolean {
+    return this._fetchedAt !== null;
+  }
+
+  /** Milliseconds since the epoch of the last successful poll. */
+  get fetchedAt(): number | null {
+    return this._fetchedAt;
+  }
+
+  /** How many polls have completed (views use it to refresh what they show). */
+  get generation(): number {
+    return this._generation;
+  }
+
+  /** Milliseconds between polls. */
+  get refreshInterval(): number {
+    return this._interval;
+  }
+
+  set refreshInterval(interval: number) {
+    if (interval === this._interval || !(interval > 0)) {
+      return;
+    }
+    this._interval = interval;
+    this._poll.frequency = { interval, backoff: true, max: MAX_BACKOFF };
+  }
+
+  /** The namespace the status bar shows ('' for the first). */
+  get statusNamespace(): string {
+    return this._statusNamespace;
+  }
+
+  set statusNamespace(namespace: string) {
+    if (namespace !== this._statusNamespace) {
+      this._statusNamespace = namespace;
+      this._changed.emit();
+    }
+  }
+
+  get isDisposed(): boolean {
+    return this._poll.isDisposed;
+  }
+
+  /** The jobs of `namespace`, newest first, as last read. */
+  jobs(namespace: string): IJob[] {
+    return this._jobs.get(namespace) ?? [];
+  }
+
+  /**
+   * GPUs free out of GPUs allowed in the status bar's namespace (or the first),
+   * or null when that namespace has no GPU quota or nothing is loaded.
+   */
+  gpuSummary(): IGpuSummary | null {
+    const wanted = this._statusNamespace;
+    const ns =
+      this._namespaces.find(n => n.name === wanted) ?? this._namespaces[0];
+    if (!ns) {
+      return null;
+    }
+    const key = Object.keys(ns.balance.resources).find(k =>
+      /^requests\..*\/gpu$/.test(k)
+    );
+    if (!key) {
+      return null;
+    }
+    const line = balanceLine(key, ns.balance.resources[key]);
+    return { namespace: ns.name, free: line.remaining, hard: line.hard };
+  }
+
+  /**
+   * Poll now; resolves once the new data is in.
+   */
+  async refresh(): Promise<void> {
+    if (this.isDisposed) {
+      return;
+    }
+    await this._poll.refresh();
+    // The tick rejects only when the model is disposed meanwhile.
+    await this._poll.tick.catch(() => undefined);
+  }
+
+  /**
+   * Submit a job; refreshes the balance and jobs once it is admitted.
+   * Rejects with the API's error (403 with the quota's message when refused).
+   */
+  async submit(namespace: string, request: IJobRequest): Promise<IJob> {
+    const job = await this._client.submit(namespace, request);
+    void this.refresh();
+    return job;
+  }
+
+  /**
+   * Cancel a job; refreshes once the server has answered.
+   */
+  async cancel(namespace: string, name: string): Promise<IJob> {
+    const job = await this._client.cancel(namespace, name);
+    void this.refresh();
+    return job;
+  }
+
+  /** The tail of a job's log. */
+  logs(namespace: string, name: string, tailLines: number): Promise<IJobLogs> {
+    return this._client.logs(namespace, name, tailLines);
+  }
+
+  dispose(): void {
+    if (this.isDisposed) {
+      return;
+    }
+    // Stopping clears the scheduled timer, which disposing alone leaves behind.
+    void this._poll.stop();
+    this._poll.dispose();
+    Signal.clearData(this);
+  }
+
+  /**
+   * One poll: identity (until known), namespaces, then each namespace's jobs.
+   * Rethrows so that the poll backs off.
+   */
+  private async _fetch(): Promise<void> {
+    try {
+      if (!this._identity) {
+        this._identity = await this._client.identity();
+      }
+      const list = await this._client.namespaces();
+      const jobs = await Promise.all(
+        list.namespaces.map(ns => this._client.jobs(ns.name))
+      );
+      this._namespaces = list.namespaces;
+      this._jobs = new Map(list.namespaces.map((ns, i) => [ns.name, jobs[i].jobs]));
+      this._error = null;
+      this._fetchedAt = Date.now();
+    } catch (error) {
+      this._error = asModelError(error);
+      throw error;
+    } finally {
+      this._generation++;
+      this._changed.emit();
+    }
+  }
+
+  private _client: IQuotaClient;
+  private _poll: Poll;
+  private _interval: number;
+  private _statusNamespace = '';
+  private _namespaces: INamespaceSummary[] = [];
+  private _jobs = new Map<string, IJob[]>();
+  private _identity: IIdentity | null = null;
+  private _error: IModelError | null = null;
+  private _fetchedAt: number | null = null;
+  private _generation = 0;
+  private _changed = new Signal<this, void>(this);
+}
+
+/**
+ * Any thrown value as `{status, reason, message}`.
+ */
+export function asModelError(error: unknown): IModelError {
+  const e = error as Partial<IModelError> | null;
+  if (e && typeof e === 'object' && typeof e.message === 'string') {
+    return {
+      status: typeof e.status === 'number' ? e.status : 0,
+      reason: typeof e.reason === 'string' ? e.reason : 'Error',
+      message: e.message
+    };
+  }
+  return { status: 0, reason: 'Error', message: String(error) };
+}
+
+const DEFAULT_INTERVAL = 10 * 1000;
+const MAX_BACKOFF = 5 * 60 * 1000;

@@ -1,0 +1,78 @@
+"""Helpers for the sidebar's browser tests: open the panel, call the REST API from the page.
+
+Selectors follow galata's sidebar helpers: a left tab is ``.jp-SideBar .lm-TabBar-tab[data-id]``
+and the open panel is the visible child of ``#jp-left-stack``.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from jupyter_quota.quantity import parse_quantity
+
+SIDEBAR_ID = "jupyter-quota-sidebar"
+NAMESPACE = "team-alpha"
+
+
+def open_sidebar(page):
+    """Open the quota panel (unless the restored layout already shows it); return its locator."""
+    tab = page.locator(f".jp-SideBar .lm-TabBar-tab[data-id='{SIDEBAR_ID}']")
+    tab.wait_for(state="visible")
+    if "lm-mod-current" not in (tab.get_attribute("class") or ""):
+        tab.click()
+    panel = page.locator(f"#{SIDEBAR_ID}")
+    panel.wait_for(state="visible")
+    return panel
+
+
+def api(page, method: str, path: str, body=None) -> dict:
+    """Call ``quota/v1/<path>`` from the page, as the frontend would (XSRF header included)."""
+    return page.evaluate(
+        """async ([method, path, body]) => {
+            const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1];
+            const headers = {'Content-Type': 'application/json'};
+            if (xsrf) { headers['X-XSRFToken'] = decodeURIComponent(xsrf); }
+            const base = JSON.parse(document.getElementById('jupyter-config-data').textContent).baseUrl;
+            const response = await fetch(base + 'quota/v1/' + path, {
+                method, headers, credentials: 'same-origin',
+                body: body === null ? undefined : JSON.stringify(body)});
+            const text = await response.text();
+            let json = null; try { json = JSON.parse(text); } catch (e) {}
+            return {status: response.status, body: json};
+        }""",
+        [method, path, body],
+    )
+
+
+def cancel_live_jobs(page, namespace: str = NAMESPACE) -> None:
+    """Cancel every pending or running job of ``namespace`` so the next test starts clean."""
+    jobs = api(page, "GET", f"namespaces/{namespace}/jobs")["body"]["jobs"]
+    for job in jobs:
+        if job["phase"] in ("Pending", "Running"):
+            api(page, "DELETE", f"namespaces/{namespace}/jobs/{job['name']}")
+
+
+def left_text(key: str, balance: dict) -> str:
+    """The text the sidebar must show for one quota key, computed from the API's strings."""
+    hard = parse_quantity(balance["hard"]).as_fraction()
+    remaining = parse_quantity(balance["remaining"]).as_fraction()
+    if "memory" in key or "storage" in key:
+        return f"{_bytes(remaining)} of {_bytes(hard)} left"
+    if key.endswith("/gpu"):
+        return f"{_num(remaining)} of {_num(hard)} {'GPU' if hard == 1 else 'GPUs'} left"
+    if key.endswith("cpu") or key == "cpu":
+        return f"{_num(remaining)} of {_num(hard)} {'CPU' if hard <= 1 else 'CPUs'} left"
+    return f"{_num(remaining)} of {_num(hard)}"
+
+
+def _bytes(value: Fraction) -> str:
+    units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
+    unit = 0
+    while value >= 1024 and unit < len(units) - 1:
+        value /= 1024
+        unit += 1
+    return f"{_num(value, 1)} {units[unit]}"
+
+
+def _num(value: Fraction, digits: int = 3) -> str:
+    return f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
