@@ -67,6 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
     _config_option(render)
     render.add_argument("--team", action="append", metavar="TEAM", help="only this team (repeatable)")
     render.set_defaults(func=_profiles_render)
+    apply = psub.add_parser(
+        "apply",
+        help="create or update each team's Namespace, ResourceQuota and LimitRange in the cluster",
+        description="Make the cluster (JupyterQuota.kube_config_file / kube_context, or in-cluster "
+        "config) hold each team's Namespace, ResourceQuota and LimitRange: created when absent, "
+        "replaced when they differ, unchanged otherwise. With --dry-run the API server validates "
+        "and defaults every object (dryRun=All) and nothing is stored; a diff is printed.",
+    )
+    _config_option(apply)
+    apply.add_argument("--team", action="append", metavar="TEAM", help="only this team (repeatable)")
+    apply.add_argument("--dry-run", action="store_true", help="show what would change; store nothing")
+    apply.set_defaults(func=_profiles_apply)
     profiles.set_defaults(func=lambda a: (profiles.print_help(), 2)[1])
 
     estimate = sub.add_parser(
@@ -125,27 +137,54 @@ def load_config(config_file: str | None) -> JupyterQuota:
     return JupyterQuota(config=loader.config)
 
 
-def _profiles_render(args) -> int:
+def _selected_profiles(config: JupyterQuota, teams: list[str] | None) -> list:
+    """The configured profiles, or those of ``teams``; an unknown team is an error."""
     from .access import TeamRegistry
 
-    config = load_config(args.config)
-    registry = TeamRegistry(config.profiles, default_team=config.default_team)
-    profiles = registry.all()
-    if args.team:
-        unknown = sorted(set(args.team) - {p.team for p in profiles})
+    profiles = TeamRegistry(config.profiles, default_team=config.default_team).all()
+    if teams:
+        unknown = sorted(set(teams) - {p.team for p in profiles})
         if unknown:
             raise QuotaError(f"unknown team(s) {', '.join(unknown)}; configured: "
                              f"{', '.join(p.team for p in profiles) or 'none'}")
-        profiles = [p for p in profiles if p.team in args.team]
+        profiles = [p for p in profiles if p.team in teams]
     if not profiles:
-        print("# no team profiles configured (c.JupyterQuota.profiles is empty)", file=sys.stderr)
-        return 1
+        raise QuotaError("no team profiles configured (c.JupyterQuota.profiles is empty)")
+    return profiles
+
+
+def _profiles_render(args) -> int:
+    profiles = _selected_profiles(load_config(args.config), args.team)
     docs = []
     for p in profiles:
         docs.append(p.namespace_object())
         docs.extend(p.resource_quotas())
         docs.extend(p.limit_ranges())
     yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
+    return 0
+
+
+def _profiles_apply(args) -> int:
+    from .backends.kube.apply import apply_profiles, render_diff
+    from .backends.kube.client import KubeError, load_api_client
+
+    config = load_config(args.config)
+    profiles = _selected_profiles(config, args.team)
+    try:
+        client = load_api_client(config.kube_config_file, config.kube_context, config.kube_in_cluster)
+    except Exception as e:  # the kubernetes client raises several kinds for a missing/bad config
+        raise QuotaError(f"cannot load the Kubernetes configuration: {e}; set "
+                         "c.JupyterQuota.kube_config_file (or run inside the cluster)") from None
+    try:
+        results = apply_profiles(profiles, client, dry_run=args.dry_run)
+    except KubeError as e:
+        raise QuotaError(f"{e}; check JupyterQuota.kube_config_file / kube_context and the "
+                         "service account's RBAC (deploy/rbac.yaml)") from None
+    for r in results:
+        where = f"{r['namespace']}/" if r["namespace"] else ""
+        print(f"{r['kind']} {where}{r['name']}: {r['action']}{' (dry run)' if r['dryRun'] else ''}")
+    if args.dry_run:
+        sys.stdout.write(render_diff(results))
     return 0
 
 
