@@ -39,9 +39,13 @@ def setup_team(kube, namespace, **fields):
 
 
 def wait(predicate, timeout=30.0, what="condition"):
+    """Poll ``predicate`` until truthy; NotFound counts as not yet (the watch may lag a create)."""
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except errors.NotFound:
+            value = None
         if value:
             return value
         if time.monotonic() > deadline:
