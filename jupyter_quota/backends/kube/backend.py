@@ -130,8 +130,17 @@ class KubeBackend(Backend):
         if cancelled is not None and not _replaced(job, cancelled):
             return _shown(cancelled)
         if job is None:
-            raise errors.NotFound(f'jobs.batch "{name}" not found')
+            job = self._job_from_server(profile.namespace, name)
         return self._view(profile, job)
+
+    def _job_from_server(self, namespace: str, name: str) -> dict:
+        """A cache miss asks the API server once: a job just created may not have come by watch yet."""
+        try:
+            return self.kube.get(ns_path(namespace, "jobs", name, group="batch/v1"))
+        except KubeError as e:
+            if e.code == 404:
+                raise errors.NotFound(f'jobs.batch "{name}" not found') from None
+            raise
 
     # -- writes, to the API server ---------------------------------------------------------------
 
