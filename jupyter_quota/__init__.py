@@ -11,7 +11,7 @@ From Python (the same inputs as ``jupyter quota estimate|plan``)::
     plan("--model Qwen/Qwen2.5-7B-Instruct --tuner_type full", namespace="team-alpha").to_json()
 
 ``estimate`` and ``plan`` import their modules on first call, so loading the server extension
-stays light.
+stays light. In IPython, ``%load_ext jupyter_quota`` adds the ``%quota`` and ``%swift_sft`` magics.
 """
 
 try:
@@ -75,6 +75,13 @@ def _argv(args):
 
         return shlex.split(args)
     return args
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext jupyter_quota``: register the ``%quota`` and ``%swift_sft`` magics."""
+    from .magics import load_ipython_extension as _load
+
+    _load(ipython)
 
 
 def _jupyter_labextension_paths():

@@ -1,0 +1,314 @@
+"""Following a job from the notebook: the ``Job`` handle and its live widget.
+
+``Job`` is what ``%swift_sft`` returns: ``job.status`` (the phase, asked of the server),
+``job.logs()``, ``job.cancel()``, ``job.wait()``, and what the log said so far
+(``job.progress``: steps, losses, checkpoints, from :mod:`jupyter_quota.swiftlog`).
+
+``JobWidget`` shows it: phase, a progress bar of ``global_step/max_steps``, elapsed time and
+ETA, a loss plot (inline SVG, no plotting library), the log tail, and a Cancel button. A
+daemon thread refreshes it every few seconds until the job ends (widget updates from a
+thread are sent by the kernel's IOPub thread, as tqdm's notebook bar does).
+"""
+
+from __future__ import annotations
+
+import calendar
+import html
+import threading
+import time
+
+from ..swiftlog import TrainProgress
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+LOG_TAIL_LINES = 2000  # read per refresh: enough to not miss a step between two refreshes
+SHOWN_LOG_LINES = 15
+
+
+class Job:
+    """A quota job in a namespace, as its server reports it."""
+
+    def __init__(self, client, namespace: str, name: str, info: dict | None = None, interval: float = 2.0):
+        self.client = client
+        self.namespace = namespace
+        self.name = name
+        self.info: dict = dict(info or {})
+        self.interval = interval
+        self.progress = TrainProgress()
+        self.log_tail = ""
+        self.error: str | None = None  # the last error talking to the server
+        self._lock = threading.RLock()
+        self._listeners: list = []
+        self._thread: threading.Thread | None = None
+        self._widget: JobWidget | None = None
+
+    # -- the public handle ----------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        """The job's phase now (Pending, Running, Succeeded, Failed), asked of the server."""
+        self._refresh_info()
+        return self.phase
+
+    @property
+    def phase(self) -> str:
+        """The phase at the last refresh (no server call)."""
+        return self.info.get("phase", "Pending")
+
+    @property
+    def done(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def steps(self) -> list[int]:
+        return self.progress.steps
+
+    @property
+    def losses(self) -> list[float]:
+        return self.progress.losses
+
+    @property
+    def checkpoint(self) -> str | None:
+        """The last checkpoint ms-swift logged (``last_model_checkpoint``), once it did."""
+        return self.progress.last_checkpoint or (self.progress.checkpoints[-1] if self.progress.checkpoints else None)
+
+    def logs(self, tail_lines: int | None = None) -> str:
+        """The job's log (its last ``tail_lines`` lines; the server's default when None)."""
+        return self.client.logs(self.namespace, self.name, tail_lines)
+
+    def cancel(self) -> str:
+        """Cancel the job (SIGTERM, then SIGKILL after the grace period); return the phase."""
+        with self._lock:
+            self.info = self.client.cancel(self.namespace, self.name)
+        self._notify()
+        return self.phase
+
+    def wait(self, timeout: float | None = None, interval: float | None = None) -> str:
+        """Block until the job ends; return its final phase. ``TimeoutError`` after ``timeout`` s."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            self.refresh()
+            if self.done:
+                return self.phase
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"job {self.namespace}/{self.name} is still {self.phase} after {timeout:g}s")
+            time.sleep(interval or self.interval)
+
+    def refresh(self) -> "Job":
+        """Read the job and its log tail from the server, update the progress and the widget."""
+        with self._lock:
+            try:
+                self.info = self.client.job(self.namespace, self.name)
+                self.log_tail = self.client.logs(self.namespace, self.name, LOG_TAIL_LINES) or ""
+                self.progress.feed(self.log_tail)
+                self.error = None
+            except Exception as e:  # noqa: BLE001 - shown in the widget; the poller keeps going
+                self.error = getattr(e, "message", None) or str(e)
+        self._notify()
+        return self
+
+    # -- following ------------------------------------------------------------------------------
+    def follow(self) -> "Job":
+        """Refresh in a daemon thread until the job ends (idempotent)."""
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._poll, name=f"jupyter-quota-follow-{self.name}",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    @property
+    def widget(self) -> "JobWidget":
+        if self._widget is None:
+            self._widget = JobWidget(self)
+        return self._widget
+
+    def elapsed(self, now: float | None = None) -> float | None:
+        """Seconds the job has been running (to its end, once it ended)."""
+        start = _epoch(self.info.get("startedAt") or self.info.get("createdAt"))
+        if start is None:
+            return None
+        end = _epoch(self.info.get("finishedAt")) if self.done else None
+        return max(0.0, (end if end is not None else (now or time.time())) - start)
+
+    def eta(self) -> float | None:
+        """Seconds left: ms-swift's own estimate, else extrapolated from the steps done."""
+        if self.done:
+            return 0.0
+        if self.progress.remaining is not None and self.progress.step:
+            return self.progress.remaining
+        fraction, elapsed = self.progress.fraction, self.elapsed()
+        if fraction and elapsed:
+            return elapsed * (1 - fraction) / fraction
+        return None
+
+    def _poll(self) -> None:
+        while True:
+            self.refresh()
+            if self.done:
+                return
+            time.sleep(self.interval)
+
+    def _refresh_info(self) -> None:
+        with self._lock:
+            self.info = self.client.job(self.namespace, self.name)
+        self._notify()
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(self)
+            except Exception:  # noqa: BLE001 - a broken view must not stop the job handle
+                pass
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        from .display import in_kernel
+
+        if in_kernel():
+            display(self.widget.box)
+        else:
+            print(self.summary())
+
+    def summary(self) -> str:
+        p = self.progress
+        parts = [f"job {self.namespace}/{self.name}: {self.phase}"]
+        if p.step is not None:
+            parts.append(f"step {p.step}/{p.max_steps or '?'}")
+        if p.loss is not None:
+            parts.append(f"loss {p.loss:g}")
+        if self.info.get("message"):
+            parts.append(str(self.info["message"]))
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"<Job {self.namespace}/{self.name} {self.phase}: job.status, job.logs(), job.wait(), job.cancel()>"
+
+
+class JobWidget:
+    """The live view of a :class:`Job` (ipywidgets); ``box`` is what gets displayed."""
+
+    def __init__(self, job: Job):
+        import ipywidgets as w
+
+        self.job = job
+        self.header = w.HTML()
+        self.progress = w.IntProgress(value=0, min=0, max=1, bar_style="info", layout=w.Layout(width="24em"))
+        self.stats = w.HTML()
+        self.loss_plot = w.HTML()
+        self.log = w.HTML()
+        self.cancel_button = w.Button(description="Cancel", button_style="danger", icon="stop",
+                                      tooltip="Cancel this job (SIGTERM, then SIGKILL)")
+        self.cancel_button.on_click(self._on_cancel)
+        self.box = w.VBox([self.header, w.HBox([self.progress, self.stats]), self.loss_plot,
+                           w.HBox([self.cancel_button]), self.log])
+        job._listeners.append(lambda _job: self.update())
+        self.update()
+
+    def update(self) -> None:
+        job, p = self.job, self.job.progress
+        phase = job.phase
+        color = {"Succeeded": "#5cb85c", "Failed": "#d9534f", "Running": "#337ab7"}.get(phase, "#777")
+        reason = job.info.get("reason")
+        message = job.info.get("message") or (p.error if phase == "Failed" else None)
+        detail = f" &middot; {_e(reason)}" if reason else ""
+        detail += f"<br><small>{_e(message)}</small>" if message else ""
+        if job.error:
+            detail += f"<br><small style='color:#d9534f'>{_e(job.error)}</small>"
+        self.header.value = (f"<b>{_e(job.namespace)}/{_e(job.name)}</b> "
+                             f"<span style='color:{color};font-weight:bold'>{_e(phase)}</span>{detail}")
+        if p.max_steps:
+            self.progress.max = p.max_steps
+            self.progress.value = min(p.step or 0, p.max_steps)
+        if phase == "Succeeded":
+            self.progress.bar_style = "success"
+            if not p.max_steps:
+                self.progress.value = self.progress.max
+        elif phase == "Failed":
+            self.progress.bar_style = "danger"
+        stats = [f"step {p.step if p.step is not None else 0}/{p.max_steps or '?'}"]
+        if p.loss is not None:
+            stats.append(f"loss {p.loss:.4g}")
+        stats.append(f"elapsed {_clock(job.elapsed())}")
+        if not job.done:
+            stats.append(f"ETA {_clock(job.eta())}")
+        if job.checkpoint:
+            stats.append(f"checkpoint <code>{_e(job.checkpoint)}</code>")
+        self.stats.value = "&nbsp;" + " &middot; ".join(stats)
+        self.loss_plot.value = loss_svg(p.steps, p.losses)
+        self.log.value = ("<pre style='max-height:16em;overflow:auto;font-size:85%;margin:0'>"
+                          f"{_e(screen_lines(job.log_tail, SHOWN_LOG_LINES))}</pre>")
+        self.cancel_button.disabled = job.done
+
+    def _on_cancel(self, _button) -> None:
+        self.cancel_button.disabled = True
+        try:
+            self.job.cancel()
+        except Exception as e:  # noqa: BLE001 - shown in the widget, never a traceback
+            self.job.error = f"cancel failed: {getattr(e, 'message', None) or e}"
+            self.cancel_button.disabled = False
+            self.update()
+
+
+def loss_svg(steps: list[int], losses: list[float], width: int = 360, height: int = 120) -> str:
+    """A small line plot of loss by step as inline SVG; the data ride along as attributes."""
+    data = (f'data-steps="{",".join(str(s) for s in steps)}" '
+            f'data-losses="{",".join(f"{v:g}" for v in losses)}"')
+    if not steps:
+        return (f"<svg class='jq-loss' {data} width='{width}' height='24'><text x='0' y='16' "
+                "font-size='12' fill='#777'>loss: waiting for the first logged step</text></svg>")
+    pad_l, pad_r, pad_t, pad_b = 44, 8, 8, 20
+    x0, x1 = min(steps), max(steps)
+    y0, y1 = min(losses), max(losses)
+    if y1 - y0 < 1e-12:
+        y0, y1 = y0 - 0.5, y1 + 0.5
+    xs = x1 - x0 or 1
+
+    def px(s, v):
+        x = pad_l + (s - x0) / xs * (width - pad_l - pad_r) if x1 != x0 else (width + pad_l - pad_r) / 2
+        y = pad_t + (y1 - v) / (y1 - y0) * (height - pad_t - pad_b)
+        return f"{x:.1f},{y:.1f}"
+
+    points = " ".join(px(s, v) for s, v in zip(steps, losses))
+    dots = "".join(f"<circle cx='{px(s, v).split(',')[0]}' cy='{px(s, v).split(',')[1]}' r='2' fill='#337ab7'/>"
+                   for s, v in zip(steps, losses))
+    return (f"<svg class='jq-loss' {data} width='{width}' height='{height}' "
+            "xmlns='http://www.w3.org/2000/svg' font-size='10' font-family='sans-serif'>"
+            f"<line x1='{pad_l}' y1='{height - pad_b}' x2='{width - pad_r}' y2='{height - pad_b}' stroke='#999'/>"
+            f"<line x1='{pad_l}' y1='{pad_t}' x2='{pad_l}' y2='{height - pad_b}' stroke='#999'/>"
+            f"<text x='2' y='{pad_t + 8}'>{y1:.4g}</text><text x='2' y='{height - pad_b}'>{y0:.4g}</text>"
+            f"<text x='{pad_l}' y='{height - 4}'>step {x0}</text>"
+            f"<text x='{width - pad_r}' y='{height - 4}' text-anchor='end'>{x1}</text>"
+            f"<text x='{(width + pad_l) / 2:.0f}' y='{height - 4}' text-anchor='middle'>loss</text>"
+            f"<polyline fill='none' stroke='#337ab7' stroke-width='1.5' points='{points}'/>{dots}</svg>")
+
+
+def screen_lines(text: str, count: int) -> str:
+    """The last ``count`` lines as a terminal would show them (each line's last ``\\r`` redraw)."""
+    lines = []
+    for line in (text or "").split("\n"):
+        shown = [seg for seg in line.split("\r") if seg.strip()]
+        lines.append(shown[-1] if shown else line.strip("\r"))
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines[-count:])
+
+
+def _epoch(stamp) -> float | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(stamp.replace("Z", "")[:19], "%Y-%m-%dT%H:%M:%S")))
+    except ValueError:
+        return None
+
+
+def _clock(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value))

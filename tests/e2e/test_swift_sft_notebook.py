@@ -1,0 +1,112 @@
+"""End to end: a notebook in a real kernel runs a real ``swift sft`` through a real server.
+
+The tiny random Qwen2 model, its tokenizer and the dataset are built here (nothing is
+downloaded). ``jupyter server`` runs with the demo teams on the local backend and the venv's real
+``swift sft`` as the job command. The notebook (executed by nbclient in an ipykernel that finds
+the server through jupyter-server's runtime files) runs ``%quota``, the tutorial command as a dry
+run, and ``%swift_sft --gpus 0 ... --max_steps 3``; then it waits for the job and prints what the
+Job handle and its widget received.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from server_process import ServerProcess
+
+pytestmark = pytest.mark.slow
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from tiny_swift import build_dataset, build_tiny_model, swift_flags  # noqa: E402
+
+SWIFT = shutil.which("swift", path=os.path.dirname(sys.executable))
+TUTORIAL = ("swift sft --model_type qwen-vl-chat --sft_type qlora --dtype bnb_nf4 --dataset my_custom_data "
+            "--batch_size 2 --use_flash_attn true --output_dir ./finetuned-model")
+OFFLINE = {"USE_HF": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+@pytest.mark.skipif(SWIFT is None or importlib.util.find_spec("swift") is None,
+                    reason="ms-swift is not installed in this environment (pip install 'jupyter_quota[swift]')")
+def test_swift_sft_magic_runs_a_real_fine_tune(tmp_path, monkeypatch):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    started = time.monotonic()
+    root = tmp_path / "work"
+    model = build_tiny_model(root / "tiny-qwen2")
+    data = build_dataset(root / "data.jsonl")
+    out = root / "out"
+    for name, value in {**OFFLINE, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "CUDA_VISIBLE_DEVICES": ""}.items():
+        monkeypatch.setenv(name, value)
+    for name in ("JUPYTER_QUOTA_URL", "JUPYTER_QUOTA_TOKEN", "JUPYTERHUB_SERVICE_URL", "JUPYTERHUB_API_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+
+    server = ServerProcess(tmp_path / "state", root,
+                           extra_config=f"c.JupyterQuota.job_command = [{SWIFT!r}, 'sft']\n").start()
+    try:
+        flags = " ".join(swift_flags(model, data, out))
+        cells = [
+            "%load_ext jupyter_quota",
+            "%quota",
+            f"%swift_sft --dry-run {TUTORIAL}",
+            f"job = %swift_sft --gpus 0 --name tiny-sft {flags}",
+            "phase = job.wait(timeout=600, interval=1)\nphase",
+            "import json\nw = job.widget\n"
+            "print('RESULT ' + json.dumps({'phase': phase, 'steps': job.steps, 'losses': job.losses,\n"
+            "    'checkpoint': job.checkpoint, 'progress': [w.progress.value, w.progress.max, w.progress.bar_style],\n"
+            "    'plot': w.loss_plot.value, 'stats': w.stats.value, 'cancel_disabled': w.cancel_button.disabled}))",
+        ]
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
+                                resources={"metadata": {"path": str(root)}}).execute()
+        _, job = server.call("GET", "/namespaces/team-alpha/jobs/tiny-sft")
+        _, logs = server.call("GET", "/namespaces/team-alpha/jobs/tiny-sft/logs?tailLines=10000")
+    finally:
+        server.stop()
+        (tmp_path / "e2e-seconds.txt").write_text(f"{time.monotonic() - started:.1f}\n")
+
+    text = {i: _text(cell) for i, cell in enumerate(nb.cells)}
+    # %quota: the demo team's balance
+    assert "team-alpha (team alpha)" in text[1] and "0 of 2 used, 2 left" in text[1]
+    assert {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"} <= set(nb.cells[1].outputs[0]["data"])
+    # the tutorial command, translated, planned, checked by ms-swift, not submitted
+    assert "--sft_type qlora -> --tuner_type lora --quant_method bnb --quant_bits 4" in text[2]
+    assert "Recommended: QLoRA 4-bit, 1 GPU" in text[2]
+    assert "own parser accepts the final arguments" in text[2] and "Dry run: nothing submitted" in text[2]
+    # a real swift sft ran as the job, and ended Succeeded
+    assert "Submitted team-alpha/tiny-sft" in text[3]
+    assert job["phase"] == "Succeeded", (job, logs["logs"][-3000:])
+    assert job["args"][:2] == ["--model", str(model)] and job["gpus"] == 0
+    assert "[INFO:swift]" in logs["logs"] and "last_model_checkpoint" in logs["logs"]
+    checkpoints = list(out.glob("v*/checkpoint-3"))
+    assert checkpoints and (checkpoints[0] / "adapter_model.safetensors").is_file()
+    # the Job handle and its widget received the steps and the losses
+    result = json.loads(text[5].split("RESULT ", 1)[1])
+    assert result["phase"] == "Succeeded"
+    assert result["steps"] == [1, 2, 3] and len(result["losses"]) == 3
+    assert all(isinstance(v, float) and v > 0 for v in result["losses"])
+    assert result["progress"] == [3, 3, "success"] and result["cancel_disabled"]
+    assert 'data-steps="1,2,3"' in result["plot"]
+    assert f'data-losses="{",".join(f"{v:g}" for v in result["losses"])}"' in result["plot"]
+    assert Path(result["checkpoint"]).resolve() == checkpoints[0].resolve()
+    # the widget's state as the notebook recorded it (nbclient keeps the kernel's widget models)
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    bars = [m["state"] for m in state.values() if m.get("model_name") == "IntProgressModel"]
+    assert any(b.get("value") == 3 and b.get("max") == 3 for b in bars), bars
+
+
+def _text(cell) -> str:
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            parts.append(output.get("text", ""))
+        elif "data" in output:
+            parts.append(output["data"].get("text/plain", ""))
+    return "".join(parts)

@@ -1,0 +1,251 @@
+"""``%quota`` and ``%swift_sft``: arguments, help, translation, and calls to a real server."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
+from server_process import ServerProcess
+from test_swiftlog import REAL_TAIL
+
+from jupyter_quota.magics import QuotaMagics, ServerNotFound
+from jupyter_quota.magics.client import QuotaClient, connect, pick_server
+from jupyter_quota.magics.display import balance_html, balance_text
+from jupyter_quota.magics.follow import Job, loss_svg, screen_lines
+from jupyter_quota.magics.magics import split_arguments, translation_text
+from jupyter_quota.swift import parse_sft_args
+
+TUTORIAL = ("swift sft --model_type qwen-vl-chat --sft_type qlora --dtype bnb_nf4 --dataset my_custom_data "
+            "--batch_size 2 --use_flash_attn true --output_dir ./finetuned-model")
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "jupyter_quota")
+    return shell
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("magics-server")
+    process = ServerProcess(root / "state", root).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def magics(ip, server):
+    """A fresh QuotaMagics on the shell, talking to the real server (ms-swift's check off: slow)."""
+    def connect_fn():
+        return QuotaClient(f"http://127.0.0.1:{server.port}/", server.token, "test")
+
+    instance = QuotaMagics(shell=ip, connect_fn=connect_fn)
+    instance.check_argv = False
+    ip.register_magics(instance)
+    yield instance
+    ip.register_magics(QuotaMagics(shell=ip, connect_fn=_no_server))
+
+
+def _no_server():
+    return connect(cwd="/nonexistent", environ={}, servers=[], ppid=-1)
+
+
+# -- help and arguments ---------------------------------------------------------------------------
+def test_help_lists_the_options_and_the_swift_arguments(ip):
+    text = ip.object_inspect_text("%swift_sft")
+    for expected in ("%swift_sft [--namespace NS] [--gpus N] [--dry-run] [--as-is]", "--name NAME",
+                     "SWIFT_SFT_ARGS", "--sft_type qlora", "job.wait()"):
+        assert expected in text
+    assert "%quota [namespace]" in ip.object_inspect_text("%quota")
+
+
+def test_split_arguments_takes_the_magic_options_anywhere():
+    ours, theirs = split_arguments("--gpus 2 swift sft --model m --dry_run --namespace=team-a",
+                                   "# the data\n--dataset a.jsonl b.jsonl \\\n  --name my-job\n--as-is\n")
+    assert ours == ["--gpus", "2", "--dry-run", "--namespace", "team-a", "--name", "my-job", "--as-is"]
+    assert theirs == ["swift", "sft", "--model", "m", "--dataset", "a.jsonl", "b.jsonl"]
+    assert split_arguments("--model m -- --name x")[1] == ["--model", "m", "--name", "x"]
+    with pytest.raises(UsageError, match="takes no value"):
+        split_arguments("--dry-run=yes --model m")
+    with pytest.raises(UsageError, match="needs a value"):
+        split_arguments("--model m --namespace")
+
+
+def test_tutorial_command_translation_is_printed_in_full():
+    text = translation_text(parse_sft_args(TUTORIAL.split()))
+    assert text.splitlines()[0] == "Translated from older ms-swift names:"
+    for note in ("--sft_type qlora -> --tuner_type lora --quant_method bnb --quant_bits 4",
+                 "--dtype bnb_nf4 -> --quant_method bnb --quant_bits 4 --bnb_4bit_quant_type nf4",
+                 "--batch_size -> --per_device_train_batch_size", "--use_flash_attn true -> --attn_impl flash_attn",
+                 "--model_type qwen-vl-chat -> --model Qwen/Qwen-VL-Chat"):
+        assert note in text
+    assert text.splitlines()[-1] == (
+        "  swift sft --model Qwen/Qwen-VL-Chat --tuner_type lora --quant_method bnb --quant_bits 4 "
+        "--bnb_4bit_quant_type nf4 --per_device_train_batch_size 2 --attn_impl flash_attn "
+        "--dataset my_custom_data --output_dir ./finetuned-model")
+
+
+def test_bad_swift_arguments_are_one_line_not_a_traceback(magics, ip):
+    with pytest.raises(UsageError, match="expected a whole number"):
+        ip.run_line_magic("swift_sft", "--dry-run --model Qwen/Qwen2.5-7B-Instruct --batch_size two")
+    with pytest.raises(UsageError, match="--model is required"):
+        ip.run_line_magic("swift_sft", "--dry-run --dataset x")
+    with pytest.raises(UsageError, match="argument --gpus: invalid int value"):
+        ip.run_line_magic("swift_sft", "--gpus many --model m")
+
+
+# -- finding the server ---------------------------------------------------------------------------
+def test_no_server_says_how_to_fix(ip):
+    with pytest.raises(ServerNotFound) as info:
+        _no_server()
+    assert "no running Jupyter server was found" in info.value.message
+    assert "JUPYTER_QUOTA_URL" in info.value.message and "jupyter server extension enable" in info.value.message
+    ip.register_magics(QuotaMagics(shell=ip, connect_fn=_no_server))
+    with pytest.raises(UsageError, match="cannot find its Jupyter server"):
+        ip.run_line_magic("quota", "")
+
+
+def test_server_is_found_from_jupyterhub_then_runtime_files():
+    hub = connect(environ={"JUPYTERHUB_SERVICE_URL": "http://0.0.0.0:8888/user/ada/", "JUPYTERHUB_API_TOKEN": "t"})
+    assert hub.api_url == "http://127.0.0.1:8888/user/ada/quota/v1" and hub.token == "t"
+    servers = [{"pid": 10, "url": "http://localhost:1/", "root_dir": "/srv"},
+               {"pid": 11, "url": "http://localhost:2/", "root_dir": "/srv/ada"},
+               {"pid": 12, "url": "http://localhost:3/", "root_dir": "/other"}]
+    assert pick_server(servers, "/srv/ada/project", ppid=1)["pid"] == 11  # the deepest root
+    assert pick_server(servers, "/srv/ada/project", ppid=12)["pid"] == 12  # the kernel's parent wins
+    assert pick_server(servers, "/elsewhere", ppid=1) is None
+    found = connect(cwd="/srv/ada", environ={}, servers=[{**servers[1], "token": "abc"}], ppid=1)
+    assert found.server_url == "http://localhost:2/" and found.token == "abc"
+
+
+def test_namespace_default_asks_to_choose_among_several(ip):
+    class TwoTeams:
+        def namespaces(self):
+            return [{"name": "team-alpha"}, {"name": "team-beta"}]
+
+    magics = QuotaMagics(shell=ip, connect_fn=TwoTeams)
+    with pytest.raises(UsageError, match="several namespaces; choose one with --namespace NS.*team-alpha, team-beta"):
+        magics.choose_namespace(TwoTeams(), None)
+    assert magics.choose_namespace(TwoTeams(), "team-beta") == "team-beta"
+
+
+# -- against a real server ------------------------------------------------------------------------
+def test_quota_shows_the_balance(magics, ip):
+    with capture_output() as out:
+        ip.run_line_magic("quota", "")
+    text = out.stdout + "".join(o.data.get("text/plain", "") for o in out.outputs)
+    assert "team-alpha (team alpha)" in text
+    assert "requests.nvidia.com/gpu" in text and "0 of 2 used, 2 left" in text
+    with pytest.raises(UsageError, match="team-beta"):
+        ip.run_line_magic("quota", "team-beta")  # not the user's: the API's 403 message
+
+
+def test_dry_run_of_the_tutorial_command_plans_and_submits_nothing(magics, ip, server):
+    with capture_output() as out:
+        assert ip.run_line_magic("swift_sft", "--dry-run " + TUTORIAL) is None
+    shown = out.stdout + "".join(o.data.get("text/plain", "") for o in out.outputs)
+    assert "--sft_type qlora -> --tuner_type lora --quant_method bnb --quant_bits 4" in shown
+    assert "Recommended: QLoRA 4-bit, 1 GPU" in shown
+    assert "Dry run: nothing submitted" in shown
+    assert any("text/html" in o.data and "Recommended:" in o.data["text/html"] for o in out.outputs)
+    assert server.call("GET", "/namespaces/team-alpha/jobs") == (200, {"jobs": []})
+
+
+def test_as_is_shows_the_quota_refusal(magics, ip):
+    with pytest.raises(UsageError, match=r"exceeded quota: team-quota, requested: requests.nvidia.com/gpu=3"):
+        ip.run_line_magic("swift_sft", "--as-is --gpus 3 --model Qwen/Qwen2.5-0.5B-Instruct --dataset d")
+
+
+def test_plan_that_cannot_fit_is_refused_before_submitting(magics, ip):
+    with capture_output() as out, pytest.raises(UsageError, match="nothing fits team-alpha now"):
+        ip.run_line_magic("swift_sft", "--model Qwen/Qwen3-235B-A22B --dataset d")
+    assert "No plan fits now." in out.stdout + "".join(o.data.get("text/plain", "") for o in out.outputs)
+
+
+def test_launch_returns_a_job_handle_that_follows_it(magics, ip, server):
+    with capture_output():
+        job = ip.run_cell_magic("swift_sft", "--name magic-job",
+                                "--model Qwen/Qwen2.5-0.5B-Instruct\n--dataset d.jsonl --max_steps 3\n")
+    assert isinstance(job, Job) and job.name == "magic-job" and magics.last_job is job
+    assert job.wait(timeout=60, interval=0.2) == "Succeeded"
+    assert job.status == "Succeeded"
+    assert "--model Qwen/Qwen2.5-0.5B-Instruct --dataset d.jsonl --max_steps 3" in job.logs()
+    assert "magic-job" in repr(job)
+    with pytest.raises(UsageError, match="already"):
+        ip.run_line_magic("swift_sft", "--name magic-job --model Qwen/Qwen2.5-0.5B-Instruct --dataset d")
+
+
+# -- displays -------------------------------------------------------------------------------------
+BALANCE = {"namespace": "team-alpha", "team": "alpha", "stale": False,
+           "resources": {"limits.memory": {"hard": "128Gi", "used": "96Gi", "remaining": "32Gi"},
+                         "requests.nvidia.com/gpu": {"hard": "2", "used": "1", "remaining": "1"}}}
+
+
+def test_balance_text_and_html():
+    text = balance_text(BALANCE)
+    assert text.splitlines()[1].startswith("  requests.nvidia.com/gpu  [##########..........]  1 of 2 used, 1 left")
+    assert "[###############.....]  96Gi of 128Gi used, 32Gi left" in text
+    html = balance_html(BALANCE)
+    assert "<code>requests.nvidia.com/gpu</code>" in html and "width:75%" in html
+
+
+class _LogClient:
+    """Serves one job and a real ms-swift log tail."""
+
+    def __init__(self, phase="Succeeded"):
+        self.phase = phase
+        self.cancelled = False
+
+    def job(self, namespace, name):
+        return {"name": name, "namespace": namespace, "phase": self.phase, "createdAt": "2026-01-01T00:00:00Z",
+                "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:16Z"}
+
+    def logs(self, namespace, name, tail_lines=None):
+        return REAL_TAIL
+
+    def cancel(self, namespace, name):
+        self.cancelled = True
+        self.phase = "Failed"
+        return {**self.job(namespace, name), "reason": "Cancelled"}
+
+
+def test_job_widget_gets_steps_losses_and_the_checkpoint():
+    job = Job(_LogClient(), "team-alpha", "tiny")
+    widget = job.widget
+    job.refresh()
+    assert (widget.progress.value, widget.progress.max, widget.progress.bar_style) == (3, 3, "success")
+    assert 'data-steps="1,2,3"' in widget.loss_plot.value and 'data-losses="6.015,6.009,6.085"' in widget.loss_plot.value
+    assert "step 3/3" in widget.stats.value and "elapsed 0:16" in widget.stats.value
+    assert "checkpoint-3" in widget.stats.value and widget.cancel_button.disabled
+    assert "last_model_checkpoint" in widget.log.value
+    assert job.steps == [1, 2, 3] and job.checkpoint.endswith("checkpoint-3")
+
+
+def test_cancel_button_cancels():
+    client = _LogClient(phase="Running")
+    job = Job(client, "team-alpha", "tiny")
+    job.refresh()
+    assert not job.widget.cancel_button.disabled
+    job.widget.cancel_button.click()
+    assert client.cancelled and job.phase == "Failed" and "Cancelled" in job.widget.header.value
+
+
+def test_loss_svg_and_screen_lines():
+    assert "waiting for the first logged step" in loss_svg([], [])
+    assert "<polyline" in loss_svg([1], [2.0])
+    assert screen_lines("a\rb\rc\nd\n\n", 5) == "c\nd"
+
+
+def test_ms_swift_parser_judges_the_final_arguments(magics, ip):
+    if importlib.util.find_spec("swift") is None:
+        pytest.skip("ms-swift is not installed")
+    magics.check_argv = True
+    with capture_output() as out:
+        ip.run_line_magic("swift_sft", "--dry-run --model Qwen/Qwen2.5-0.5B-Instruct --dataset d")
+    assert "own parser accepts the final arguments" in out.stdout
+    with capture_output(), pytest.raises(UsageError, match="rejects the final arguments: .*--no_such_arg"):
+        ip.run_line_magic("swift_sft", "--dry-run --model Qwen/Qwen2.5-0.5B-Instruct --dataset d --no_such_arg 1")
