@@ -91,7 +91,7 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
 
     fitting = _dedupe(search.fitting)
     candidates = [_plan_json(e) for e in fitting[:CANDIDATE_CAP]]
-    rejected_all = _dedupe_rejected([*([search.asked_result] if search.asked_result.reason else []),
+    rejected_all = _dedupe([*([search.asked_result] if search.asked_result.reason else []),
                                      *search.summaries,
                                      *[e for e in search.rejected if e is not search.asked_result]])
     rejected = [{"plan": _plan_json(e), "reason": e.reason} for e in rejected_all[:REJECTED_CAP]]
@@ -143,17 +143,8 @@ def _summary(e: Evaluated) -> str:
 
 
 def _dedupe(evs: list[Evaluated]) -> list[Evaluated]:
-    seen, out = set(), []
-    for e in evs:
-        key = (tuple(e.args.to_argv()), e.gpus)
-        if key not in seen:
-            seen.add(key)
-            out.append(e)
-    return out
-
-
-def _dedupe_rejected(evs: list[Evaluated]) -> list[Evaluated]:
-    """One entry per configuration: the first reason given (the request's, then the method's) wins."""
+    """One entry per configuration (argv and GPUs); the first wins, so for rejected ones the
+    first reason given (the request's, then the method's) is kept."""
     seen, out = set(), []
     for e in evs:
         key = (tuple(e.args.to_argv()), e.gpus)
