@@ -45,6 +45,9 @@ def load_rows(path: Path) -> list[dict]:
 def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
     """(argv, gpus, tags) for one calibration row."""
     notes = row["notes"].lower()
+    # the row's own flags are in its first note, before any "(other comments: ...)" about sibling
+    # rows of the same script (the liger row mentions "no liger" for its neighbours)
+    flags = notes.split(";")[0].split("(other comments")[0]
     model = row["model"].replace("-AWQ", "")
     argv = ["--model", model]
     train = row["train_type"]
@@ -70,16 +73,21 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
     elif not length.isdigit():
         length = "2048"
     argv += ["--max_length", length, "--per_device_train_batch_size", row["batch_size"]]
-    if row["grad_ckpt"] == "false":
+    ckpt = row["grad_ckpt"] != "false"
+    if row["source"].startswith("Lightning-AI") and row["deepspeed"].startswith("fsdp"):
+        # LitGPT's finetune scripts build FSDPStrategy(activation_checkpointing_policy={Block}) for
+        # devices > 1 (litgpt finetune/lora.py): its FSDP rows ran with checkpointing on
+        ckpt = True
+    if not ckpt:
         argv += ["--gradient_checkpointing", "false"]
     attn = row["attn_impl"]
     argv += ["--attn_impl", "flash_attn" if "flash" in attn else attn]
     argv += ["--torch_dtype", {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[row["dtype"]]]
-    if "packing" in notes and "no packing" not in notes:
+    if "packing" in flags and "no packing" not in flags:
         argv += ["--packing", "true"]
-    if "padding_free" in notes and "without padding_free" not in notes:
+    if "padding_free" in flags and "without padding_free" not in flags:
         argv += ["--padding_free", "true"]
-    if "liger" in notes and "no liger" not in notes:
+    if "liger" in flags and "no liger" not in flags:
         argv += ["--use_liger_kernel", "true"]
     if "modules_to_save embed_tokens+lm_head" in notes:
         argv += ["--modules_to_save", "embed_tokens", "lm_head"]
@@ -88,14 +96,17 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
     if ds in ("zero2", "zero3"):
         argv += ["--deepspeed", ds]
     elif ds.startswith("fsdp"):
+        # the estimator has no FSDP mode: estimated as ZeRO-3, but FSDP shards the frozen base
+        # too (ZeRO-3 under ms-swift keeps it gathered), so these rows are not modelled
         argv += ["--deepspeed", "zero3_offload" if "offload" in ds else "zero3"]
-        tags.append("fsdp-as-zero3")
+        tags += ["fsdp-as-zero3", "unmodelled"]
     elif ds.startswith("ulysses"):
         argv += ["--sequence_parallel_size", ds.replace("ulysses_sp", "")]
     elif ds == "ddp+device_map":
         gpus = 2
     cumulative = "cumulative techniques" in notes and not notes.startswith("+packed")
-    if any(k in notes or k in train for k in UNMODELLED) or ds == "ddp+device_map" or cumulative:
+    if (any(k in notes or k in train for k in UNMODELLED) or ds == "ddp+device_map" or cumulative) \
+            and "unmodelled" not in tags:
         tags.append("unmodelled")
     if any(k in notes for k in WEAK):
         tags.append("weak")

@@ -95,6 +95,36 @@ def test_liger_and_modules_to_save():
     assert peak(BASE + ["--target_modules", "q_proj", "v_proj"]) < peak(BASE)
 
 
+def test_qlora_keeps_quantized_linear_inputs():
+    """bitsandbytes' MatMul4Bit saves its input, a frozen 16-bit linear does not: without
+    checkpointing QLoRA activations exceed LoRA's; with checkpointing only one layer differs."""
+    off = ["--gradient_checkpointing", "false"]
+    q4 = ["--quant_method", "bnb", "--quant_bits", "4"]
+    lora, qlora = estimate(BASE + off), estimate(BASE + off + q4)
+    assert qlora.breakdown["activations"] > lora.breakdown["activations"] + 2 ** 30
+    on_lora, on_q = estimate(BASE), estimate(BASE + q4)
+    assert 0 <= on_q.breakdown["activations"] - on_lora.breakdown["activations"] < 2 ** 28
+
+
+def test_zero3_lora_counts_the_frozen_base_once():
+    lora = BASE + ["--max_length", "256"]
+    single = estimate(lora).breakdown
+    zero3 = estimate(lora + ["--deepspeed", "zero3"], 2).breakdown
+    assert zero3["weights"] == single["weights"]
+    assert zero3["gradients"] < 2 ** 30
+
+
+def test_estimate_is_fast_and_repeatable():
+    import time
+    argv = ["--model", "Qwen/Qwen3-30B-A3B", "--max_length", "2048"]
+    first = estimate(argv, 2)
+    start = time.perf_counter()
+    for _ in range(50):
+        again = estimate(argv, 2)
+    assert again.peak_bytes_per_gpu == first.peak_bytes_per_gpu
+    assert time.perf_counter() - start < 0.5  # about 0.05 ms each; generous for slow CI
+
+
 def test_moe_and_vlm():
     moe = estimate(["--model", "Qwen/Qwen3-30B-A3B", "--tuner_type", "full", "--deepspeed", "zero3"], 8)
     assert moe.model.num_experts == 128 and moe.model.params > 30e9
@@ -178,7 +208,8 @@ CALIBRATION = Path(__file__).resolve().parents[2] / "shared" / "data" / "estimat
 
 @pytest.mark.skipif(not CALIBRATION.exists(), reason="calibration file not present")
 def test_calibration_within_stated_tolerance():
-    """Modelled ms-swift and LitGPT rows: median abs error <= 15%, under-predicted >10% <= 15%."""
+    """Modelled ms-swift and LitGPT rows: median abs error <= 10%, p90 <= 25%, under-predicted by
+    more than 10% on at most 6% of rows (achieved: 8.0%, 19.3%, 2 of 37 rows)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import estimator_calibration as cal
 
@@ -189,7 +220,8 @@ def test_calibration_within_stated_tolerance():
             continue
         measured = float(row["measured_gib_per_gpu"]) * 1024 ** 3
         errors.append(estimate(argv, gpus).peak_bytes_per_gpu / measured - 1)
-    assert len(errors) >= 25
-    median, _p90, under = cal.summary(errors)
-    assert median <= 0.15, median
-    assert under <= 0.15, under
+    assert len(errors) >= 30
+    median, p90, under = cal.summary(errors)
+    assert median <= 0.10, median
+    assert p90 <= 0.25, p90
+    assert under <= 0.06, under

@@ -23,9 +23,22 @@ GAMMA = {
 }
 
 
+_ALPHA_LIMITS = demo_config().JupyterQuota.profiles[0]["limitRange"]["limits"][0]
+#: like team-alpha (two 80 GiB GPUs) with 256Gi of memory a pod and in its quota: room for offload
+DELTA = {
+    "team": "delta",
+    "namespace": "team-delta",
+    "users": [getpass.getuser()],
+    "hard": {"requests.nvidia.com/gpu": "2", "requests.cpu": "8", "limits.memory": "256Gi"},
+    "limitRange": {"limits": [{**_ALPHA_LIMITS, "max": {**_ALPHA_LIMITS["max"], "memory": "256Gi"}}]},
+    "gpuModel": "A100 80GB",
+    "gpuMemory": "80Gi",
+}
+
+
 @pytest.fixture
 def extra_quota_config():
-    return {"profiles": [*demo_config().JupyterQuota.profiles, GAMMA]}
+    return {"profiles": [*demo_config().JupyterQuota.profiles, GAMMA, DELTA]}
 
 
 QWEN_VL_FULL = ["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"]
@@ -93,6 +106,25 @@ async def test_plan_7b_full_on_team_alpha(api):
     assert status == 200, body
     assert body["gpusFree"] == 2 and body["recommended"] is not None
     assert body["recommended"]["estimate"]["peak_bytes_per_gpu"] <= 0.9 * 80 * GIB
+    # DeepSpeed CPU offload fits the GPU but its host memory does not fit team-alpha's 128Gi
+    offload = [r for r in body["rejected"] if "offload" in r["plan"]["summary"]]
+    assert offload and all(r["plan"]["hostMemory"] for r in offload)
+    assert any(r["reason"].startswith("zero2_offload needs ") and "GiB of host memory" in r["reason"]
+               and r["reason"].endswith("the pod may have at most 128Gi (the LimitRange's max) and team-alpha has "
+                                        "128Gi of limits.memory left") for r in offload), offload
+
+
+async def test_plan_7b_full_with_offload_where_the_pod_may_hold_its_host_memory(api):
+    status, body = await api("POST", "namespaces", "team-delta", "plan",
+                             body={"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full",
+                                            "--max_length", "2048"]})
+    assert status == 200, body
+    best = body["recommended"]
+    args = best["args"]
+    assert args[args.index("--tuner_type") + 1] == "full" and args[args.index("--deepspeed") + 1] == "zero2_offload"
+    assert best["estimate"]["peak_bytes_per_gpu"] <= 0.9 * 80 * GIB
+    assert best["hostMemory"] == best["resources"]["requests"]["memory"] == best["resources"]["limits"]["memory"]
+    assert any("estimate_zero2_model_states_mem_needs" in a for a in body["assumptions"])
 
 
 async def test_a_plan_submits_as_it_is(api):

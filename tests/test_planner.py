@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
 
@@ -36,6 +37,7 @@ class FakeEstimate:
     breakdown: dict
     gpus: int = 1
     assumptions: list = field(default_factory=lambda: ["fake"])
+    model: object = None  # .params: what the planner reads for an offload plan's host memory
 
     def to_json(self):
         return {"peak_bytes_per_gpu": self.peak_bytes_per_gpu,
@@ -49,22 +51,27 @@ SIZES = {"fake/7b": 7, "fake/1b": 1, "fake/30b": 30}
 
 def fake_estimate(args, gpus):
     """Weights 2/1/0.5 bytes a parameter (16-bit, 8-bit, 4-bit); full: bf16 grads + 4-byte Adam;
-    ZeRO-1+ shards the optimizer, 2+ the gradients, 3 the weights; activations 1 GiB a sample
-    (4 GiB without checkpointing, twice that with eager attention); 1 GiB overhead."""
+    ZeRO-1+ shards the optimizer, 2+ the gradients, 3 the weights; CPU offload keeps the optimizer
+    and gradients (and with ZeRO-3 the weights) off the GPU; activations 1 GiB a sample (4 GiB
+    without checkpointing, twice that with eager attention); 1 GiB overhead. The model has
+    SIZES x 2**30 parameters (so offload's host memory is a whole number of GiB)."""
     if args.model not in SIZES:
         raise InvalidRequest(f"unknown model {args.model!r}")
     p = SIZES[args.model] * GIB
-    stage, _ = args.deepspeed_stage
+    stage, offload = args.deepspeed_stage
     bits = args.quantized_bits
     weights = p * {None: 2, 8: 1, 4: 0.5}[bits] / (gpus if stage == 3 else 1)
     full = args.tuner_type == "full"
     gradients = (2 * p / (gpus if stage >= 2 else 1)) if full else 0
     optimizer = (4 * p / (gpus if stage >= 1 else 1)) if full else 0
+    if offload:
+        gradients = optimizer = 0
+        weights = 0 if stage == 3 else weights
     activations = args.per_device_train_batch_size * GIB * (1 if args.gradient_checkpointing else 4)
     activations *= 2 if args.attn_impl == "eager" else 1
     parts = {"weights": int(weights), "gradients": int(gradients), "optimizer": int(optimizer),
              "activations": int(activations), "logits": 0, "overhead": GIB}
-    return FakeEstimate(sum(parts.values()), parts, gpus)
+    return FakeEstimate(sum(parts.values()), parts, gpus, model=SimpleNamespace(params=p))
 
 
 def profile(gpus="2", memory="80Gi", **extra):
@@ -132,10 +139,14 @@ def test_reasons_carry_numbers_when_the_team_lacks_gpus():
     assert m, method
     gpus, gib = int(m.group(1)), float(m.group(2))
     assert gib <= 24 * 0.9 and gpus > 1
-    # LoRA fits (14 + 1 + 1 = 16 GiB): recommended, with the full fine-tune's numbers as its why
+    # LoRA fits (14 + 1 + 1 = 16 GiB): recommended, with the full fine-tune's numbers as its why,
+    # and why CPU offload does not help (it fits the GPU but not the pod's memory)
     best = result["recommended"]
     assert argv_value(best["args"], "--tuner_type") == "lora" and "--quant_method" not in best["args"]
-    assert best["changes"][0] == {"field": "method", "from": "full fine-tune", "to": "LoRA", "why": method}
+    change = best["changes"][0]
+    assert (change["field"], change["from"], change["to"]) == ("method", "full fine-tune", "LoRA")
+    assert change["why"] == method + "; with CPU offload " + next(
+        r["reason"] for r in result["rejected"] if r["reason"].startswith("zero2_offload needs 168 GiB of host memory"))
 
 
 def test_nothing_bigger_than_eight_gpus_is_reported_with_both_ends():
@@ -335,7 +346,11 @@ def test_classic_qwen_vl_full_on_one_24gib_gpu_is_refused_and_qlora_fits():
     best = result["recommended"]
     assert argv_value(best["args"], "--quant_method") == "bnb" and argv_value(best["args"], "--tuner_type") == "lora"
     assert peak_gib(best) <= 24 * 0.9
-    assert best["changes"][0]["field"] == "method" and best["changes"][0]["why"] == full
+    why = best["changes"][0]["why"]
+    assert best["changes"][0]["field"] == "method" and why.startswith(full + "; with CPU offload zero")
+    assert re.search(r"; with CPU offload zero[23]_offload needs [\d.]+ GiB of host memory \(DeepSpeed's estimate", why)
+    assert why.endswith("the pod may have at most 128Gi (the LimitRange's max) and team-gamma has 64Gi of "
+                        "limits.memory left")
     four_bit = [c for c in result["candidates"] if argv_value(c["args"], "--quant_bits") == "4"]
     assert four_bit and peak_gib(four_bit[0]) <= 24 * 0.9
     assert best["resources"]["requests"]["nvidia.com/gpu"] == "1"
@@ -367,3 +382,169 @@ def test_a_fitting_request_on_its_only_gpu_gets_no_rejection_for_its_method():
     result = run(["--model", "fake/1b", "--tuner_type", "full"], profile(gpus="1"))
     assert result["recommended"]["changes"] == []
     assert not any("None" in r["reason"] or r["reason"].startswith("full fine-tune") for r in result["rejected"])
+
+
+# -- DeepSpeed CPU offload: host memory against the pod's limit and the quota ----------------------
+#
+# fake/7b full on one free 48 GiB GPU (43.2 usable): 58 GiB plain; no second GPU for ZeRO.
+# zero2_offload: 14 + 1 + 1 = 16 GiB on the GPU and, by DeepSpeed's estimate, 7 x 2**30
+# parameters x 16 bytes x 1.5 = 168 GiB of host memory; zero3_offload: 2 GiB and 18 x 1.5 =
+# 189 GiB.
+
+FULL_7B = ["--model", "fake/7b", "--tuner_type", "full"]
+
+
+def roomy(memory_max="256Gi", limits_memory="256Gi", **hard):
+    limit_range = {"limits": [{**LIMIT_RANGE["limits"][0], "max": {"cpu": "16", "memory": memory_max}}]}
+    return profile(gpus="1", memory="48Gi", limitRange=limit_range, hard={"limits.memory": limits_memory, **hard})
+
+
+def offload_reasons(result) -> dict:
+    return {argv_value(r["plan"]["args"], "--deepspeed"): r["reason"] for r in result["rejected"]
+            if "offload" in str(argv_value(r["plan"]["args"], "--deepspeed"))}
+
+
+def test_offload_is_chosen_for_a_full_fine_tune_when_host_memory_fits():
+    p = roomy()
+    result = run(FULL_7B, p)
+    best = result["recommended"]
+    assert argv_value(best["args"], "--tuner_type") == "full"
+    assert argv_value(best["args"], "--deepspeed") == "zero2_offload" and best["gpus"] == 1
+    assert peak_gib(best) == 16 and best["hostMemory"] == "168Gi"
+    # the pod's memory request and limit are raised to the host need, and admission takes them
+    assert best["resources"]["requests"]["memory"] == best["resources"]["limits"]["memory"] == "168Gi"
+    context = context_from_balance(balance_of(p), p)
+    job = build_job(p, JobRequest(name="check", args=best["args"], resources=best["resources"]), "u", ["swift", "sft"])
+    quota.admit_job(job, list(context.quotas), list(context.limit_ranges))
+    deepspeed = next(c for c in best["changes"] if c["field"] == "deepspeed")
+    assert "168 GiB" in deepspeed["why"] and "host memory" in deepspeed["why"]
+    assert any("estimate_zero2_model_states_mem_needs" in a for a in result["assumptions"])
+    assert "168 GiB host memory" in best["summary"]
+    # zero3_offload (189 GiB) fits the 256Gi too; slower, so it comes after
+    labels = [argv_value(c["args"], "--deepspeed") for c in result["candidates"]]
+    assert labels[:2] == ["zero2_offload", "zero3_offload"]
+
+
+def test_offload_is_refused_with_numbers_when_the_pod_may_not_have_the_memory():
+    result = run(FULL_7B, roomy(memory_max="128Gi", limits_memory="128Gi"))
+    reasons = offload_reasons(result)
+    assert reasons["zero2_offload"] == (
+        "zero2_offload needs 168 GiB of host memory (DeepSpeed's estimate for ZeRO-2 with optimizer offload: "
+        "7.52B parameters x max(4 x 1 GPU, 16) = 16 bytes x 1.5); the pod may have at most 128Gi (the "
+        "LimitRange's max) and team-t has 128Gi of limits.memory left")
+    assert reasons["zero3_offload"].startswith("zero3_offload needs 189 GiB of host memory (DeepSpeed's estimate "
+                                               "for ZeRO-3 with parameter and optimizer offload: 7.52B parameters x "
+                                               "18 bytes x 1.5)")
+    best = result["recommended"]
+    assert argv_value(best["args"], "--tuner_type") == "lora"
+    assert "with CPU offload " + reasons["zero2_offload"] in best["changes"][0]["why"]
+
+
+def test_offload_counts_what_the_quota_has_left():
+    # the LimitRange allows 256Gi but 100Gi of limits.memory is taken: 156Gi left, enough for
+    # zero2_offload (168 GiB)? no; with 70Gi taken (186Gi left) zero2 fits and zero3 (189) does not
+    short = run(FULL_7B, roomy(), used={"limits.memory": "100Gi"})
+    assert offload_reasons(short)["zero2_offload"].endswith(
+        "the pod may have at most 256Gi (the LimitRange's max) and team-t has 156Gi of limits.memory left")
+    assert argv_value(short["recommended"]["args"], "--tuner_type") == "lora"
+    split = run(FULL_7B, roomy(), used={"limits.memory": "70Gi"})
+    assert argv_value(split["recommended"]["args"], "--deepspeed") == "zero2_offload"
+    assert offload_reasons(split)["zero3_offload"].endswith("team-t has 186Gi of limits.memory left")
+    # a requests.memory quota is read too
+    requests = run(FULL_7B, roomy(**{"requests.memory": "160Gi"}))
+    assert offload_reasons(requests)["zero2_offload"].endswith(
+        "team-t has 256Gi of limits.memory and 160Gi of requests.memory left")
+
+
+def test_offload_is_tried_only_when_no_plain_strategy_fits():
+    # fake/7b full on two 48 GiB GPUs: zero2 fits (37 GiB), so no offload is tried
+    result = run(FULL_7B, profile(memory="48Gi", hard={"limits.memory": "512Gi"}))
+    seen = [c["args"] for c in result["candidates"]] + [r["plan"]["args"] for r in result["rejected"]]
+    assert not any("offload" in str(argv_value(a, "--deepspeed")) for a in seen)
+    assert not any("offload" in a for a in result["assumptions"])
+    # and only for a full fine-tune: LoRA asked on the fake 30b (fits nowhere; QLoRA does) gets no
+    # LoRA offload plan
+    lora = run(["--model", "fake/30b"], profile(memory="48Gi", gpus="1", hard={"limits.memory": "2Ti"}))
+    assert not any("offload" in str(argv_value(c["args"], "--deepspeed")) for c in lora["candidates"]
+                   if argv_value(c["args"], "--tuner_type") != "full")
+
+
+def test_full_with_offload_ranks_above_lora_and_after_plain_at_equal_method():
+    from jupyter_quota.planner.options import methods_for
+    from jupyter_quota.planner.search import Evaluated, Search
+
+    result = run(FULL_7B, roomy())
+    methods = [(argv_value(c["args"], "--tuner_type"), argv_value(c["args"], "--deepspeed"))
+               for c in result["candidates"]]
+    first_lora = methods.index(next(m for m in methods if m[0] == "lora"))
+    assert all(m[0] == "full" and "offload" in m[1] for m in methods[:first_lora])
+    # at equal method, an added offload ranks after any plain plan, even one that changes more
+    p = profile(memory="48Gi")
+    asked = parse_sft_args(FULL_7B)
+    search = Search(asked, 1, context_from_balance(balance_of(p), p), fake_estimate)
+    full = methods_for(asked)[0]
+    plain = Evaluated(asked.replace(deepspeed="zero3", per_device_train_batch_size=1, gradient_accumulation_steps=8),
+                      2, full, (1, 8, True), fake_estimate(asked, 2))
+    offload = Evaluated(asked.replace(deepspeed="zero2_offload"), 1, full, (1, 16, True), fake_estimate(asked, 1))
+    for ev in (plain, offload):
+        search._finish(ev)
+    assert len(plain.changes) > len(offload.changes) and plain.key < offload.key
+    # ... unless the user asked for offload: then it is what they asked
+    result = run([*FULL_7B, "--deepspeed", "zero2_offload"], roomy())
+    assert result["recommended"]["changes"] == [] and result["recommended"]["hostMemory"] == "168Gi"
+
+
+def test_an_offload_request_that_the_pod_cannot_hold_is_refused_with_numbers():
+    result = run([*FULL_7B, "--deepspeed", "zero3_offload"], roomy(memory_max="128Gi", limits_memory="128Gi"))
+    asked = result["rejected"][0]
+    assert asked["plan"]["args"] == [*FULL_7B, "--deepspeed", "zero3_offload"]
+    assert asked["reason"].startswith("zero3_offload needs 189 GiB of host memory")
+    assert result["recommended"] is not None and "offload" not in result["recommended"]["summary"]
+
+
+def test_offload_host_memory_follows_deepspeeds_formulas():
+    from jupyter_quota.planner.resources import offload_host_bytes
+
+    p = 7_000_000_000
+    args = parse_sft_args(["--model", "fake/7b", "--tuner_type", "full", "--deepspeed", "zero2_offload"])
+    assert offload_host_bytes(args, p, 1)[0] == int(p * 16 * 1.5)  # max(4 x 1, 16)
+    assert offload_host_bytes(args, p, 8)[0] == int(p * 32 * 1.5)  # max(4 x 8, 16)
+    z3 = args.replace(deepspeed="zero3_offload")
+    assert offload_host_bytes(z3, p, 1)[0] == offload_host_bytes(z3, p, 4)[0] == int(p * 18 * 1.5)
+    assert offload_host_bytes(args.replace(deepspeed="zero3"), p, 2) == (0, "")
+
+
+def test_7b_full_on_team_alpha_offload_needs_more_host_memory_than_the_demo_allows():
+    """The demo's team-alpha (128Gi LimitRange max and limits.memory): a 7B full fine-tune fits the
+    GPU with offload, but DeepSpeed's host estimate (170 GiB for zero2_offload) does not fit the pod."""
+    from quota_testing import demo_config
+
+    alpha = TeamProfile(**demo_config().JupyterQuota.profiles[0])
+    argv = ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"]
+    result = plan(argv, context_from_balance(balance_of(alpha), alpha)).to_json()
+    reasons = offload_reasons(result)
+    m = re.fullmatch(r"zero2_offload needs ([\d.]+) GiB of host memory \(DeepSpeed's estimate for ZeRO-2 with "
+                     r"optimizer offload: 7.62B parameters x max\(4 x 1 GPU, 16\) = 16 bytes x 1.5\); the pod may "
+                     r"have at most 128Gi \(the LimitRange's max\) and team-alpha has 128Gi of limits.memory left",
+                     reasons["zero2_offload"])
+    assert m and float(m.group(1)) > 128, reasons
+    assert reasons["zero3_offload"].startswith("zero3_offload needs ")
+    best = result["recommended"]
+    assert argv_value(best["args"], "--tuner_type") == "lora"
+    assert "with CPU offload zero2_offload needs" in best["changes"][0]["why"]
+
+    # the same team with 256Gi for a pod and in its quota: full fine-tune with zero2_offload
+    demo = demo_config().JupyterQuota.profiles[0]
+    limit_range = {"limits": [{**demo["limitRange"]["limits"][0],
+                               "max": {**demo["limitRange"]["limits"][0]["max"], "memory": "256Gi"}}]}
+    big = TeamProfile(**{**demo, "limitRange": limit_range, "hard": {**demo["hard"], "limits.memory": "256Gi"}})
+    context = context_from_balance(balance_of(big), big)
+    best = plan(argv, context).to_json()["recommended"]
+    assert argv_value(best["args"], "--tuner_type") == "full"
+    assert argv_value(best["args"], "--deepspeed") == "zero2_offload"
+    assert peak_gib(best) <= 80 * 0.9
+    need = float(m.group(1))
+    assert best["resources"]["limits"]["memory"] == best["resources"]["requests"]["memory"] == f"{int(-(-need // 1))}Gi"
+    job = build_job(big, JobRequest(name="check", args=best["args"], resources=best["resources"]), "u",
+                    ["swift", "sft"])
+    quota.admit_job(job, list(context.quotas), list(context.limit_ranges))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..swift import SftArgs
 from .model import ModelSpec
@@ -168,7 +169,10 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
             notes.append(f"DeepSpeed ZeRO-{stage} over {gpus} GPU(s): fp32 master weights and AdamW "
                          f"states (12 bytes/param) split {n} ways, as DeepSpeed's own estimate "
                          "(estimate_zero2_model_states_mem_needs)")
-        t.overhead += 2 * min(2e8, trainable) * a  # reduce / allgather buckets (ms-swift zero2.json)
+        # ms-swift's zero2.json: contiguous_gradients with reduce_bucket_size 2e8, so DeepSpeed
+        # allocates its whole reduce (ipg) bucket in the 16-bit dtype whatever the model's size
+        # (stage_1_and_2.py ``ipg_buffer``); allgather_bucket_size 2e8 caps the gather buffer.
+        t.overhead += (2e8 + min(2e8, trainable)) * a
     else:  # ZeRO-3
         largest = spec.largest_layer_params
         if offload:
@@ -181,17 +185,24 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
             if full:
                 t.weights = weights_local / n + 2 * largest * a
             else:
-                t.weights = weights_local + 2 * largest * a
+                # the frozen base stays gathered (see below): the gathered layers *are* those
+                # weights, so no separate prefetch/gather buffers on top
+                t.weights = weights_local
                 notes.append("ZeRO-3 with a frozen base: the base weights are counted whole, since "
                              "DeepSpeed keeps gathered parameters live (ms-swift's zero3.json sets "
                              "stage3_max_live_parameters and max_reuse_distance to 1e9); measured "
                              "LoRA runs save little under ZeRO-3")
-            t.gradients = (2 + 4) * trainable / n + largest * a
+            # one gathered layer's gradient before it is reduce-scattered: the largest layer for a
+            # full fine-tune, the trainable parameters (at most) otherwise
+            t.gradients = (2 + 4) * trainable / n + (largest if full else min(largest, trainable)) * a
             t.optimizer = 12 * trainable / n
             notes.append(f"DeepSpeed ZeRO-3 over {gpus} GPU(s): parameters, gradients and optimizer "
                          f"states split {n} ways, plus gathered layers (DeepSpeed's "
                          "estimate_zero3_model_states_mem_needs)")
-        t.overhead += 2 * min(2e8, trainable) * a
+        # ms-swift's zero3.json leaves reduce_bucket_size and stage3_prefetch_bucket_size "auto",
+        # which the transformers DeepSpeed integration fills with hidden_size^2 and
+        # 0.9 * hidden_size^2: the reduce and prefetch buckets
+        t.overhead += 1.9 * h * h * a
     del train_bytes_each, param_bytes
 
     # -- activations ----------------------------------------------------------------------------
@@ -201,7 +212,7 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
     flash = "flash" in attn
     eager = attn == "eager"
     liger = args.use_liger_kernel
-    per_layer = _layer_activation_bytes(spec, a, full, args, eager, flash, liger, seq)
+    per_layer = _layer_activation_bytes(spec, a, full, args, eager, flash, liger, seq, bits)
     ckpt = args.gradient_checkpointing
     inter = spec.intermediate_size if not spec.is_moe else spec.moe_intermediate_size * max(
         1, spec.num_experts_per_tok) + spec.shared_expert_intermediate_size
@@ -245,6 +256,8 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
                          "(torch's foreach path; the fused kernel needs none, so this keeps a margin)")
     if bits:
         t.overhead += h * inter * a  # one dequantized weight at a time
+        notes.append("bitsandbytes keeps each quantized linear's input for its backward pass "
+                     "(a frozen 16-bit linear keeps none): counted in the activations")
     if not cpu:
         dynamic = t.activations + t.logits
         t.overhead += 0.35 * GIB + 0.10 * dynamic + 0.02 * (t.weights + t.gradients + t.optimizer)
@@ -278,8 +291,17 @@ def _breakdown(t: Terms) -> dict:
     return {k: int(math.ceil(v)) for k, v in parts.items()}
 
 
-def _lora_roles(targets: tuple[str, ...], notes: list[str]) -> set[str]:
+def _lora_roles(targets: tuple[str, ...], notes: list[str]) -> frozenset[str]:
+    roles, unknown = _lora_roles_cached(tuple(targets))
+    for target in unknown:
+        notes.append(f"target module {target!r} not recognised: counted as all-linear (upper bound)")
+    return roles
+
+
+@lru_cache(maxsize=256)
+def _lora_roles_cached(targets: tuple[str, ...]) -> tuple[frozenset[str], tuple[str, ...]]:
     roles: set[str] = set()
+    unknown: list[str] = []
     for target in targets:
         low = target.lower()
         if low in ("all-linear", "all", "all_linear"):
@@ -287,7 +309,7 @@ def _lora_roles(targets: tuple[str, ...], notes: list[str]) -> set[str]:
             continue
         found = [role for role, names in _LORA_ROLES.items() if low in names]
         if not found:
-            notes.append(f"target module {target!r} not recognised: counted as all-linear (upper bound)")
+            unknown.append(target)
             roles.update(_ALL_ROLES)
         for role in found:
             if role == "qkv":
@@ -296,20 +318,24 @@ def _lora_roles(targets: tuple[str, ...], notes: list[str]) -> set[str]:
                 roles.update(("gate", "up"))
             else:
                 roles.add(role)
-    return roles
+    return frozenset(roles), tuple(unknown)
 
 
-def _lora_dims(spec: ModelSpec, roles: set[str]) -> list[tuple[int, int, int]]:
-    """(in, out, count per layer) of each LoRA-wrapped linear in one (dense or MoE) layer."""
+# The planner calls ``estimate`` 20-100 times per plan with the same model and targets: the per-layer
+# LoRA shapes and counts are cached on the (frozen, hashable) ModelSpec and role set.
+@lru_cache(maxsize=256)
+def _lora_dims(spec: ModelSpec, roles: frozenset[str]) -> tuple[tuple[int, int, int], ...]:
+    """(in, out, count per layer) of each LoRA-wrapped attention linear in one layer."""
     h, qd, kvd = spec.hidden_size, spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
     dims = []
     for role, din, dout in (("q", h, qd), ("k", h, kvd), ("v", h, kvd), ("o", qd, h)):
         if role in roles:
             dims.append((din, dout, 1))
-    return dims
+    return tuple(dims)
 
 
-def _mlp_dims(spec: ModelSpec, roles: set[str], moe: bool) -> list[tuple[int, int, int]]:
+@lru_cache(maxsize=512)
+def _mlp_dims(spec: ModelSpec, roles: frozenset[str], moe: bool) -> tuple[tuple[int, int, int], ...]:
     h = spec.hidden_size
     dims = []
     widths = [(spec.intermediate_size, 1)]
@@ -321,20 +347,21 @@ def _mlp_dims(spec: ModelSpec, roles: set[str], moe: bool) -> list[tuple[int, in
         for role, din, dout in (("gate", h, i), ("up", h, i), ("down", i, h)):
             if role in roles:
                 dims.append((din, dout, count))
-    return dims
+    return tuple(dims)
 
 
-def _lora_param_count(spec: ModelSpec, roles: set[str], rank: int) -> int:
-    total = 0
-    for layer in range(spec.num_layers):
-        moe = spec.is_moe and layer >= spec.num_dense_layers
-        for din, dout, count in _lora_dims(spec, roles) + _mlp_dims(spec, roles, moe):
-            total += count * rank * (din + dout)
-    return total
+@lru_cache(maxsize=512)
+def _lora_param_count(spec: ModelSpec, roles: frozenset[str], rank: int) -> int:
+    attn = sum(count * (din + dout) for din, dout, count in _lora_dims(spec, roles))
+    dense = sum(count * (din + dout) for din, dout, count in _mlp_dims(spec, roles, False))
+    moe = sum(count * (din + dout) for din, dout, count in _mlp_dims(spec, roles, True)) \
+        if spec.is_moe else 0
+    n_moe = max(0, spec.num_layers - spec.num_dense_layers) if spec.is_moe else 0
+    return rank * (spec.num_layers * attn + (spec.num_layers - n_moe) * dense + n_moe * moe)
 
 
 def _layer_activation_bytes(spec: ModelSpec, a: int, full: bool, args: SftArgs, eager: bool,
-                            flash: bool, liger: bool, seq: int) -> float:
+                            flash: bool, liger: bool, seq: int, bits: int | None = None) -> float:
     """Bytes one decoder layer keeps per token for its backward pass."""
     h = spec.hidden_size
     qd, kvd = spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
@@ -354,6 +381,15 @@ def _layer_activation_bytes(spec: ModelSpec, a: int, full: bool, args: SftArgs, 
         i = spec.intermediate_size
         mlp = (3 if liger else 4) * a * i if full else 3 * a * i
     total = 2 * norm + attention + mlp
+    if bits and not full:
+        # bitsandbytes' MatMul4Bit / MatMul8bitLt keep their input for the backward pass
+        # (``ctx.tensors = (A, B)`` whenever an input needs a gradient), where a frozen 16-bit
+        # ``F.linear`` saves no input (its weight needs no gradient). The quantized linears' inputs
+        # that nothing else keeps: both normed hidden states, the attention output (o_proj's input)
+        # and the gated product (down_proj's input). LitGPT's QLoRA rows measure this.
+        i_eff = (max(1, spec.num_experts_per_tok) * spec.moe_intermediate_size
+                 + spec.shared_expert_intermediate_size) if moe else spec.intermediate_size
+        total += a * (2 * h + qd + i_eff)
     if not full and args.tuner_type != "llamapro":
         roles = _lora_roles(args.target_modules, [])
         per_in = 5 if args.lora_dropout > 0 else 4

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from ..errors import InvalidRequest
 from . import catalog
@@ -72,12 +73,7 @@ class ModelSpec:
     @property
     def layer_params(self) -> list[int]:
         """Parameters of each decoder layer (attention, MLP, two norms)."""
-        out = []
-        for i in range(self.num_layers):
-            moe = self.is_moe and i >= self.num_dense_layers
-            mlp = self.moe_mlp_params if moe else self.dense_mlp_params
-            out.append(self.attn_params + mlp + 2 * self.hidden_size)
-        return out
+        return list(_layer_params(self))
 
     @property
     def embed_params(self) -> int:
@@ -89,7 +85,7 @@ class ModelSpec:
 
     @property
     def llm_params(self) -> int:
-        return sum(self.layer_params) + self.embed_params + self.lm_head_params + self.hidden_size
+        return sum(_layer_params(self)) + self.embed_params + self.lm_head_params + self.hidden_size
 
     @property
     def params(self) -> int:
@@ -99,17 +95,28 @@ class ModelSpec:
     def linear_params(self) -> int:
         """Decoder linear weights (what bnb quantizes and all-linear LoRA wraps); no embeddings."""
         bias = (self.num_heads + 2 * self.num_kv_heads) * self.head_dim if self.qkv_bias else 0
-        return sum(p - 2 * self.hidden_size - bias for p in self.layer_params)
+        return sum(_layer_params(self)) - self.num_layers * (2 * self.hidden_size + bias)
 
     @property
     def largest_layer_params(self) -> int:
-        return max(self.layer_params + [self.embed_params])
+        return max(max(_layer_params(self)), self.embed_params)
 
     def to_json(self) -> dict:
         data = asdict(self)
         data["params"] = self.params
         data["params_b"] = round(self.params / 1e9, 2)
         return data
+
+
+@lru_cache(maxsize=128)
+def _layer_params(spec: ModelSpec) -> tuple[int, ...]:
+    """Per-layer parameter counts, cached on the (frozen, hashable) spec: the planner estimates the
+    same model 20-100 times per plan, and an MoE model has dozens of layers to sum."""
+    dense = spec.attn_params + spec.dense_mlp_params + 2 * spec.hidden_size
+    moe = spec.attn_params + spec.moe_mlp_params + 2 * spec.hidden_size if spec.is_moe else dense
+    first = spec.num_dense_layers if spec.is_moe else spec.num_layers
+    first = min(first, spec.num_layers)
+    return (dense,) * first + (moe,) * (spec.num_layers - first)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -139,6 +146,13 @@ def resolve_model(name_or_path: str | None) -> ModelSpec:
             f"unknown model {name_or_path!r}: it is not in the catalog and not a local folder. "
             "Give a local folder holding the model's config.json (only config.json is needed), "
             f"or one of the catalog names, e.g. {', '.join(catalog.examples())}")
+    return _catalog_spec(entry["names"][0])
+
+
+@lru_cache(maxsize=64)
+def _catalog_spec(name: str) -> ModelSpec:
+    """Catalog entries never change while the process runs: build each ModelSpec once."""
+    entry = catalog.lookup(name)
     return spec_from_config(entry["config"], name=entry["names"][0], source="catalog")
 
 

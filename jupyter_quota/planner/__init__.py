@@ -10,8 +10,9 @@ their memory, its quotas with their usage and its LimitRange, from
     result.to_json()   # {"recommended", "candidates", "rejected", "assumptions", "notes", ...}
 
 Candidates cover the method (full, LoRA, QLoRA 8-bit, QLoRA 4-bit), 1 to the free GPUs, DDP or
-DeepSpeed ZeRO-2/3, the micro-batch with gradient accumulation keeping the effective batch,
-gradient checkpointing and the attention kernel. A plan fits when its estimated peak per GPU is
+DeepSpeed ZeRO-2/3 (and, for a full fine-tune that fits no other way, ZeRO-2/3 with CPU offload,
+whose host memory must fit the pod's memory limit and the quota), the micro-batch with gradient
+accumulation keeping the effective batch, gradient checkpointing and the attention kernel. A plan fits when its estimated peak per GPU is
 at most the GPU's memory less the safety margin (``DEFAULT_MARGIN``, 10%), and its pod resources
 pass the namespace's LimitRange and ResourceQuotas (``quota.admit_job`` on the Job
 ``jobspec.build_job`` makes). See :mod:`.search` for the order of the search and the ranking.
@@ -23,6 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from .context import DEFAULT_MARGIN, MAX_PLAN_GPUS, PlanContext, context_from_balance, gib
+from .resources import OFFLOAD_HOST_ASSUMPTION, host_quantity
 from .search import CANDIDATE_CAP, REJECTED_CAP, Evaluated, Search
 
 __all__ = ["DEFAULT_MARGIN", "MAX_PLAN_GPUS", "PlanContext", "PlanResult", "context_from_balance", "plan"]
@@ -106,6 +108,11 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
         notes.append(f"nothing fits {context.namespace} now: see the rejected plans for what each would need")
     assumptions = [*context.assumptions, search.admission.assumption(),
                    "relativeStepTime is a rough heuristic for ranking (1.0 = the request as given)"]
+    if search.offload_tried:
+        assumptions.append("DeepSpeed CPU offload (zero2_offload, zero3_offload) is tried for a full fine-tune only, "
+                           "and only when no plain strategy fits the GPUs: it trades speed for GPU memory")
+    if search.offload_checked:
+        assumptions.append(OFFLOAD_HOST_ASSUMPTION)
     r = search.request
     request = {"args": list(asked.to_argv()), "gpus": r.gpus, "effectiveBatch": r.effective_batch,
                "estimate": search.asked_result.estimate.to_json()}
@@ -124,6 +131,7 @@ def _plan_json(e: Evaluated) -> dict:
         "estimate": e.estimate.to_json() if e.estimate is not None else None,
         "effectiveBatch": per_device * accumulation * e.gpus,
         "relativeStepTime": round(e.speed, 2) if e.estimate is not None else None,
+        "hostMemory": str(host_quantity(e.host_memory)) if e.host_memory else None,
         "changes": e.changes,
     }
 
@@ -139,6 +147,8 @@ def _summary(e: Evaluated) -> str:
         parts.append(str(a.attn_impl))
     if e.estimate is not None:
         parts.append(f"{gib(e.peak)} GiB per GPU")
+    if e.host_memory:
+        parts.append(f"{gib(e.host_memory)} GiB host memory")
     return ", ".join(parts)
 
 

@@ -19,6 +19,10 @@ SWIFT_TARGET_BATCH = 16
 ATTENTION = ("sdpa", "flash_attn")
 #: the strategies beside plain DDP, for two GPUs or more
 ZERO = ("zero2", "zero3")
+#: ms-swift 4.x's shipped CPU-offload configs (``swift/config/zero2_offload.json``: optimizer
+#: offload; ``zero3_offload.json``: parameters and optimizer), tried on 1 GPU and more for a full
+#: fine-tune when no plain strategy fits the GPUs
+OFFLOAD = ("zero2_offload", "zero3_offload")
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,17 @@ def strategies_for(gpus: int, method: Method, asked_deepspeed) -> list:
         if o not in out:
             out.append(o)
     return out
+
+
+def is_offload(deepspeed) -> bool:
+    return "offload" in str(deepspeed or "").lower()
+
+
+def offload_applies(method: Method, asked) -> bool:
+    """Offload variants are tried for a full fine-tune only (DeepSpeed's host-memory estimate
+    counts every parameter as trained; LoRA's optimizer states are small, QLoRA's weights cannot
+    be offloaded), and not when the user already chose a DeepSpeed offload config."""
+    return method.quality == 0 and not is_offload(asked.deepspeed)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,12 @@ BREAKDOWN = ("weights", "gradients", "optimizer", "activations", "logits", "over
 
 
 def command_line(args: list[str], gpus: int) -> str:
-    """A ready-to-copy shell command: ms-swift starts one process per GPU from NPROC_PER_NODE."""
-    prefix = f"NPROC_PER_NODE={gpus} " if gpus > 1 else ""
+    """A ready-to-copy shell command: ms-swift starts one process per GPU from NPROC_PER_NODE.
+
+    DeepSpeed on one GPU gets ``NPROC_PER_NODE=1`` too: ms-swift then starts it with torchrun,
+    which sets the rank variables DeepSpeed needs to initialise (a bare process has none).
+    """
+    prefix = f"NPROC_PER_NODE={gpus} " if gpus > 1 or "--deepspeed" in args else ""
     return prefix + shlex.join(["swift", "sft", *args])
 
 

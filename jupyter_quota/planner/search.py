@@ -6,8 +6,19 @@ the leanest variant (micro-batch 1, checkpointing, flash_attn). If even that doe
 whole group is rejected with its numbers (one estimate). Otherwise the variants are tried in
 order of how little they change the request, and the first that fits is the group's candidate.
 DDP keeps the per-GPU memory of one GPU, so a DDP group that fails on one GPU is not retried on
-more. Candidates are ranked by closeness to the request (method first, then the effective batch,
-then how many other settings change), then quality, then speed.
+more.
+
+When no plain strategy of a full fine-tune fits the GPUs, its DeepSpeed CPU-offload variants
+(``zero2_offload``, ``zero3_offload``) are tried on 1 to the free GPUs. Their host memory comes
+from DeepSpeed's own estimate (``resources.offload_host_bytes``): the pod's memory request and
+limit are raised to it, and a plan whose need the LimitRange's max or the quota's remaining memory
+cannot give is refused with those numbers (more GPUs never need less host memory, so a refused
+strategy is not retried on more).
+
+Candidates are ranked by closeness to the request (method first, then whether offload was added,
+then the effective batch, then how many other settings change), then quality, then speed: an
+offload plan comes after every plain one of the same method, but a full fine-tune with offload
+before LoRA when the user asked for a full fine-tune.
 """
 
 from __future__ import annotations
@@ -18,9 +29,10 @@ from dataclasses import dataclass, field
 from ..errors import InvalidRequest
 from .context import MAX_PLAN_GPUS, PlanContext, gib
 from .options import (
-    ATTENTION, Method, Request, batch_options, methods_for, relative_step_time, request_of, strategies_for,
+    ATTENTION, OFFLOAD, Method, Request, batch_options, is_offload, methods_for, offload_applies, relative_step_time,
+    request_of, strategies_for,
 )
-from .resources import Admission
+from .resources import Admission, offload_host_bytes
 
 #: at most this many fitting plans and rejected ones are listed (the rest are counted in notes)
 CANDIDATE_CAP = 10
@@ -41,6 +53,9 @@ class Evaluated:
     changes: list = field(default_factory=list)
     key: tuple = ()
     speed: float = 0.0
+    host_memory: int = 0  # bytes of host memory an offload plan needs (DeepSpeed's estimate)
+    host_formula: str = ""
+    host_refused: bool = False  # refused because the pod cannot have host_memory
 
     @property
     def peak(self) -> int:
@@ -60,6 +75,8 @@ class Search:
         self.rejected: list[Evaluated] = []
         self.summaries: list[Evaluated] = []
         self.asked_result: Evaluated | None = None
+        self.offload_tried = False
+        self.offload_checked = False  # some plan's host memory was checked
         self._speed_of_asked = relative_step_time(asked, gpus, self.request.batch)
 
     # -- the search -----------------------------------------------------------------------------
@@ -85,14 +102,14 @@ class Search:
         method = methods_for(self.asked)[0]
         ev = Evaluated(self.asked, r.gpus, method, (r.batch, r.accumulation, True),
                        self._estimate(self.asked, r.gpus))
-        ev.resources, refusal = self.admission.resources(r.gpus)
+        refusal = self._admit(ev)
         if ev.peak > self.context.usable_bytes:
             ev.reason = f"needs {gib(ev.peak)} GiB per GPU; {self.context.memory_phrase()}"
         elif r.gpus > self.context.gpus_free:
             ev.reason = (f"asks for {r.gpus} GPU{'s' if r.gpus != 1 else ''}; {self.context.free_phrase()}"
                          + (f" (the pod would be refused: {refusal})" if refusal else ""))
         elif refusal:
-            ev.reason = f"the pod would be refused: {refusal}"
+            ev.reason = refusal
         self._finish(ev)
         (self.rejected if ev.reason else self.fitting).append(ev)
         return ev
@@ -100,19 +117,40 @@ class Search:
     def _search_method(self, method: Method) -> None:
         base = self._with_method(method)
         ddp_too_big = False
+        plain_fits = False  # some plain strategy fits the GPUs' memory
         for gpus in range(1, self.context.gpus_free + 1):
             for deepspeed in strategies_for(gpus, method, self.request.deepspeed):
                 if deepspeed is None and gpus > 1 and ddp_too_big:
                     continue  # DDP holds a whole replica per GPU: no better on more GPUs
                 ev = self._search_group(method, base.replace(deepspeed=deepspeed), gpus)
                 if ev is None:
+                    plain_fits = True  # the request itself, and it fits the GPU
                     continue
-                if ev.reason and deepspeed is None and ev.peak > self.context.usable_bytes:
+                if ev.peak <= self.context.usable_bytes:
+                    plain_fits = True
+                elif deepspeed is None:
                     ddp_too_big = True
-                self._finish(ev)
-                if not ev.changes and ev.gpus == self.request.gpus:
-                    continue  # the request itself with its defaults spelled out: already listed
-                (self.rejected if ev.reason else self.fitting).append(ev)
+                self._keep(ev)
+        if not plain_fits and offload_applies(method, self.asked):
+            self._search_offload(method, base)
+
+    def _search_offload(self, method: Method, base) -> None:
+        """ZeRO-2/3 with CPU offload, from 1 to the free GPUs, when nothing plain fits the GPUs."""
+        self.offload_tried = True
+        for deepspeed in OFFLOAD:
+            for gpus in range(1, self.context.gpus_free + 1):
+                ev = self._search_group(method, base.replace(deepspeed=deepspeed), gpus)
+                if ev is None:
+                    continue
+                self._keep(ev)
+                if ev.host_refused:
+                    break  # short of host memory: more GPUs never need less of it
+
+    def _keep(self, ev: Evaluated) -> None:
+        self._finish(ev)
+        if not ev.changes and ev.gpus == self.request.gpus:
+            return  # the request itself with its defaults spelled out: already listed
+        (self.rejected if ev.reason else self.fitting).append(ev)
 
     def _search_group(self, method: Method, base, gpus: int) -> Evaluated | None:
         """The first variant of (method, strategy, gpus) that fits, or the leanest one rejected."""
@@ -126,6 +164,13 @@ class Search:
                               f"{self.context.memory_phrase()}")
             lean_ev.resources, _ = self.admission.resources(gpus)
             return lean_ev
+        if is_offload(base.deepspeed):
+            # host memory does not depend on the variant: refuse the group at once when short
+            short = self._host_short(lean_ev)
+            if short:
+                lean_ev.reason = short
+                lean_ev.resources, _ = self.admission.resources(gpus)
+                return lean_ev
         chosen = lean_ev
         for args, batch in self._variants(base, batches, gpus):
             if args.to_argv() == lean.to_argv():
@@ -136,9 +181,7 @@ class Search:
                 break
         if chosen.args.to_argv() == self.asked.to_argv() and gpus == self.request.gpus:
             return None  # the request itself, already evaluated
-        chosen.resources, refusal = self.admission.resources(gpus)
-        if refusal:
-            chosen.reason = f"the pod would be refused: {refusal}"
+        chosen.reason = self._admit(chosen)
         return chosen
 
     def _variants(self, base, batches, gpus):
@@ -176,8 +219,8 @@ class Search:
             if best.peak <= usable:
                 if gpus <= self.context.gpus_free:
                     # it fits in memory on GPUs the team has: the pod itself was refused
-                    best.resources, refusal = self.admission.resources(gpus)
-                    best.reason = (f"{method.label}: the pod would be refused: {refusal}" if refusal else
+                    refusal = self._admit(best)
+                    best.reason = (f"{method.label}: {refusal}" if refusal else
                                    f"{method.label}: no variant closer to the request fits")
                 else:
                     best.resources, _ = self.admission.resources(gpus)
@@ -202,6 +245,26 @@ class Search:
         return base.replace(per_device_train_batch_size=batch[0], gradient_accumulation_steps=batch[1],
                             gradient_checkpointing=checkpointing, attn_impl=attention)
 
+    def _host_short(self, ev: Evaluated) -> str | None:
+        """For an offload plan: its host memory (DeepSpeed's estimate) and why the pod cannot have it."""
+        model = getattr(ev.estimate, "model", None)
+        ev.host_memory, ev.host_formula = offload_host_bytes(ev.args, getattr(model, "params", 0) or 0, ev.gpus)
+        if not ev.host_memory:
+            return None
+        self.offload_checked = True
+        short = self.admission.host_refusal(ev.host_memory, str(ev.args.deepspeed), ev.host_formula)
+        ev.host_refused = short is not None
+        return short
+
+    def _admit(self, ev: Evaluated) -> str | None:
+        """Attach the pod resources (memory raised to an offload plan's host need); None when admitted."""
+        short = self._host_short(ev)
+        if short:
+            ev.resources, _ = self.admission.resources(ev.gpus)
+            return short
+        ev.resources, refusal = self.admission.resources(ev.gpus, ev.host_memory)
+        return f"the pod would be refused: {refusal}" if refusal else None
+
     def _estimate(self, args, gpus: int):
         key = (tuple(args.to_argv()), gpus)
         if key not in self._estimates:
@@ -215,8 +278,9 @@ class Search:
         ev.speed = relative_step_time(ev.args, ev.gpus, ev.batch[0]) / self._speed_of_asked
         r = self.request
         settings_changed = sum(1 for c in ev.changes if c["field"] != "method")
-        ev.key = (abs(ev.method.quality - r.quality), not ev.batch[2], settings_changed, ev.method.quality,
-                  ev.speed, ev.gpus)
+        offload_added = is_offload(ev.args.deepspeed) and not is_offload(r.deepspeed)
+        ev.key = (abs(ev.method.quality - r.quality), offload_added, not ev.batch[2], settings_changed,
+                  ev.method.quality, ev.speed, ev.gpus)
 
 
 def changes_from(search: Search, ev: Evaluated) -> list[dict]:
@@ -234,8 +298,14 @@ def changes_from(search: Search, ev: Evaluated) -> list[dict]:
             why = ctx.free_phrase()
         out.append({"field": "gpus", "from": r.gpus, "to": ev.gpus, "why": why})
     if a.deepspeed != r.deepspeed:
+        host = (f": {gib(ev.host_memory)} GiB, pinned, so the pod's memory request and limit are raised to "
+                f"it; each step waits on the CPU's optimizer, about 2-3x slower" if ev.host_memory else "")
         why = {"zero2": "shards optimizer states and gradients over the GPUs",
                "zero3": "shards weights, gradients and optimizer states over the GPUs",
+               "zero2_offload": "keeps the fp32 master weights, gradients and optimizer states in host memory"
+                                + host,
+               "zero3_offload": "keeps parameters, gradients and optimizer states in host memory, the GPU only "
+                                "the layers in use" + host,
                None: "plain data parallel (DDP): the fastest when a replica fits"}.get(a.deepspeed, "")
         out.append({"field": "deepspeed", "from": r.deepspeed, "to": a.deepspeed, "why": why})
     per_device, accumulation, kept = ev.batch
@@ -262,8 +332,13 @@ def changes_from(search: Search, ev: Evaluated) -> list[dict]:
 
 
 def _why_not_asked(search: Search) -> str:
-    summary = next((s for s in search.summaries if s.method.name == methods_for(search.asked)[0].name), None)
+    asked_method = methods_for(search.asked)[0].name
+    summary = next((s for s in search.summaries if s.method.name == asked_method), None)
     if summary is not None:
+        short = [e for e in search.rejected if e.host_refused and e.method.name == asked_method]
+        if short:  # offload fits the GPUs but not the pod: say so with the smallest host need
+            least = min(short, key=lambda e: (e.host_memory, e.gpus))
+            return f"{summary.reason}; with CPU offload {least.reason}"
         return summary.reason
     if any(not e.method.changes for e in search.fitting):
         return "an alternative that trains fewer or cheaper parameters: less memory, less time"
