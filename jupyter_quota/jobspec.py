@@ -74,6 +74,11 @@ def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: li
         "command": [*command, *request.args],
         "resources": {k: dict(v) for k, v in request.resources.items() if v},
     }
+    processes = _processes_per_node(request, profile.gpuResource)
+    if processes:
+        # ms-swift launches torchrun itself when NPROC_PER_NODE is set: one rank per GPU (DDP or
+        # DeepSpeed); without it a multi-GPU job would run as one process on the first GPU.
+        container["env"] = [{"name": "NPROC_PER_NODE", "value": str(processes)}]
     if profile.image or image:
         container["image"] = profile.image or image
     pod_spec: dict = {"restartPolicy": "Never", "containers": [container]}
@@ -99,6 +104,14 @@ def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: li
             "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
         },
     }
+
+
+def _processes_per_node(request: JobRequest, gpu_resource: str) -> int:
+    """Ranks to launch: one per GPU for a multi-GPU or DeepSpeed job, else 0 (a plain process)."""
+    stated = request.resources["limits"].get(gpu_resource) or request.resources["requests"].get(gpu_resource)
+    gpus = Quantity(stated).value() if stated else 0
+    deepspeed = any(a == "--deepspeed" or a.startswith("--deepspeed=") for a in request.args)
+    return gpus if gpus > 1 else (1 if deepspeed and gpus == 1 else 0)
 
 
 def job_pod(job: dict) -> dict:

@@ -65,3 +65,12 @@ def test_a_profile_with_another_gpu_resource_accepts_it(profile):
     assert parse_job_request({"gpus": 1}, amd).resources["limits"] == {"amd.com/gpu": "1"}
     with pytest.raises(InvalidRequest, match="unknown resource"):
         parse_job_request({"resources": {"limits": {"nvidia.com/gpu": "1"}}}, amd)
+
+
+@pytest.mark.parametrize("gpus, args, expected", [(2, [], "2"), (4, ["--deepspeed", "zero3"], "4"),
+                                                  (1, ["--deepspeed", "zero2"], "1"), (1, ["--deepspeed=zero2"], "1"),
+                                                  (1, [], None), (0, [], None)])
+def test_multi_gpu_and_deepspeed_jobs_get_one_rank_per_gpu(profile, gpus, args, expected):
+    job = build_job(profile, parse_job_request({"args": args, "gpus": gpus}, profile), "u", ["swift", "sft"])
+    env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0].get("env", [])}
+    assert env.get("NPROC_PER_NODE") == expected
