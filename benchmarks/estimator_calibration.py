@@ -1,4 +1,4 @@
-"""Error of the estimator on measured runs (../shared/data/estimator_calibration.tsv), beside two peers.
+"""Error of the estimator on measured runs (benchmarks/data/estimator_calibration.tsv), beside two peers.
 
 Each row of the calibration file becomes a ``swift sft`` argv (current names) and a GPU count; the
 estimator's CUDA figure is compared with the measured peak per GPU. Printed per subset: median
@@ -30,7 +30,7 @@ from jupyter_quota.estimator import estimate  # noqa: E402
 from jupyter_quota.estimator.model import resolve_model  # noqa: E402
 
 GIB = 1024 ** 3
-DEFAULT_TSV = ROOT.parent / "shared" / "data" / "estimator_calibration.tsv"
+DEFAULT_TSV = ROOT / "benchmarks" / "data" / "estimator_calibration.tsv"
 UNMODELLED = ("galore", "lisa", "muon", "awq", "hqq", "device_map", "+compile", "chunked cross",
               "optimizer_in_bwd", "fuse optimizer", "activation offloading", "8-bit adamw",
               "cpu offload with fused")
