@@ -37,6 +37,7 @@ class Lifecycle:
         self._children: dict[procfs.ProcessId, subprocess.Popen] = {}  # supervisors we started
         self._lock = threading.RLock()  # one schedule/reap pass at a time in this process
         self._scheduled_at: int | None = None  # ledger generation of the last complete pass
+        self._pending_requests: dict[int, dict] = {}  # job id -> pod requests (exact), Pending jobs
 
     def schedule(self) -> None:
         """Start every Pending job that fits now; note why the others wait.
@@ -102,10 +103,14 @@ class Lifecycle:
         """Decide and start inside the write transaction; launched supervisors wait at their gate."""
         running = ledger.in_phase(con, "Running")
         pending = ledger.in_phase(con, "Pending")
+        # A pending job's pod never changes, so its requests are parsed once, not on every pass
+        # (a long queue would otherwise cost every submission a full re-parse).
+        known = self._pending_requests
+        self._pending_requests = {r["id"]: known.get(r["id"]) or scheduler.amounts(_requests(r)) for r in pending}
         decisions = scheduler.schedule(
             self._inventory,
             [scheduler.Running(_requests(r), ledger.loads(r["gpu_indices"], [])) for r in running],
-            [scheduler.Pending(r, _requests(r)) for r in pending],
+            [scheduler.Pending(r, self._pending_requests[r["id"]]) for r in pending],
         )
         for decision in decisions:
             row = decision.key

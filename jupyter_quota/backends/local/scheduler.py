@@ -23,13 +23,14 @@ from ...quantity import Quantity
 
 GPU = "nvidia.com/gpu"
 NODE_RESOURCES = ("cpu", "memory", GPU)
+ZERO = Fraction(0)
 UNSCHEDULABLE = "Unschedulable"
 WAITING = "WaitingForResources"
 
 
 @dataclass
 class Running:
-    requests: dict  # resource -> quantity (Quantity or str)
+    requests: dict  # resource -> quantity (Quantity, str, or an exact Fraction)
     gpu_indices: list[int] = field(default_factory=list)
 
 
@@ -55,14 +56,16 @@ def schedule(inventory: dict, running: list[Running], pending: list[Pending]) ->
     held = {i for r in running for i in r.gpu_indices}
     free_gpus = [g["index"] for g in inventory.get("gpus", []) if g["index"] not in held]
 
+    # What is left now, kept current as jobs start: each check is one comparison per resource.
+    left = {name: allocatable.get(name, ZERO) - requested.get(name, ZERO) for name in {*allocatable, *requested}}
     decisions = []
     for job in pending:
-        wanted = _amounts(job.requests)
-        missing = _insufficient(wanted, allocatable, {})
+        wanted = amounts(job.requests)
+        missing = _insufficient(wanted, allocatable)
         reason = UNSCHEDULABLE
         if not missing:
             reason = WAITING
-            missing = _insufficient(wanted, allocatable, requested)
+            missing = _insufficient(wanted, left)
             gpus = int(wanted.get(GPU, 0))
             if gpus > len(free_gpus) and GPU not in missing:
                 missing.append(GPU)  # counted free, but an index is still held (a shrunk inventory)
@@ -72,7 +75,7 @@ def schedule(inventory: dict, running: list[Running], pending: list[Pending]) ->
         gpus = int(wanted.get(GPU, 0))
         taken, free_gpus = free_gpus[:gpus], free_gpus[gpus:]
         for name, amount in wanted.items():
-            requested[name] = requested.get(name, Fraction(0)) + amount
+            left[name] = left.get(name, ZERO) - amount
         decisions.append(Decision(job.key, True, gpu_indices=taken))
     return decisions
 
@@ -86,16 +89,10 @@ def node_allocatable(inventory: dict) -> dict[str, Fraction]:
     }
 
 
-def _insufficient(wanted: dict, allocatable: dict, requested: dict) -> list[str]:
-    """Resources whose request exceeds what is left, sorted as kube-scheduler sorts them."""
-    missing = []
-    for name, amount in wanted.items():
-        if amount <= 0 or not _tracked(name):
-            continue
-        left = allocatable.get(name, Fraction(0)) - requested.get(name, Fraction(0))
-        if amount > left:
-            missing.append(name)
-    return sorted(missing)
+def _insufficient(wanted: dict, left: dict) -> list[str]:
+    """Resources whose request exceeds what is ``left``, sorted as kube-scheduler sorts them."""
+    return sorted(name for name, amount in wanted.items()
+                  if amount > 0 and _tracked(name) and amount > left.get(name, ZERO))
 
 
 def _tracked(name: str) -> bool:
@@ -108,13 +105,15 @@ def _message(missing: list[str]) -> str:
     return f"0/1 nodes are available: {reasons}."
 
 
-def _amounts(requests: dict) -> dict[str, Fraction]:
-    return {name: Quantity(str(q)).as_fraction() for name, q in requests.items()}
+def amounts(requests: dict) -> dict[str, Fraction]:
+    """Requests as exact numbers; already-converted values pass through (callers may cache them)."""
+    return {name: q if isinstance(q, Fraction) else Quantity(str(q)).as_fraction()
+            for name, q in requests.items()}
 
 
 def _total(all_requests) -> dict[str, Fraction]:
     total: dict[str, Fraction] = {}
     for requests in all_requests:
-        for name, amount in _amounts(requests).items():
+        for name, amount in amounts(requests).items():
             total[name] = total.get(name, Fraction(0)) + amount
     return total
