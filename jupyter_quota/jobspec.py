@@ -106,12 +106,17 @@ def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: li
     }
 
 
-def _processes_per_node(request: JobRequest, gpu_resource: str) -> int:
-    """Ranks to launch: one per GPU for a multi-GPU or DeepSpeed job, else 0 (a plain process)."""
-    stated = request.resources["limits"].get(gpu_resource) or request.resources["requests"].get(gpu_resource)
-    gpus = Quantity(stated).value() if stated else 0
-    deepspeed = any(a == "--deepspeed" or a.startswith("--deepspeed=") for a in request.args)
+def processes_per_node(gpus: int, args: list[str]) -> int:
+    """Ranks ms-swift should launch (``NPROC_PER_NODE``): one per GPU for a multi-GPU job, and 1
+    for DeepSpeed on one GPU (torchrun sets the rank variables DeepSpeed needs); 0 means a plain
+    process."""
+    deepspeed = any(a == "--deepspeed" or a.startswith("--deepspeed=") for a in args)
     return gpus if gpus > 1 else (1 if deepspeed and gpus == 1 else 0)
+
+
+def _processes_per_node(request: JobRequest, gpu_resource: str) -> int:
+    stated = request.resources["limits"].get(gpu_resource) or request.resources["requests"].get(gpu_resource)
+    return processes_per_node(Quantity(stated).value() if stated else 0, request.args)
 
 
 def job_pod(job: dict) -> dict:

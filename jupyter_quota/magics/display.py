@@ -7,8 +7,8 @@ widget, a static renderer (nbconvert, GitHub) the HTML table, a terminal IPython
 from __future__ import annotations
 
 import html
-import shlex
 
+from ..planner.report import command_line
 from ..quantity import Quantity
 
 #: resources listed first, in this order; the rest follow alphabetically
@@ -159,11 +159,6 @@ def plan_html(result: dict) -> str:
                      + "".join(f"<li>{_e(a)}</li>" for a in result["assumptions"]) + "</ul></details>")
     parts.append("</div>")
     return "".join(parts)
-
-
-def command_line(args: list[str], gpus: int) -> str:
-    prefix = f"NPROC_PER_NODE={gpus} " if gpus and gpus > 1 else ""
-    return prefix + shlex.join(["swift", "sft", *args])
 
 
 # -- helpers -------------------------------------------------------------------------------------

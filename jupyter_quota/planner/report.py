@@ -11,13 +11,11 @@ BREAKDOWN = ("weights", "gradients", "optimizer", "activations", "logits", "over
 
 
 def command_line(args: list[str], gpus: int) -> str:
-    """A ready-to-copy shell command: ms-swift starts one process per GPU from NPROC_PER_NODE.
+    """A ready-to-copy shell command, with ``NPROC_PER_NODE`` as the submitted job gets it."""
+    from ..jobspec import processes_per_node
 
-    DeepSpeed on one GPU gets ``NPROC_PER_NODE=1`` too: ms-swift then starts it with torchrun,
-    which sets the rank variables DeepSpeed needs to initialise (a bare process has none).
-    """
-    prefix = f"NPROC_PER_NODE={gpus} " if gpus > 1 or "--deepspeed" in args else ""
-    return prefix + shlex.join(["swift", "sft", *args])
+    processes = processes_per_node(gpus, args)
+    return (f"NPROC_PER_NODE={processes} " if processes else "") + shlex.join(["swift", "sft", *args])
 
 
 def estimate_text(estimate: dict, notes=()) -> str:
