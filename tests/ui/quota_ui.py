@@ -18,8 +18,10 @@ def open_sidebar(page):
     """Open the quota panel (unless the restored layout already shows it); return its locator."""
     tab = page.locator(f".jp-SideBar .lm-TabBar-tab[data-id='{SIDEBAR_ID}']")
     tab.wait_for(state="visible")
-    if "lm-mod-current" not in (tab.get_attribute("class") or ""):
-        tab.click()
+    # After a reload the layout restorer may open the panel a moment later, and a click on the
+    # current tab collapses the sidebar: wait for the restore, then activate (never toggles).
+    page.evaluate("() => window.jupyterapp.restored")
+    page.evaluate(f"() => window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
     panel = page.locator(f"#{SIDEBAR_ID}")
     panel.wait_for(state="visible")
     return panel

@@ -180,14 +180,19 @@ def test_missing_server_extension_gives_the_pip_command(quota_page, ui_output_di
         re.compile(r".*/quota/v1/.*"),
         lambda route: route.fulfill(status=404, content_type="text/html", body="<h1>404 Not Found</h1>"),
     )
-    page.reload()
-    panel = open_sidebar(page)
-    missing = panel.locator(".jp-QuotaSidebar-missing")
-    missing.wait_for(timeout=30_000)
-    assert "server extension is missing" in missing.inner_text()
-    assert panel.locator(".jp-QuotaSidebar-command").inner_text() == "pip install jupyter_quota"
-    panel.screenshot(path=ui_output_dir / "sidebar-missing-extension.png")
-    page.unroute(re.compile(r".*/quota/v1/.*"))
+    try:
+        page.reload()
+        panel = open_sidebar(page)
+        missing = panel.locator(".jp-QuotaSidebar-missing")
+        missing.wait_for(timeout=30_000)
+        assert "server extension is missing" in missing.inner_text()
+        assert panel.locator(".jp-QuotaSidebar-command").inner_text() == "pip install jupyter_quota"
+        panel.screenshot(path=ui_output_dir / "sidebar-missing-extension.png")
+    finally:  # the next tests (and this module's teardown) need the real API back
+        page.unroute(re.compile(r".*/quota/v1/.*"))
+        page.reload()
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
+        page.evaluate("() => window.jupyterapp.restored")
 
 
 def test_dark_theme_renders(quota_page, ui_output_dir):
