@@ -1,0 +1,68 @@
+"""The REST API of a real jupyter server on the kube backend, against the real test cluster."""
+
+from __future__ import annotations
+
+import getpass
+import time
+
+import kubecluster
+import pytest
+from server_process import ServerProcess
+
+from jupyter_quota.backends.kube import apply_profiles
+from jupyter_quota.profiles import TeamProfile
+
+pytestmark = pytest.mark.slow
+
+
+def wait(fetch, predicate, timeout=60.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        status, body = fetch()
+        if status == 200 and predicate(body):
+            return body
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}: {status} {body}")
+        time.sleep(0.2)
+
+
+def test_balance_refusal_and_a_job_over_rest(kube_cluster, namespace_name, tmp_path):
+    profile = {"team": "rest", "namespace": namespace_name, "users": [getpass.getuser()],
+               "hard": {"requests.nvidia.com/gpu": "2"},
+               "limitRange": {"limits": [{"type": "Container", "default": {"cpu": "1", "memory": "1Gi"},
+                                          "defaultRequest": {"cpu": "100m", "memory": "128Mi"}}]}}
+    apply_profiles([TeamProfile(**profile)], kube_cluster.kube())
+    kubecluster.wait_quota_status(kube_cluster.kube(), namespace_name)
+    root = tmp_path / "root"
+    root.mkdir()
+    server = ServerProcess(tmp_path / "state", root, extra_config=(
+        "c.JupyterQuota.backend = 'kube'\n"
+        f"c.JupyterQuota.profiles = [{profile!r}]\n"
+        f"c.JupyterQuota.kube_config_file = {str(kube_cluster.kubeconfig)!r}\n"
+        "c.JupyterQuota.kube_in_cluster = 'false'\n"
+        f"c.JupyterQuota.job_command = {kubecluster.JOB_COMMAND!r}\n"
+        f"c.JupyterQuota.job_image = {kubecluster.JOB_IMAGE!r}\n"
+    ))
+    try:
+        server.start()
+        status, me = server.call("GET", "/identity")
+        assert me["backend"] == "kube" and me["namespaces"] == [namespace_name]
+        balance = wait(lambda: server.call("GET", f"/namespaces/{namespace_name}/balance"),
+                       lambda b: "requests.nvidia.com/gpu" in b["resources"], what="the cached quota")
+        assert balance["resources"]["requests.nvidia.com/gpu"] == {"hard": "2", "used": "0", "remaining": "2"}
+        assert balance["stale"] is False
+
+        status, refused = server.call("POST", f"/namespaces/{namespace_name}/jobs", {"args": [], "gpus": 4})
+        assert status == 403 and refused["message"] == (
+            "exceeded quota: team-quota, requested: requests.nvidia.com/gpu=4, "
+            "used: requests.nvidia.com/gpu=0, limited: requests.nvidia.com/gpu=2")
+
+        status, job = server.call("POST", f"/namespaces/{namespace_name}/jobs",
+                                  {"name": "over-rest", "args": ["--sleep", "1"], "gpus": 1})
+        assert status == 201, job
+        done = wait(lambda: server.call("GET", f"/namespaces/{namespace_name}/jobs/over-rest"),
+                    lambda j: j["phase"] in ("Succeeded", "Failed"), what="the job's end")
+        assert done["phase"] == "Succeeded", done
+        assert "Traceback" not in server.log()
+    finally:
+        server.stop()
