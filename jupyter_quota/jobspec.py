@@ -50,7 +50,7 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
     args = _parse_args(body.get("args"))
     resources = _parse_resources(body.get("resources"), profile.gpuResource)
     if body.get("gpus") is not None:
-        gpus = _parse_gpus(body["gpus"], profile.gpuResource)
+        gpus = parse_gpus(body["gpus"], resource=profile.gpuResource)
         for part in ("requests", "limits"):
             stated = resources[part].get(profile.gpuResource)
             if stated is not None and Quantity(stated) != Quantity(gpus):
@@ -191,22 +191,28 @@ def _parse_args(args) -> list[str]:
     return list(args)
 
 
-def _parse_gpus(value, resource: str) -> int:
+def parse_gpus(value, what: str = '"gpus"', resource: str = "nvidia.com/gpu", minimum: int = 0) -> int:
+    """A whole number of GPUs from JSON or a command line: a job takes 0 up, a plan or an
+    estimate 1 up (``minimum``), at most ``MAX_GPUS``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise InvalidRequest(f'"gpus" must be a whole number, like 1 or 2, not {_shown(value)}')
+        raise InvalidRequest(f"{what} must be a whole number, like 1 or 2, not {_shown(value)}")
     try:
-        q = Quantity(str(value)) if not isinstance(value, int) else Quantity(value)
-    except ValueError:
-        raise InvalidRequest(f'"gpus" {_shown(value)} is not a number; give a whole number like 1 or 2') from None
-    return _whole_gpus(q, f'"gpus" {_shown(value)}', resource)
+        q = Quantity(value) if isinstance(value, int) else Quantity(str(value))
+    except (ValueError, TypeError):
+        raise InvalidRequest(f"{what} {_shown(value)} is not a number; give a whole number like 1 or 2") from None
+    n = _whole_gpus(q, f"{what} {_shown(value)}", resource, kube_sign_check=minimum == 0)
+    if n < minimum:
+        raise InvalidRequest(f"{what} must be at least {minimum}, not {n}")
+    return n
 
 
-def _whole_gpus(q: Quantity, what: str, resource: str) -> int:
-    if q.sign() < 0:
+def _whole_gpus(q: Quantity, what: str, resource: str, kube_sign_check: bool = True) -> int:
+    """Whole and bounded; negatives get the API server's words unless the caller has its own floor."""
+    if kube_sign_check and q.sign() < 0:
         raise InvalidRequest(f"{what} must be greater than or equal to 0")
     if q.milli_value() % 1000 != 0:
         raise InvalidRequest(f"{what} is not a whole number: GPUs ({resource}) are whole, "
-                             f"a job gets 0, 1, 2, ... of them, never a fraction")
+                             f"1, 2, ... of them, never a fraction")
     n = q.value()
     if n > MAX_GPUS:
         raise InvalidRequest(f"{what} asks for {n} GPUs; at most {MAX_GPUS} are accepted")

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InvalidRequest
-from ..jobspec import MAX_GPUS, _parse_args, _shown  # the job body's own checks, shared
-from ..quantity import Quantity
+from .. import jobspec
+from ..jobspec import _parse_args  # the job body's own checks, shared
 
 ESTIMATE_FIELDS = ("args", "gpus")
 PLAN_FIELDS = ("args", "gpus")
@@ -34,22 +34,8 @@ def parse_plan_request(body) -> SftRequest:
 
 
 def parse_gpus(value, what: str = '"gpus"') -> int:
-    """A whole number of GPUs from 1 to ``MAX_GPUS``, from JSON or a command line."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise InvalidRequest(f"{what} must be a whole number like 1 or 2, not {_shown(value)}")
-    try:
-        q = Quantity(value) if isinstance(value, int) else Quantity(str(value))
-    except (ValueError, TypeError):
-        raise InvalidRequest(f"{what} {_shown(value)} is not a number; give a whole number like 1 or 2") from None
-    if q.milli_value() % 1000 != 0:
-        raise InvalidRequest(f"{what} {_shown(value)} is not a whole number: GPUs are whole, 1, 2, ... "
-                             "never a fraction")
-    n = q.value()
-    if n < 1:
-        raise InvalidRequest(f"{what} must be at least 1, not {n}")
-    if n > MAX_GPUS:
-        raise InvalidRequest(f"{what} asks for {n} GPUs; at most {MAX_GPUS} are accepted")
-    return n
+    """A whole number of GPUs from 1 to ``MAX_GPUS``: the job body's own check, with a floor of 1."""
+    return jobspec.parse_gpus(value, what, minimum=1)
 
 
 def _parse(body, fields: tuple, example: str) -> SftRequest:
