@@ -228,15 +228,13 @@ def configured_context(namespace: str | None, config_file=None, **options):
     namespaces. ``options`` go to :func:`planner.context_from_balance` (``gpu_memory``, ``margin``).
     """
     from .extension import build_service
-    from .identity import Identity
+    from .identity import owner_identity
     from .planner import context_from_balance
 
     config = config_file if isinstance(config_file, JupyterQuota) else load_config(config_file)
     service = build_service(config)
     try:
-        groups = tuple(sorted(g for g, members in config.groups.items() if config.owner in (members or ())))
-        admin = config.owner in config.admin_users or bool(set(groups) & set(config.admin_groups))
-        who = Identity(config.owner, groups, admin, "owner")
+        who = owner_identity(config)
         if not namespace:
             mine = service.registry.teams_of(who)
             if len(mine) != 1:

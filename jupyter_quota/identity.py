@@ -39,9 +39,16 @@ def identify(user, identity_provider, config: JupyterQuota) -> Identity:
         admin = bool(hub_user.get("admin")) or _configured_admin(name, groups, config)
         return Identity(name, groups, admin, "jupyterhub")
     if type(identity_provider) in _OWNER_ONLY_PROVIDERS:
-        name, source = config.owner, "owner"
-    else:
-        name, source = str(getattr(user, "username", "") or ""), "identity-provider"
+        return owner_identity(config)
+    return _configured_identity(str(getattr(user, "username", "") or ""), config, "identity-provider")
+
+
+def owner_identity(config: JupyterQuota) -> Identity:
+    """The server's owner, as the built-in login (and the command line) act for."""
+    return _configured_identity(config.owner, config, "owner")
+
+
+def _configured_identity(name: str, config: JupyterQuota, source: str) -> Identity:
     groups = tuple(sorted(g for g, members in config.groups.items() if name in (members or ())))
     return Identity(name, groups, _configured_admin(name, groups, config), source)
 
