@@ -1,6 +1,9 @@
 """The dimensions a plan may change, and how each candidate compares with what the user asked.
 
-Methods are ranked by quality (full > LoRA > QLoRA 8-bit > QLoRA 4-bit). Execution choices (GPU
+Methods are ranked by quality: full > LoRA > QLoRA, where QLoRA 8-bit and 4-bit share one tier (the
+QLoRA paper, Dettmers et al. 2023, tables 3 and 4: 4-bit NF4 with double quantization matches
+16-bit adapters, and Int8 does no better), so between them the faster and leaner 4-bit wins unless
+the user asked for 8 bits. Execution choices (GPU
 count, DDP or ZeRO, micro-batch with gradient accumulation, gradient checkpointing, attention
 kernel) leave the trained model the same in expectation; they trade memory for speed.
 """
@@ -10,8 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-#: quality classes, best first
+#: method classes, best first
 QUALITY_LABELS = ("full fine-tune", "LoRA", "QLoRA 8-bit", "QLoRA 4-bit")
+#: the quality tier of each class: the two QLoRA classes train to the same quality (see above)
+QUALITY_TIERS = (0, 1, 2, 2)
 STANDARD_METHODS = ("full", "lora", "qlora8", "qlora4")
 #: ms-swift: gradient_accumulation_steps defaults to ceil(16 / per-device batch / world size)
 SWIFT_TARGET_BATCH = 16
@@ -33,6 +38,10 @@ class Method:
     changes: tuple  # ((field, value), ...) applied with SftArgs.replace
     quality: int
     label: str
+
+    @property
+    def tier(self) -> int:
+        return QUALITY_TIERS[self.quality]
 
 
 def quality_of(args) -> int:
@@ -108,7 +117,7 @@ class Request:
     checkpointing: bool
     attention: str | None
     deepspeed: str | None
-    quality: int
+    tier: int  # the quality tier of the method asked for
 
     @property
     def effective_batch(self) -> int:
@@ -122,7 +131,7 @@ def request_of(asked, gpus: int) -> Request:
         accumulation = max(1, math.ceil(SWIFT_TARGET_BATCH / batch / gpus))
     checkpointing = True if asked.gradient_checkpointing is None else bool(asked.gradient_checkpointing)
     return Request(gpus=gpus, batch=batch, accumulation=int(accumulation), checkpointing=checkpointing,
-                   attention=asked.attn_impl, deepspeed=asked.deepspeed, quality=quality_of(asked))
+                   attention=asked.attn_impl, deepspeed=asked.deepspeed, tier=QUALITY_TIERS[quality_of(asked)])
 
 
 def batch_options(request: Request, gpus: int) -> list[tuple[int, int, bool]]:

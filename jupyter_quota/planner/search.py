@@ -16,7 +16,8 @@ cannot give is refused with those numbers (more GPUs never need less host memory
 strategy is not retried on more).
 
 Candidates are ranked by closeness to the request (method first, then whether offload was added,
-then the effective batch, then how many other settings change), then quality, then speed: an
+then the effective batch, then how many other settings change), then quality tier (full, LoRA,
+QLoRA of either width: see ``options``), then speed: an
 offload plan comes after every plain one of the same method, but a full fine-tune with offload
 before LoRA when the user asked for a full fine-tune.
 """
@@ -279,8 +280,8 @@ class Search:
         r = self.request
         settings_changed = sum(1 for c in ev.changes if c["field"] != "method")
         offload_added = is_offload(ev.args.deepspeed) and not is_offload(r.deepspeed)
-        ev.key = (abs(ev.method.quality - r.quality), offload_added, not ev.batch[2], settings_changed,
-                  ev.method.quality, ev.speed, ev.gpus)
+        ev.key = (abs(ev.method.tier - r.tier), bool(ev.method.changes), offload_added, not ev.batch[2], settings_changed,
+                  ev.method.tier, ev.speed, ev.gpus)
 
 
 def changes_from(search: Search, ev: Evaluated) -> list[dict]:
@@ -289,7 +290,7 @@ def changes_from(search: Search, ev: Evaluated) -> list[dict]:
     out = []
     asked_label = methods_for(search.asked)[0].label
     if ev.method.changes:
-        why = _why_not_asked(search)
+        why = _why_not_asked(search) + _why_not_better(search, ev)
         out.append({"field": "method", "from": asked_label, "to": ev.method.label, "why": why})
     if ev.gpus != r.gpus:
         if ev.gpus > r.gpus:
@@ -345,6 +346,21 @@ def _why_not_asked(search: Search) -> str:
     if search.asked_result is not None and search.asked_result.reason:
         return f"the request {search.asked_result.reason}"
     return "a different method"
+
+
+def _why_not_better(search: Search, ev: Evaluated) -> str:
+    """Why the plan's method and not another one the user would rank above it (their refusals), and
+    a same-tier sibling that fits but loses on speed (QLoRA 8-bit beside 4-bit)."""
+    asked_method = methods_for(search.asked)[0].name
+    out = [s.reason for s in search.summaries
+           if s.method.name != asked_method and s.method.tier < ev.method.tier and s.reason]
+    sibling = [e for e in search.fitting if e.method.tier == ev.method.tier and e.method.name != ev.method.name
+               and e.method.quality < ev.method.quality]
+    if sibling:
+        best = min(sibling, key=lambda e: e.key)
+        out.append(f"{best.method.label} also fits ({gib(best.peak)} GiB per GPU) but trains to the same quality "
+                   f"(QLoRA paper: 4-bit NF4 matches 16-bit adapters) and more slowly")
+    return "".join(f"; {r}" for r in _unique(out))
 
 
 def _strategy_suffix(args) -> str:
