@@ -19,6 +19,7 @@ Run: ``.venv/bin/python benchmarks/estimator_calibration.py [path/to/tsv]``.
 from __future__ import annotations
 
 import csv
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -31,7 +32,7 @@ from jupyter_quota.estimator.model import resolve_model  # noqa: E402
 
 GIB = 1024 ** 3
 DEFAULT_TSV = ROOT / "benchmarks" / "data" / "estimator_calibration.tsv"
-UNMODELLED = ("galore", "lisa", "muon", "awq", "hqq", "device_map", "+compile", "chunked cross",
+UNMODELLED = ("galore", "lisa", "muon", "awq", "hqq", "gptq", "prepare_model_for_kbit_training", "device_map", "+compile", "chunked cross",
               "optimizer_in_bwd", "fuse optimizer", "activation offloading", "8-bit adamw",
               "cpu offload with fused")
 WEAK = ("weak case", "upper bound", "suspect", "at device cap")
@@ -64,7 +65,10 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
             argv += ["--use_dora", "true"]
     if row["lora_rank"].isdigit() and int(row["lora_rank"]) > 0:
         argv += ["--lora_rank", row["lora_rank"]]
-    if "on q,v only" in notes or row["source"].startswith("pytorch/torchtune"):
+    targets = re.search(r"target_modules ([\w.]+(?: [\w.]+)*)", notes)
+    if targets:
+        argv += ["--target_modules", *targets.group(1).split()]
+    elif "on q,v only" in notes or row["source"].startswith("pytorch/torchtune"):
         argv += ["--target_modules", "q_proj", "v_proj"]
     length = row["max_length"]
     if "samples ~100-200 tokens" in notes and "packing" not in notes:
@@ -89,17 +93,18 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
         argv += ["--padding_free", "true"]
     if "liger" in flags and "no liger" not in flags:
         argv += ["--use_liger_kernel", "true"]
-    if "modules_to_save embed_tokens+lm_head" in notes:
-        argv += ["--modules_to_save", "embed_tokens", "lm_head"]
+    to_save = re.search(r"modules_to_save ([\w.+]+)", notes)
+    if to_save:
+        argv += ["--modules_to_save", *to_save.group(1).split("+")]
     ds = row["deepspeed"]
     gpus = int(row["n_gpus"])
     if ds in ("zero2", "zero3"):
         argv += ["--deepspeed", ds]
     elif ds.startswith("fsdp"):
-        # the estimator has no FSDP mode: estimated as ZeRO-3, but FSDP shards the frozen base
-        # too (ZeRO-3 under ms-swift keeps it gathered), so these rows are not modelled
-        argv += ["--deepspeed", "zero3_offload" if "offload" in ds else "zero3"]
-        tags += ["fsdp-as-zero3", "unmodelled"]
+        # the estimator has no FSDP mode: it estimates ``--fsdp`` as DDP and says so, so these
+        # rows are not modelled; the table shows how far that rough figure is from the runs
+        argv += ["--fsdp", "fsdp2"]
+        tags += ["fsdp-as-ddp", "unmodelled"]
     elif ds.startswith("ulysses"):
         argv += ["--sequence_parallel_size", ds.replace("ulysses_sp", "")]
     elif ds == "ddp+device_map":

@@ -134,6 +134,23 @@ def test_moe_and_vlm():
         estimate(["--model", "Qwen/Qwen2.5-7B-Instruct"]).breakdown["weights"]
 
 
+def test_bnb_quantizes_qwen_vl_vision_linears_but_keeps_other_vision_towers_16_bit():
+    # ms-swift's Qwen-VL loader skips only lm_head and attn_pool.attn; other multimodal models skip
+    # their vision tower and aligner (swift/arguments/base_args/quant_args.py)
+    qwen_vl = resolve_model("Qwen/Qwen-VL-Chat")
+    assert qwen_vl.vision_quantized and 1.7e9 < qwen_vl.vision_linear_params < qwen_vl.vision_params
+    assert not resolve_model("Qwen/Qwen2.5-VL-7B-Instruct").vision_quantized
+    weights = {}
+    for bits in ("8", "4"):
+        argv = ["--model", "Qwen/Qwen-VL-Chat", "--quant_method", "bnb", "--quant_bits", bits]
+        weights[bits] = estimate(argv).breakdown["weights"]
+    sixteen = estimate(["--model", "Qwen/Qwen-VL-Chat"]).breakdown["weights"]
+    # 8-bit saves about one byte per quantized parameter, LLM and vision linears alike
+    saved = sixteen - weights["8"]
+    assert 0.97 < saved / (qwen_vl.linear_params + qwen_vl.vision_linear_params) < 1.01
+    assert weights["4"] < weights["8"]
+
+
 def test_cpu_mode_has_no_cuda_overhead():
     cuda = estimate(BASE)
     cpu = estimate(BASE, device="cpu")
@@ -224,3 +241,27 @@ def test_calibration_within_stated_tolerance():
     assert median <= 0.10, median
     assert p90 <= 0.25, p90
     assert under <= 0.06, under
+
+
+def test_lora_on_qwen_1_names_counts_fused_qkv_once_and_attn_c_proj_only():
+    # Qwen-1: c_attn is one fused h -> 3h linear (one adapter), attn.c_proj the attention output
+    # only, w1/w2 the two h -> intermediate/2 MLP inputs: rank 64 x 32 layers
+    spec = resolve_model("Qwen/Qwen-VL-Chat")
+    h, i = spec.hidden_size, spec.intermediate_size
+    assert (h, i) == (4096, 11008)
+    expected = 64 * 32 * ((h + 3 * h) + (h + h) + 2 * (h + i))
+    notes = estimate(["--model", "Qwen/Qwen-VL-Chat", "--lora_rank", "64",
+                      "--target_modules", "c_attn", "attn.c_proj", "w1", "w2"]).assumptions
+    assert f"{expected / 1e6:.1f}M adapter parameters" in " ".join(notes)
+    assert not any("not recognised" in n for n in notes)
+    # a bare c_proj is a suffix of the MLP's down projection too (PEFT matches suffixes)
+    both = estimate(["--model", "Qwen/Qwen-VL-Chat", "--lora_rank", "64", "--target_modules", "c_proj"]).assumptions
+    assert f"{64 * 32 * ((h + h) + (i + h)) / 1e6:.1f}M adapter parameters" in " ".join(both)
+
+
+def test_fsdp_is_estimated_as_ddp_and_says_so():
+    fsdp = estimate(["--model", "Qwen/Qwen2.5-7B-Instruct", "--fsdp", "fsdp2"], 2)
+    ddp = estimate(["--model", "Qwen/Qwen2.5-7B-Instruct"], 2)
+    assert fsdp.peak_bytes_per_gpu == ddp.peak_bytes_per_gpu
+    assert any(a.startswith("--fsdp: FSDP is not modelled; estimated as DDP") for a in fsdp.assumptions)
+    assert not any("FSDP" in a for a in ddp.assumptions)

@@ -24,7 +24,7 @@ _LORA_ROLES = {
     # role: names that select it (HF, Qwen-1, ChatGLM, InternLM2 spellings)
     "q": {"q_proj", "query", "wq"}, "k": {"k_proj", "key", "wk"}, "v": {"v_proj", "value", "wv"},
     "qkv": {"c_attn", "query_key_value", "wqkv", "qkv_proj", "qkv"},
-    "o": {"o_proj", "c_proj", "dense", "wo", "out_proj"},
+    "o": {"o_proj", "c_proj", "dense", "wo", "out_proj"},  # Qwen-1/GPT-2 c_proj: see _roles_of
     "gate": {"gate_proj", "w1", "w3"}, "up": {"up_proj"}, "gateup": {"dense_h_to_4h", "gate_up_proj"},
     "down": {"down_proj", "w2", "dense_4h_to_h"},
 }
@@ -116,17 +116,19 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
     linear = spec.linear_params
     rest = spec.llm_params - linear
     if bits:
+        vision_16 = spec.vision_params - (spec.vision_linear_params if spec.vision_quantized else 0)
+        stays = ("embeddings, lm_head and norms stay 16-bit, and the vision tower's linears are quantized too "
+                 "(ms-swift's Qwen-VL loader skips only lm_head and attn_pool.attn)" if spec.vision_quantized and
+                 spec.vision_params else "embeddings, lm_head, norms and the vision tower stay 16-bit")
         if bits == 4:
             per = 0.5 + (1 / 64 + 4 / (64 * 256) if args.bnb_4bit_use_double_quant else 4 / 64)
             notes.append(f"bnb 4-bit {args.bnb_4bit_quant_type}"
                          f"{' with double quantization' if args.bnb_4bit_use_double_quant else ''}: "
-                         f"{per:.3f} bytes per decoder linear weight; embeddings, lm_head, norms "
-                         "and the vision tower stay 16-bit")
+                         f"{per:.3f} bytes per decoder linear weight; {stays}")
         else:
             per = bits / 8 + 4 / h
-            notes.append(f"bnb {bits}-bit: {per:.3f} bytes per decoder linear weight; embeddings, "
-                         "lm_head, norms and the vision tower stay 16-bit")
-        base = linear * per + rest * a + spec.vision_params * a
+            notes.append(f"bnb {bits}-bit: {per:.3f} bytes per decoder linear weight; {stays}")
+        base = (linear + spec.vision_params - vision_16) * per + rest * a + vision_16 * a
     else:
         base = (spec.llm_params + spec.vision_params) * a
     param_bytes = a if full else 4  # trainable parameters' dtype
@@ -206,8 +208,12 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
     del train_bytes_each, param_bytes
 
     # -- activations ----------------------------------------------------------------------------
-    attn = (args.attn_impl or ("sdpa" if not cpu else "sdpa")).lower()
-    if args.attn_impl is None:
+    attn = (args.attn_impl or "sdpa").lower()
+    if spec.eager_attention_only:
+        attn = "eager"
+        notes.append(f"attention: {spec.name}'s own modeling code computes it with matmul and softmax "
+                     "(eager) whatever --attn_impl says")
+    elif args.attn_impl is None:
         notes.append("attn_impl not given: sdpa assumed (ms-swift reads it from config.json)")
     flash = "flash" in attn
     eager = attn == "eager"
@@ -307,18 +313,22 @@ def _lora_roles_cached(targets: tuple[str, ...]) -> tuple[frozenset[str], tuple[
         if low in ("all-linear", "all", "all_linear"):
             roles.update(_ALL_ROLES)
             continue
-        found = [role for role, names in _LORA_ROLES.items() if low in names]
+        found = _roles_of(low)
         if not found:
             unknown.append(target)
             roles.update(_ALL_ROLES)
-        for role in found:
-            if role == "qkv":
-                roles.update(("q", "k", "v"))
-            elif role == "gateup":
-                roles.update(("gate", "up"))
-            else:
-                roles.add(role)
+        roles.update(found)  # a fused qkv / gate-up linear gets one adapter: counted as such
     return frozenset(roles), tuple(unknown)
+
+
+def _roles_of(name: str) -> list[str]:
+    """Roles a target selects. PEFT matches a name as a suffix of module paths, so ``c_proj`` (Qwen-1,
+    GPT-2) selects the attention output and the MLP's down projection; ``attn.c_proj`` only the first."""
+    prefix, _, last = name.rpartition(".")
+    found = [role for role, names in _LORA_ROLES.items() if last in names]
+    if last == "c_proj":
+        found = ["o"] if "attn" in prefix else ["down"] if "mlp" in prefix else ["o", "down"]
+    return found
 
 
 # The planner calls ``estimate`` 20-100 times per plan with the same model and targets: the per-layer
@@ -328,7 +338,7 @@ def _lora_dims(spec: ModelSpec, roles: frozenset[str]) -> tuple[tuple[int, int, 
     """(in, out, count per layer) of each LoRA-wrapped attention linear in one layer."""
     h, qd, kvd = spec.hidden_size, spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
     dims = []
-    for role, din, dout in (("q", h, qd), ("k", h, kvd), ("v", h, kvd), ("o", qd, h)):
+    for role, din, dout in (("q", h, qd), ("k", h, kvd), ("v", h, kvd), ("qkv", h, qd + 2 * kvd), ("o", qd, h)):
         if role in roles:
             dims.append((din, dout, 1))
     return tuple(dims)
@@ -344,7 +354,7 @@ def _mlp_dims(spec: ModelSpec, roles: frozenset[str], moe: bool) -> tuple[tuple[
         if spec.shared_expert_intermediate_size:
             widths.append((spec.shared_expert_intermediate_size, 1))
     for i, count in widths:
-        for role, din, dout in (("gate", h, i), ("up", h, i), ("down", i, h)):
+        for role, din, dout in (("gate", h, i), ("up", h, i), ("gateup", h, 2 * i), ("down", i, h)):
             if role in roles:
                 dims.append((din, dout, count))
     return tuple(dims)

@@ -45,6 +45,15 @@ class ModelSpec:
     vision_hidden: int = 0
     vision_layers: int = 0
     vision_intermediate: int = 0
+    #: decoder-block linears of the vision tower (quantized with the LLM where the loader allows)
+    vision_linear_params: int = 0
+    #: bitsandbytes quantizes the vision tower's linears too: ms-swift's Qwen-VL loader sets
+    #: ``llm_int8_skip_modules = ['lm_head', 'attn_pool.attn']`` (swift/model/models/qwen.py), where
+    #: other multimodal models skip their whole vision tower and aligner (quant_args.py)
+    vision_quantized: bool = False
+    #: the model's own (remote) code computes attention with matmul + softmax whatever attn_impl
+    #: says: Qwen-VL's modeling_qwen.py has no sdpa or flash-attn path
+    eager_attention_only: bool = False
 
     # -- parameter counts -----------------------------------------------------------------------
     @property
@@ -227,7 +236,8 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
         vocab_size=vocab, tie_word_embeddings=tied, qkv_bias=qkv_bias, torch_dtype=dtype,
         max_position_embeddings=int(mpe) if mpe else None, num_experts=int(experts),
         num_experts_per_tok=top_k, moe_intermediate_size=int(moe_inter or 0),
-        shared_expert_intermediate_size=shared, num_dense_layers=dense_layers, **vis)
+        shared_expert_intermediate_size=shared, num_dense_layers=dense_layers,
+        eager_attention_only=model_type == "qwen" and "visual" in config, **vis)
 
 
 def _vision(config: dict) -> dict:
@@ -257,4 +267,6 @@ def _vision(config: dict) -> dict:
         projector = width * out_dim + 4 * out_dim * out_dim
     patch_embed = 3 * int(v.get("temporal_patch_size") or 1) * patch * patch * width
     return {"vision_params": depth * per_layer + projector + patch_embed, "vision_hidden": width,
-            "vision_layers": depth, "vision_intermediate": inter}
+            "vision_layers": depth, "vision_intermediate": inter,
+            "vision_linear_params": depth * (4 * width * width + mlp),
+            "vision_quantized": "visual" in config and "vision_config" not in config}
