@@ -265,3 +265,70 @@ def test_fsdp_is_estimated_as_ddp_and_says_so():
     assert fsdp.peak_bytes_per_gpu == ddp.peak_bytes_per_gpu
     assert any(a.startswith("--fsdp: FSDP is not modelled; estimated as DDP") for a in fsdp.assumptions)
     assert not any("FSDP" in a for a in ddp.assumptions)
+
+
+# -- hub ids outside the catalog: local caches, then the hub when enabled (never the network here) ---
+
+TINY_QWEN2 = {"model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
+              "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936,
+              "tie_word_embeddings": True, "torch_dtype": "bfloat16", "max_position_embeddings": 32768}
+
+
+@pytest.fixture
+def hub_env(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.setenv("MODELSCOPE_CACHE", str(tmp_path / "ms"))
+    monkeypatch.delenv("JUPYTER_QUOTA_HUB_LOOKUP", raising=False)
+    return tmp_path
+
+
+def test_a_hub_id_in_the_hugging_face_cache_resolves_offline(hub_env):
+    repo = hub_env / "hf" / "models--acme--tiny-chat"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0123abcd")
+    (repo / "snapshots" / "0123abcd").mkdir(parents=True)
+    (repo / "snapshots" / "0123abcd" / "config.json").write_text(json.dumps(TINY_QWEN2))
+    spec = resolve_model("acme/tiny-chat")
+    assert (spec.hidden_size, spec.num_layers, spec.source) == (896, 24, "config.json in the local hub cache")
+    assert estimate(["--model", "acme/tiny-chat"]).peak_bytes_per_gpu > 0
+
+
+def test_a_hub_id_in_the_modelscope_cache_resolves_offline(hub_env):
+    folder = hub_env / "ms" / "models" / "acme" / "tiny-ms"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(TINY_QWEN2))
+    assert resolve_model("acme/tiny-ms").num_kv_heads == 2
+
+
+def test_an_uncached_hub_id_says_how_to_fetch_it_and_fetches_only_when_enabled(hub_env, monkeypatch):
+    import huggingface_hub
+
+    calls = []
+
+    def offline(repo_id, filename):
+        calls.append((repo_id, filename))
+        raise OSError("offline")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", offline)
+    with pytest.raises(InvalidRequest, match="set JUPYTER_QUOTA_HUB_LOOKUP=1 on the server"):
+        resolve_model("acme/nowhere")
+    assert calls == []  # disabled by default: no network
+    monkeypatch.setenv("JUPYTER_QUOTA_HUB_LOOKUP", "1")
+    with pytest.raises(InvalidRequest, match=r"acme/nowhere: could not fetch its config.json from the hub \(OSError\)"):
+        resolve_model("acme/nowhere")
+    assert calls == [("acme/nowhere", "config.json")]
+    fetched = hub_env / "fetched.json"
+    fetched.write_text(json.dumps(TINY_QWEN2))
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda repo_id, filename: str(fetched))
+    assert resolve_model("acme/fetched").source == "config.json from the hub"
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "acme/../../x", "..acme/x", "acme/x/y", "acme", "a" * 200 + "/b",
+                                  "acme/x;rm -rf /"])
+def test_hostile_or_malformed_names_never_reach_a_cache_path_or_the_hub(hub_env, monkeypatch, name):
+    import huggingface_hub
+
+    monkeypatch.setenv("JUPYTER_QUOTA_HUB_LOOKUP", "1")
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: pytest.fail("no hub call"))
+    with pytest.raises(InvalidRequest, match="unknown model"):
+        resolve_model(name)

@@ -1,8 +1,9 @@
 """ModelSpec: the architecture facts that decide training memory, from any HF config.json.
 
-``resolve_model`` takes a catalog name (hub ids users type, case-insensitive, with or without the
-organisation) or a local folder holding a ``config.json``. Hub lookups are left out on purpose:
-the estimator works offline, and a folder with ``config.json`` covers any other model.
+``resolve_model`` takes a local folder holding a ``config.json``, a catalog name (hub ids users
+type, case-insensitive, with or without the organisation), or any other hub id whose
+``config.json`` is in the local Hugging Face or ModelScope cache, or on the hub when lookups are
+enabled (see :mod:`.hub`). Everything but the last works offline.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from ..errors import InvalidRequest
-from . import catalog
+from . import catalog, hub
 
 __all__ = ["ModelSpec", "resolve_model", "spec_from_config"]
 
@@ -141,21 +142,32 @@ def resolve_model(name_or_path: str | None) -> ModelSpec:
         if not os.path.isfile(path):
             raise InvalidRequest(f"{name_or_path}: no config.json there; give a folder that holds the "
                                  "model's Hugging Face config.json")
-        try:
-            with open(path, encoding="utf-8") as f:
-                config = json.load(f)
-        except (OSError, ValueError) as exc:
-            raise InvalidRequest(f"{path}: cannot read it as JSON ({exc})") from None
-        if not isinstance(config, dict):
-            raise InvalidRequest(f"{path}: expected a JSON object")
-        return spec_from_config(config, name=name_or_path, source="config.json")
+        return _spec_from_file(path, name_or_path, "config.json")
     entry = catalog.lookup(name_or_path)
-    if entry is None:
-        raise InvalidRequest(
-            f"unknown model {name_or_path!r}: it is not in the catalog and not a local folder. "
-            "Give a local folder holding the model's config.json (only config.json is needed), "
-            f"or one of the catalog names, e.g. {', '.join(catalog.examples())}")
-    return _catalog_spec(entry["names"][0])
+    if entry is not None:
+        return _catalog_spec(entry["names"][0])
+    if hub.is_repo_id(name_or_path):
+        path = hub.cached_config(name_or_path)
+        if path is not None:
+            return _spec_from_file(path, name_or_path, "config.json in the local hub cache")
+        if hub.lookup_enabled():
+            return _spec_from_file(hub.fetch_config(name_or_path), name_or_path, "config.json from the hub")
+    raise InvalidRequest(
+        f"unknown model {name_or_path!r}: it is not in the catalog, not a local folder and not in the "
+        "local hub caches. Give a local folder holding the model's config.json (only config.json is "
+        f"needed), one of the catalog names, e.g. {', '.join(catalog.examples())}, or set "
+        f"{hub.LOOKUP_ENV}=1 on the server to fetch config.json from the Hugging Face hub")
+
+
+def _spec_from_file(path: str, name: str, source: str) -> ModelSpec:
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise InvalidRequest(f"{path}: cannot read it as JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise InvalidRequest(f"{path}: expected a JSON object")
+    return spec_from_config(config, name=name, source=source)
 
 
 @lru_cache(maxsize=64)
