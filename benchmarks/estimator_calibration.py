@@ -169,6 +169,12 @@ def main(path: Path = DEFAULT_TSV) -> dict:
         "ms-swift rows": [r for r in results if r["source"] == "modelscope"],
         "ms-swift modelled": [r for r in results if r["source"] == "modelscope"
                               and not {"unmodelled", "weak"} & set(r["tags"])],
+        # the Qwen-VL rows joined the file later; this line keeps the earlier subset comparable
+        "modelled without Qwen-VL rows": [r for r in results if r["source"] != "QwenLM"
+                                          and not {"unmodelled", "weak"} & set(r["tags"])],
+        "Qwen-VL rows (vision-language)": [r for r in results if r["source"] == "QwenLM"],
+        "Qwen-VL modelled": [r for r in results if r["source"] == "QwenLM"
+                             and not {"unmodelled", "weak"} & set(r["tags"])],
         "LitGPT rows": [r for r in results if r["source"] == "Lightning-AI"],
         "torchtune rows": [r for r in results if r["source"] == "pytorch"],
         "full": [r for r in results if r["train"] == "full"],

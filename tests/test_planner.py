@@ -371,6 +371,20 @@ def test_classic_qwen_vl_full_on_one_24gib_gpu_is_refused_and_qlora_4_bit_is_rec
     assert best["resources"]["requests"]["nvidia.com/gpu"] == "1"
 
 
+def test_a_model_whose_code_ignores_attn_impl_gets_no_attention_changes():
+    # Qwen-VL's modeling code computes attention eagerly whatever --attn_impl says
+    p = gamma_profile()
+    result = plan(["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"], context_from_balance(balance_of(p), p))
+    result = result.to_json()
+    plans = [*result["candidates"], *(r["plan"] for r in result["rejected"])]
+    assert plans and not any("--attn_impl" in c["args"] for c in plans)
+    assert not any("flash_attn" in r["reason"] for r in result["rejected"])
+    # a model that honours it still gets flash_attn in its leanest variant
+    other = plan(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full"],
+                 context_from_balance(balance_of(p), p)).to_json()
+    assert any(argv_value(r["plan"]["args"], "--attn_impl") == "flash_attn" for r in other["rejected"])
+
+
 def test_7b_full_fine_tune_on_team_alpha_gets_a_fitting_plan():
     from quota_testing import demo_config
 

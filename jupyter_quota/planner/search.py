@@ -79,11 +79,18 @@ class Search:
         self.offload_tried = False
         self.offload_checked = False  # some plan's host memory was checked
         self._speed_of_asked = relative_step_time(asked, gpus, self.request.batch)
+        self.attention_options = _unique([self.request.attention, *ATTENTION])
+        self.lean_attention = "flash_attn"  # the leanest kernel, tried first for every group
 
     # -- the search -----------------------------------------------------------------------------
 
     def run(self) -> None:
         self.asked_result = self._evaluate_asked()
+        model = getattr(self.asked_result.estimate, "model", None)
+        if getattr(model, "eager_attention_only", False):
+            # the model's own code ignores attn_impl (Qwen-VL): offering another kernel changes nothing
+            self.attention_options = [self.request.attention]
+            self.lean_attention = self.request.attention
         for method in methods_for(self.asked):
             try:
                 self._search_method(method)
@@ -157,12 +164,13 @@ class Search:
         """The first variant of (method, strategy, gpus) that fits, or the leanest one rejected."""
         batches = batch_options(self.request, gpus)
         lean_batch = min(batches, key=lambda b: b[0])
-        lean = self._variant(base, lean_batch, True, "flash_attn")
+        lean = self._variant(base, lean_batch, True, self.lean_attention)
         lean_ev = Evaluated(lean, gpus, method, lean_batch, self._estimate(lean, gpus))
         if lean_ev.peak > self.context.usable_bytes:
+            kernel = ", gradient checkpointing and flash_attn" if self.lean_attention == "flash_attn" else \
+                " and gradient checkpointing"
             lean_ev.reason = (f"needs {gib(lean_ev.peak)} GiB per GPU even with a micro-batch of "
-                              f"{lean_batch[0]}, gradient checkpointing and flash_attn; "
-                              f"{self.context.memory_phrase()}")
+                              f"{lean_batch[0]}{kernel}; {self.context.memory_phrase()}")
             lean_ev.resources, _ = self.admission.resources(gpus)
             return lean_ev
         if is_offload(base.deepspeed):
@@ -189,7 +197,7 @@ class Search:
         """Variants of one group, fewest changes to the request first, faster first among equals."""
         r = self.request
         checkpointing = _unique([r.checkpointing, True])
-        attention = _unique([r.attention, *ATTENTION])
+        attention = self.attention_options
         combos = []
         for batch, ckpt, attn in itertools.product(batches, checkpointing, attention):
             changed = ((batch[0], batch[1]) != (r.batch, r.accumulation)) + (ckpt != r.checkpointing) \
@@ -212,7 +220,7 @@ class Search:
                 # DDP keeps a whole replica per GPU, ZeRO-3 holds less than ZeRO-2
                 strategies = [s for s in strategies if s is not None][-1:] or strategies
             lean_args = [self._variant(base.replace(deepspeed=s), min(batch_options(self.request, gpus)), True,
-                                       "flash_attn") for s in strategies]
+                                       self.lean_attention) for s in strategies]
             evs = [Evaluated(a, gpus, method, min(batch_options(self.request, gpus)), self._estimate(a, gpus))
                    for a in lean_args]
             best = min(evs, key=lambda e: e.peak)
