@@ -174,6 +174,14 @@ class InventoryHandler(QuotaHandler):
         self.reply(await self.run(self.service.inventory, self.who))
 
 
+class ModelsHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        self.reply(await self.run(self.service.models, self.who))
+
+
 class EstimateHandler(QuotaHandler):
     @tornado.web.authenticated
     @authorized
@@ -203,6 +211,7 @@ ROUTES = [
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/logs", JobLogsHandler),
     (f"/namespaces/{_SEGMENT}/plan", PlanHandler),
     ("/estimate", EstimateHandler),
+    ("/models", ModelsHandler),
     ("/profiles", ProfilesHandler),
     (f"/profiles/{_SEGMENT}", ProfileHandler),
     ("/identity", IdentityHandler),

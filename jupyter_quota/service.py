@@ -45,6 +45,12 @@ class QuotaService:
 
     # -- estimate and plan (pure domain code, imported on first use) -------------------------
 
+    def models(self, who: Identity) -> dict:
+        """The estimator's catalog: the hub ids it knows offline; any signed-in user may ask."""
+        from .estimator.model import catalog_models
+
+        return {"models": [dict(m) for m in catalog_models()]}
+
     def estimate(self, who: Identity, body) -> dict:
         """Peak GPU memory of a ``swift sft`` argv on ``gpus`` GPUs; any signed-in user may ask."""
         from .estimator import estimate

@@ -1,10 +1,47 @@
 /**
- * Model ids the planner form offers as the user types.
- *
- * The REST API has no catalog endpoint, so this is a static list of popular
- * hub ids, the families the estimator's catalog covers. Any other hub id or a
- * local folder with a `config.json` may still be typed.
+ * Model ids the planner form offers as the user types: the server's catalog
+ * (`GET models`), or, from a server without that route, a static list of
+ * popular hub ids. Any other hub id or a local folder with a `config.json`
+ * may still be typed.
  */
+
+import { IModelInfo } from './tokens';
+
+/** One `<option>` of the model picker. */
+export interface IModelSuggestion {
+  value: string;
+  label: string;
+}
+
+/**
+ * The picker's options: the server's catalog with each model's size (and
+ * `MoE`, `vision` where they apply), or the static list when the server gave
+ * none.
+ */
+export function modelSuggestions(models: readonly IModelInfo[] | null): IModelSuggestion[] {
+  if (!models || models.length === 0) {
+    return MODEL_SUGGESTIONS.map(value => ({ value, label: '' }));
+  }
+  return models.map(m => {
+    const tags = [`${formatParams(m.params)} parameters`];
+    if (m.experts) {
+      tags.push(`MoE, ${m.experts} experts`);
+    }
+    if (m.vision) {
+      tags.push('vision');
+    }
+    return { value: m.id, label: tags.join(', ') };
+  });
+}
+
+/** 7615616512 -> "7.6B", 494032768 -> "494M". */
+export function formatParams(count: number): string {
+  if (count >= 1e9) {
+    return `${(count / 1e9).toFixed(count >= 1e11 ? 0 : 1)}B`;
+  }
+  return `${Math.round(count / 1e6)}M`;
+}
+
 export const MODEL_SUGGESTIONS: readonly string[] = [
   'Qwen/Qwen2.5-0.5B-Instruct',
   'Qwen/Qwen2.5-1.5B-Instruct',

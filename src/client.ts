@@ -15,6 +15,7 @@ import {
   IJobList,
   IJobLogs,
   IJobRequest,
+  IModelList,
   INamespaceList,
   IPlanResult
 } from './tokens';
@@ -52,6 +53,11 @@ export class QuotaClient implements IQuotaClient {
     return this._get<IJobLogs>(
       `namespaces/${enc(namespace)}/jobs/${enc(name)}/logs?tailLines=${tailLines}`
     );
+  }
+
+  /** `GET models`: the model ids the estimator knows offline. */
+  models(): Promise<IModelList> {
+    return this._get<IModelList>('models');
   }
 
   /** `POST estimate`: the peak GPU memory of an ms-swift argv on `gpus` GPUs. */

@@ -177,6 +177,23 @@ export interface IInventory {
 }
 
 /**
+ * `GET models`: one model of the estimator's offline catalog.
+ */
+export interface IModelInfo {
+  id: string;
+  params: number;
+  layers?: number;
+  hidden?: number;
+  experts?: number;
+  vision?: boolean;
+  maxLength?: number | null;
+}
+
+export interface IModelList {
+  models: IModelInfo[];
+}
+
+/**
  * The parts of an estimate's peak GPU memory, in bytes per GPU.
  */
 export interface IBreakdown {

@@ -189,6 +189,21 @@ async def test_identity_and_inventory(api):
     assert Quantity(inventory["memory"]) == Quantity("256Gi")
 
 
+async def test_models_lists_the_estimators_catalog(api):
+    from jupyter_quota.estimator.catalog import names
+
+    status, answer = await api("GET", "models")
+    assert status == 200
+    ids = [m["id"] for m in answer["models"]]
+    assert ids == names() and len(ids) > 100
+    by_id = {m["id"]: m for m in answer["models"]}
+    assert 7.5e9 < by_id["Qwen/Qwen2.5-7B-Instruct"]["params"] < 7.7e9
+    assert by_id["Qwen/Qwen-VL-Chat"]["vision"] is True and by_id["Qwen/Qwen3-30B-A3B"]["experts"] == 128
+    # each listed id is accepted by the estimator as is
+    status, estimate = await api("POST", "estimate", body={"args": ["--model", ids[-1]], "gpus": 1})
+    assert status == 200 and estimate["peak_bytes_per_gpu"] > 0
+
+
 async def test_profiles_need_an_admin(api):
     status, answer = await api("GET", "profiles")
     assert status == 403 and "admin" in answer["message"]

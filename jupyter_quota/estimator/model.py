@@ -16,7 +16,7 @@ from functools import lru_cache
 from ..errors import InvalidRequest
 from . import catalog, hub
 
-__all__ = ["ModelSpec", "resolve_model", "spec_from_config"]
+__all__ = ["ModelSpec", "catalog_models", "resolve_model", "spec_from_config"]
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,19 @@ def _spec_from_file(path: str, name: str, source: str) -> ModelSpec:
     return spec_from_config(config, name=name, source=source)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1)
+def catalog_models() -> tuple[dict, ...]:
+    """Every hub id of the catalog with the facts a model picker shows (``GET /models``)."""
+    out = []
+    for name in catalog.names():
+        spec = _catalog_spec(name)
+        out.append({"id": name, "params": spec.params, "layers": spec.num_layers, "hidden": spec.hidden_size,
+                    "experts": spec.num_experts, "vision": spec.vision_params > 0,
+                    "maxLength": spec.max_position_embeddings})
+    return tuple(out)
+
+
+@lru_cache(maxsize=256)
 def _catalog_spec(name: str) -> ModelSpec:
     """Catalog entries never change while the process runs: build each ModelSpec once."""
     entry = catalog.lookup(name)

@@ -8,11 +8,11 @@
 
 import * as React from 'react';
 
-import { MODEL_SUGGESTIONS } from '../catalog';
+import { IModelSuggestion, modelSuggestions } from '../catalog';
 import { IPlanRequest, magicLine, swiftArgs, TUNERS, Tuner } from '../jobs';
 import { asModelError, QuotaModel } from '../model';
 import { parseQuantity } from '../quantity';
-import { IEstimate, IInventory, IJobRequest, IPlanResult } from '../tokens';
+import { IEstimate, IInventory, IJobRequest, IModelList, IPlanResult } from '../tokens';
 import { EstimateBar } from './EstimateBar';
 import { PlanView } from './PlanView';
 
@@ -20,6 +20,7 @@ export interface IPlannerClient {
   estimate(args: string[], gpus: number): Promise<IEstimate>;
   plan(namespace: string, args: string[]): Promise<IPlanResult>;
   inventory(): Promise<IInventory>;
+  models(): Promise<IModelList>;
 }
 
 export interface IPlannerFormProps {
@@ -59,6 +60,7 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
   const [busy, setBusy] = React.useState(false);
   const [launch, setLaunch] = React.useState<{ ok: boolean; message: string } | null>(null);
   const gpuMemory = useGpuMemory(client);
+  const suggestions = useModelSuggestions(client);
 
   const args = swiftArgs(request);
   const recommended = plan?.kind === 'ok' ? plan.value.recommended : null;
@@ -128,8 +130,8 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
           onChange={e => update({ model: e.target.value })}
         />
         <datalist id="jp-QuotaPlanner-models">
-          {MODEL_SUGGESTIONS.map(m => (
-            <option key={m} value={m} />
+          {suggestions.map(m => (
+            <option key={m.value} value={m.value}>{m.label}</option>
           ))}
         </datalist>
       </Field>
@@ -219,6 +221,18 @@ function NumberField(props: { label: string; id: string; value: number; onChange
 /**
  * One GPU's memory in bytes, from the inventory (null until read or unknown).
  */
+/** The catalog from the server; the static list until it answers, or if it cannot. */
+function useModelSuggestions(client: IPlannerClient): IModelSuggestion[] {
+  const [suggestions, setSuggestions] = React.useState(() => modelSuggestions(null));
+  React.useEffect(() => {
+    client.models().then(
+      list => setSuggestions(modelSuggestions(list.models)),
+      () => setSuggestions(modelSuggestions(null))
+    );
+  }, [client]);
+  return suggestions;
+}
+
 function useGpuMemory(client: IPlannerClient): number | null {
   const [memory, setMemory] = React.useState<number | null>(null);
   React.useEffect(() => {

@@ -134,6 +134,20 @@ def test_launch_from_the_planner_makes_the_job_appear(quota_page, ui_output_dir)
     assert job["gpus"] == int(form.locator(".jp-QuotaPlan-recommended").get_attribute("data-gpus"))
 
 
+def test_model_picker_offers_the_servers_catalog(quota_page):
+    page = quota_page.page
+    panel = open_sidebar(page)
+    models = api(page, "GET", "models")["body"]["models"]
+    assert len(models) > 100
+    # the form starts from its static list and swaps in the catalog when GET models answers
+    page.wait_for_function("n => document.querySelectorAll('#jp-QuotaPlanner-models option').length === n",
+                           arg=len(models), timeout=30_000)
+    options = panel.locator("#jp-QuotaPlanner-models option")
+    assert options.first.get_attribute("value") == models[0]["id"]
+    vl = panel.locator("#jp-QuotaPlanner-models option[value='Qwen/Qwen-VL-Chat']")
+    assert re.fullmatch(r"[\d.]+B parameters, vision", vl.text_content()), vl.text_content()
+
+
 def test_over_quota_launch_shows_the_api_403_message(quota_page, ui_output_dir):
     page = quota_page.page
     panel = open_sidebar(page)
