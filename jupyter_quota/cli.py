@@ -85,7 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
         "estimate",
         help="peak GPU memory of a swift sft command, with its breakdown",
         description="Estimate the peak GPU memory per GPU (torch.cuda.max_memory_reserved) of a "
-        "`swift sft` command, offline, for a catalog model or a local folder with a config.json. "
+        "`swift sft` command. --model is a catalog name, a local folder with a config.json or a hub id "
+        "whose config.json is in the local Hugging Face or ModelScope cache (all offline); with "
+        "JUPYTER_QUOTA_HUB_LOOKUP=1, other hub ids are fetched from the Hugging Face hub. "
         "Put the swift sft arguments after --.",
         usage="jupyter quota estimate [--gpus N] [--json] -- <swift sft args>",
     )
