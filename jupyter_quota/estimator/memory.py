@@ -252,6 +252,11 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
         notes.append(f"logits and loss: {tokens} x {V} logits ({logits / (tokens * V):.0f} bytes per "
                      "logit: the logits, their float32 log-softmax and its gradient"
                      + (", the float32 upcast and the 16-bit gradient)" if a < 4 else ")"))
+        if not spec.vision_params:
+            # swift/trainers/mixin.py prepare_logits_to_keep: on by default for text models
+            notes.append("ms-swift computes logits only for the tokens that carry a label "
+                         "(use_logits_to_keep), so counting every token is an upper bound when "
+                         "prompts are not trained on")
 
     # -- optimizer step ---------------------------------------------------------------------------
     if stage == 0 or (stage in (1, 2) and not offload):
