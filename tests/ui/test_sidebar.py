@@ -3,7 +3,8 @@
 The server user is in team alpha (``team-alpha``: 2 GPUs, 8 CPUs, 128Gi memory limits); jobs
 run ``tests/fake_trainer.py`` (``--sleep 60`` keeps one running). Helpers in ``quota_ui.py``. Screenshots go to the test
 output folder: ``sidebar-light.png``, ``sidebar-running-job.png``, ``sidebar-over-quota.png``,
-``sidebar-dark.png``, ``sidebar-missing-extension.png``; the load timings to ``timings.json``.
+``sidebar-dark.png``, ``sidebar-missing-extension.png``, ``sidebar-stale-warning.png``; the load
+timings to ``timings.json``.
 """
 
 from __future__ import annotations
@@ -204,6 +205,47 @@ def test_missing_server_extension_gives_the_pip_command(quota_page, ui_output_di
         panel.screenshot(path=ui_output_dir / "sidebar-missing-extension.png")
     finally:  # the next tests (and this module's teardown) need the real API back
         page.unroute(re.compile(r".*/quota/v1/.*"))
+        page.reload()
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
+        page.evaluate("() => window.jupyterapp.restored")
+
+
+def test_a_stale_balance_and_quota_warnings_are_shown(quota_page, ui_output_dir):
+    """The server's own answer, made stale (the backend could not refresh it for 5 minutes) and
+    given the warning the domain code writes for a quota key Kubernetes never enforces."""
+    import datetime as dt
+
+    from jupyter_quota.quotaspec import unenforced_keys
+
+    page = quota_page.page
+    warning = unenforced_keys({"spec": {"hard": {"limits.nvidia.com/gpu": "2"}}})[0]
+    observed = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5, seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def stale(route):
+        answer = route.fetch().json()
+        for entry in answer["namespaces"]:
+            entry["balance"].update(stale=True, observedAt=observed, warnings=[warning])
+        route.fulfill(json=answer)
+
+    pattern = re.compile(r".*/quota/v1/namespaces(\?.*)?$")
+    page.route(pattern, stale)
+    try:
+        page.reload()
+        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
+        page.evaluate("() => window.jupyterapp.restored")
+        panel = open_sidebar(page)
+        section = panel.locator(f"section[data-namespace='{NAMESPACE}']")
+        marker = section.locator(".jp-QuotaSidebar-stale")
+        marker.wait_for(timeout=30_000)
+        assert marker.inner_text() == "stale · 5 min old"
+        assert marker.get_attribute("role") == "status" and observed in marker.get_attribute("title")
+        items = section.get_by_role("list", name=f"Quota warnings for {NAMESPACE}").locator("li")
+        assert items.count() == 1
+        assert items.first.get_attribute("data-resource") == "limits.nvidia.com/gpu"
+        assert items.first.inner_text() == f"limits.nvidia.com/gpu: {warning['message']}"
+        panel.screenshot(path=ui_output_dir / "sidebar-stale-warning.png")
+    finally:
+        page.unroute(pattern)
         page.reload()
         page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
         page.evaluate("() => window.jupyterapp.restored")
