@@ -14,10 +14,16 @@ __all__ = ["lookup", "names", "examples"]
 
 
 @lru_cache(maxsize=1)
-def _index() -> dict[str, dict]:
+def _entries() -> tuple[dict, ...]:
+    """catalog.json's entries, read once per process."""
     data = json.loads((Path(__file__).with_name("catalog.json")).read_text(encoding="utf-8"))
+    return tuple(data["models"])
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, dict]:
     index: dict[str, dict] = {}
-    for entry in data["models"]:
+    for entry in _entries():
         for name in entry["names"]:
             low = name.lower()
             index.setdefault(low, entry)
@@ -34,8 +40,7 @@ def lookup(name: str) -> dict | None:
 
 def names() -> list[str]:
     """Every hub id the catalog knows, as spelled on the hub."""
-    data = json.loads((Path(__file__).with_name("catalog.json")).read_text(encoding="utf-8"))
-    return [n for entry in data["models"] for n in entry["names"]]
+    return [n for entry in _entries() for n in entry["names"]]
 
 
 def examples() -> list[str]:

@@ -118,8 +118,8 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
     if bits:
         vision_16 = spec.vision_params - (spec.vision_linear_params if spec.vision_quantized else 0)
         stays = ("embeddings, lm_head and norms stay 16-bit, and the vision tower's linears are quantized too "
-                 "(ms-swift's Qwen-VL loader skips only lm_head and attn_pool.attn)" if spec.vision_quantized and
-                 spec.vision_params else "embeddings, lm_head, norms and the vision tower stay 16-bit")
+                 "(ms-swift's Qwen-VL loader skips only lm_head and attn_pool.attn)" if spec.vision_quantized
+                 else "embeddings, lm_head, norms and the vision tower stay 16-bit")
         if bits == 4:
             per = 0.5 + (1 / 64 + 4 / (64 * 256) if args.bnb_4bit_use_double_quant else 4 / 64)
             notes.append(f"bnb 4-bit {args.bnb_4bit_quant_type}"

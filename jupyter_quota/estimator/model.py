@@ -254,6 +254,8 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
     if experts and not moe_inter:
         moe_inter = inter  # Mixtral: experts have the dense width
     vis = _vision(config)
+    # Qwen-VL (Qwen-1 with a ``visual`` tower, remote code): see vision_quantized, eager_attention_only
+    qwen_vl = model_type == "qwen" and "visual" in config
     return ModelSpec(
         name=name, source=source, model_type=model_type, hidden_size=h, num_layers=layers,
         num_heads=heads, num_kv_heads=kv, head_dim=head_dim, intermediate_size=inter,
@@ -261,7 +263,7 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
         max_position_embeddings=int(mpe) if mpe else None, num_experts=int(experts),
         num_experts_per_tok=top_k, moe_intermediate_size=int(moe_inter or 0),
         shared_expert_intermediate_size=shared, num_dense_layers=dense_layers,
-        eager_attention_only=model_type == "qwen" and "visual" in config, **vis)
+        vision_quantized=qwen_vl and bool(vis), eager_attention_only=qwen_vl, **vis)
 
 
 def _vision(config: dict) -> dict:
@@ -292,5 +294,4 @@ def _vision(config: dict) -> dict:
     patch_embed = 3 * int(v.get("temporal_patch_size") or 1) * patch * patch * width
     return {"vision_params": depth * per_layer + projector + patch_embed, "vision_hidden": width,
             "vision_layers": depth, "vision_intermediate": inter,
-            "vision_linear_params": depth * (4 * width * width + mlp),
-            "vision_quantized": "visual" in config and "vision_config" not in config}
+            "vision_linear_params": depth * (4 * width * width + mlp)}

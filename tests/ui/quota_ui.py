@@ -27,6 +27,13 @@ def open_sidebar(page):
     return panel
 
 
+def reload_lab(page) -> None:
+    """Reload the page and wait until JupyterLab has started and restored its layout."""
+    page.reload()
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
+    page.evaluate("() => window.jupyterapp.restored")
+
+
 def api(page, method: str, path: str, body=None) -> dict:
     """Call ``quota/v1/<path>`` from the page, as the frontend would (XSRF header included)."""
     return page.evaluate(

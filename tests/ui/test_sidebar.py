@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from quota_ui import NAMESPACE, api, cancel_live_jobs, left_text, open_sidebar
+from quota_ui import NAMESPACE, api, cancel_live_jobs, left_text, open_sidebar, reload_lab
 
 pytestmark = pytest.mark.ui
 
@@ -205,9 +205,7 @@ def test_missing_server_extension_gives_the_pip_command(quota_page, ui_output_di
         panel.screenshot(path=ui_output_dir / "sidebar-missing-extension.png")
     finally:  # the next tests (and this module's teardown) need the real API back
         page.unroute(re.compile(r".*/quota/v1/.*"))
-        page.reload()
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
-        page.evaluate("() => window.jupyterapp.restored")
+        reload_lab(page)
 
 
 def test_a_stale_balance_and_quota_warnings_are_shown(quota_page, ui_output_dir):
@@ -231,8 +229,6 @@ def test_a_stale_balance_and_quota_warnings_are_shown(quota_page, ui_output_dir)
     page.route(pattern, stale)
     try:
         page.reload()
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
-        page.evaluate("() => window.jupyterapp.restored")
         panel = open_sidebar(page)
         section = panel.locator(f"section[data-namespace='{NAMESPACE}']")
         marker = section.locator(".jp-QuotaSidebar-stale")
@@ -246,9 +242,7 @@ def test_a_stale_balance_and_quota_warnings_are_shown(quota_page, ui_output_dir)
         panel.screenshot(path=ui_output_dir / "sidebar-stale-warning.png")
     finally:
         page.unroute(pattern)
-        page.reload()
-        page.wait_for_function("() => window.jupyterapp && window.jupyterapp.started")
-        page.evaluate("() => window.jupyterapp.restored")
+        reload_lab(page)
 
 
 def test_dark_theme_renders(quota_page, ui_output_dir):
