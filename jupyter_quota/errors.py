@@ -42,6 +42,13 @@ class Invalid(QuotaError):
     reason = "Invalid"
 
 
+class BodyTooLarge(QuotaError):
+    """The request body is over the API's cap (413), refused before it is read."""
+
+    status = 413
+    reason = "RequestEntityTooLarge"
+
+
 class Forbidden(QuotaError):
     """The caller may not see or touch this (403)."""
 

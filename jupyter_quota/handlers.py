@@ -17,11 +17,15 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from .errors import InvalidRequest, QuotaError
+from .errors import BodyTooLarge, InvalidRequest, QuotaError
 from .identity import identify
 
 API_PREFIX = ("quota", "v1")
+#: The largest request body any route accepts, enforced before auth and before the body is read.
 MAX_BODY_BYTES = 1024 * 1024
+#: What tornado itself lets a chunked body announce (it checks each chunk's declared size before
+#: reading it, and answers a bare 400 past it); ``data_received`` answers 413 at MAX_BODY_BYTES.
+CHUNKED_BODY_LIMIT = 2 * MAX_BODY_BYTES
 AUTH_RESOURCE = "quota"
 
 
@@ -39,8 +43,43 @@ def api_call(method):
     return wrapper
 
 
+@tornado.web.stream_request_body
 class QuotaHandler(APIHandler):
+    """Base of every route: the body cap, the service, the caller, and the JSON error shape.
+
+    Bodies are streamed (``stream_request_body``) so that ``prepare`` runs on the headers alone,
+    before jupyter-server's auth and before tornado reads the body: a declared ``Content-Length``
+    over ``MAX_BODY_BYTES`` is refused at once, and a chunked body as soon as it passes the cap.
+    Refusing before the body is read makes tornado close the connection after the answer
+    (``HTTP1Connection.finish``), the only way not to read the rest.
+    """
+
     auth_resource = AUTH_RESOURCE
+
+    async def prepare(self):
+        declared = self.request.headers.get("Content-Length")
+        self.request.body = bytearray()  # filled by data_received, read by json_body
+        try:
+            too_large = declared is not None and int(declared) > MAX_BODY_BYTES
+        except ValueError:
+            too_large = False  # tornado refuses a malformed Content-Length itself
+        if too_large:
+            self._refuse_body(f"the request body is {int(declared)} bytes")
+            return
+        self.request.connection.set_max_body_size(MAX_BODY_BYTES if declared is not None else CHUNKED_BODY_LIMIT)
+        await super().prepare()
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._finished:
+            return
+        if len(self.request.body) + len(chunk) > MAX_BODY_BYTES:
+            self._refuse_body("the request body is larger than that")
+            return
+        self.request.body += chunk
+
+    def _refuse_body(self, what: str) -> None:
+        error = BodyTooLarge(f"{what}; at most {MAX_BODY_BYTES} bytes (1 MiB) are accepted")
+        self.reply(error.to_json(), error.status)
 
     @property
     def service(self):

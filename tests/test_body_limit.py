@@ -28,23 +28,6 @@ def server(tmp_path_factory):
     srv.stop()
 
 
-def reset_peak(pid: int) -> None:
-    """Reset the process's VmHWM to its current VmRSS (``clear_refs``, see proc(5))."""
-    with open(f"/proc/{pid}/clear_refs", "w") as f:
-        f.write("5")
-
-
-def memory_kb(pid: int) -> dict[str, int]:
-    """Current (VmRSS) and peak (VmHWM) resident memory of a process, in kB."""
-    figures = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                figures[key] = int(value.split()[0])
-    return figures
-
-
 def read_response(sock: socket.socket, timeout: float = 60.0) -> tuple[int, dict, bytes]:
     """One HTTP response (status, headers, body) read from ``sock``; a 100 Continue is returned as is."""
     sock.settimeout(timeout)
@@ -98,15 +81,15 @@ def assert_refused_with_413(status: int, body: bytes) -> None:
 
 
 def test_an_unauthenticated_300_mib_body_is_refused_before_it_is_read(server):
-    reset_peak(server.proc.pid)
-    before = memory_kb(server.proc.pid)
+    server.reset_peak_memory()
+    before = server.memory_kb()
     sock = post(server, "/namespaces/team-alpha/jobs", {"Content-Length": BIG, "Expect": "100-continue"})
     with sock:
         status, headers, body = read_response(sock)
         if status == 100:  # the server wants the body: send it all, as a client would
             send_until_answered(sock, iter(lambda: b"x" * PIECE, None), BIG)
             status, headers, body = read_response(sock)
-    after = memory_kb(server.proc.pid)
+    after = server.memory_kb()
     print(f"\n300 MiB with Content-Length: answer {status}; server VmRSS {before['VmRSS'] // 1024} -> "
           f"{after['VmRSS'] // 1024} MB, peak VmHWM {before['VmHWM'] // 1024} -> {after['VmHWM'] // 1024} MB")
     assert_refused_with_413(status, body)
@@ -116,8 +99,8 @@ def test_an_unauthenticated_300_mib_body_is_refused_before_it_is_read(server):
 @pytest.mark.parametrize("signed_in", [False, True], ids=["unauthenticated", "signed-in"])
 def test_a_chunked_body_is_refused_before_it_is_all_read(server, signed_in):
     """Without a token jupyter-server's auth refuses it (403) on the headers; with one, the cap (413)."""
-    reset_peak(server.proc.pid)
-    before = memory_kb(server.proc.pid)
+    server.reset_peak_memory()
+    before = server.memory_kb()
     headers = {"Transfer-Encoding": "chunked", "Expect": "100-continue"}
     if signed_in:
         headers["Authorization"] = f"token {server.token}"
@@ -131,7 +114,7 @@ def test_a_chunked_body_is_refused_before_it_is_all_read(server, signed_in):
             if sent >= BIG:
                 sock.sendall(b"0\r\n\r\n")
             status, _, body = read_response(sock)
-    after = memory_kb(server.proc.pid)
+    after = server.memory_kb()
     print(f"\nchunked body, {'signed in' if signed_in else 'no token'}: answer {status} after {sent // PIECE} MiB "
           f"sent; server VmRSS {before['VmRSS'] // 1024} -> {after['VmRSS'] // 1024} MB, "
           f"peak VmHWM {before['VmHWM'] // 1024} -> {after['VmHWM'] // 1024} MB")
