@@ -12,6 +12,8 @@ class QuotaError(Exception):
 
     status = 400
     reason = "BadRequest"
+    #: HTTP headers the answer carries besides the JSON body (e.g. ``Retry-After``)
+    headers: dict[str, str] = {}
 
     def __init__(self, message: str, *, reason: str | None = None, status: int | None = None):
         super().__init__(message)
@@ -47,6 +49,17 @@ class BodyTooLarge(QuotaError):
 
     status = 413
     reason = "RequestEntityTooLarge"
+
+
+class TooManyRequests(QuotaError):
+    """The server is busy with as much of this work as it takes at once (429); retry later."""
+
+    status = 429
+    reason = "TooManyRequests"
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class Forbidden(QuotaError):

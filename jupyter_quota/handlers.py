@@ -19,6 +19,7 @@ from jupyter_server.utils import url_path_join
 
 from .errors import BodyTooLarge, InvalidRequest, QuotaError
 from .identity import identify
+from .slots import WorkSlots
 
 API_PREFIX = ("quota", "v1")
 #: The largest request body any route accepts, enforced before auth and before the body is read.
@@ -38,6 +39,8 @@ def api_call(method):
             await method(self, *args, **kwargs)
         except QuotaError as e:
             self.set_status(e.status)
+            for name, value in e.headers.items():
+                self.set_header(name, value)
             self.finish(json.dumps(e.to_json()))
 
     return wrapper
@@ -88,6 +91,10 @@ class QuotaHandler(APIHandler):
     @property
     def who(self):
         return identify(self.current_user, self.identity_provider, self.service.config)
+
+    @property
+    def plan_slots(self) -> WorkSlots:
+        return self.settings["jupyter_quota_plan_slots"]
 
     async def run(self, fn, *args):
         """Call a service method off the IO loop (it may touch SQLite, files or processes)."""
@@ -227,7 +234,7 @@ class EstimateHandler(QuotaHandler):
     @api_call
     async def post(self):
         body = self.json_body()
-        self.reply(await self.run(self.service.estimate, self.who, body))
+        self.reply(await self.plan_slots.run(self.service.estimate, self.who, body))
 
 
 class PlanHandler(QuotaHandler):
@@ -236,7 +243,7 @@ class PlanHandler(QuotaHandler):
     @api_call
     async def post(self, namespace):
         body = self.json_body()
-        self.reply(await self.run(self.service.plan, self.who, namespace, body))
+        self.reply(await self.plan_slots.run(self.service.plan, self.who, namespace, body))
 
 
 _SEGMENT = r"([^/]+)"
@@ -261,6 +268,8 @@ ROUTES = [
 def setup_handlers(web_app, service) -> None:
     """Register the routes under the server's base URL (so they work under JupyterHub)."""
     web_app.settings["jupyter_quota_service"] = service
+    web_app.settings["jupyter_quota_plan_slots"] = WorkSlots(
+        service.config.max_concurrent_plans, "plan or estimate searches", "JupyterQuota.max_concurrent_plans")
     base_url = web_app.settings["base_url"]
     web_app.add_handlers(
         ".*$",
