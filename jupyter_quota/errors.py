@@ -62,6 +62,18 @@ class TooManyRequests(QuotaError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
+class StateDirectoryError(QuotaError):
+    """The state directory is full or read-only (507 Insufficient Storage): writes wait, reads go on.
+
+    ``statedir.storage_error`` is the one place that recognises the failures behind it.
+    """
+
+    status = 507
+    FULL = "StateDirectoryFull"
+    READ_ONLY = "StateDirectoryReadOnly"
+    reason = FULL
+
+
 class Forbidden(QuotaError):
     """The caller may not see or touch this (403)."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sqlite3
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
@@ -20,6 +21,7 @@ from jupyter_server.utils import url_path_join
 from .errors import BodyTooLarge, InvalidRequest, QuotaError
 from .identity import identify
 from .slots import WorkSlots
+from .statedir import storage_error
 
 API_PREFIX = ("quota", "v1")
 #: The largest request body any route accepts, enforced before auth and before the body is read.
@@ -31,13 +33,16 @@ AUTH_RESOURCE = "quota"
 
 
 def api_call(method):
-    """Run the handler method, turning domain errors into their JSON answer."""
+    """Run the handler method, turning domain errors, and a full or read-only state directory, into JSON."""
 
     @functools.wraps(method)
     async def wrapper(self, *args, **kwargs):
         try:
             await method(self, *args, **kwargs)
-        except QuotaError as e:
+        except (QuotaError, sqlite3.Error, OSError) as cause:
+            e = cause if isinstance(cause, QuotaError) else storage_error(cause, self.service.config.state_dir)
+            if e is None:
+                raise
             self.set_status(e.status)
             for name, value in e.headers.items():
                 self.set_header(name, value)
