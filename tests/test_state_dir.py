@@ -130,3 +130,17 @@ def test_a_full_state_dir_serves_reads_and_refuses_writes_with_507(server):
     status, job = server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1})
     assert status == 201, job
     assert "Traceback" not in server.log()
+
+
+def test_a_new_read_only_state_dir_serves_an_empty_balance(server):
+    done = mount("-o", "remount,ro", str(server.state_dir))
+    assert done.returncode == 0, done.stderr
+
+    server.start()  # no ledger yet, and none can be made
+    status, balance = server.call("GET", "/namespaces/team-alpha/balance")
+    assert status == 200 and balance["resources"]["requests.nvidia.com/gpu"]["remaining"] == "2", balance
+    status, jobs = server.call("GET", "/namespaces/team-alpha/jobs")
+    assert status == 200 and jobs["jobs"] == [], jobs
+    assert_storage_error(server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1}),
+                         "StateDirectoryReadOnly", server)
+    assert not (server.state_dir / "ledger.sqlite3").exists()
