@@ -72,7 +72,7 @@ class QuotaHandler(APIHandler):
         except ValueError:
             too_large = False  # tornado refuses a malformed Content-Length itself
         if too_large:
-            self._refuse_body(f"the request body is {int(declared)} bytes")
+            self._refuse_body(f"{int(declared)} bytes")
             return
         self.request.connection.set_max_body_size(MAX_BODY_BYTES if declared is not None else CHUNKED_BODY_LIMIT)
         await super().prepare()
@@ -81,12 +81,12 @@ class QuotaHandler(APIHandler):
         if self._finished:
             return
         if len(self.request.body) + len(chunk) > MAX_BODY_BYTES:
-            self._refuse_body("the request body is larger than that")
+            self._refuse_body(f"over {MAX_BODY_BYTES} bytes (sent chunked)")
             return
         self.request.body += chunk
 
-    def _refuse_body(self, what: str) -> None:
-        error = BodyTooLarge(f"{what}; at most {MAX_BODY_BYTES} bytes (1 MiB) are accepted")
+    def _refuse_body(self, size: str) -> None:
+        error = BodyTooLarge(f"the request body is {size}; at most {MAX_BODY_BYTES} bytes (1 MiB) are accepted")
         self.reply(error.to_json(), error.status)
 
     @property
