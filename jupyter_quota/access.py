@@ -75,9 +75,9 @@ class TeamRegistry:
         with self._lock:
             candidate = {**self._profiles, team: profile}
             load_profiles(candidate.values())  # duplicate namespaces are refused here
-            self._overrides[team] = profile.to_json()
-            self._write_overrides()
-            self._profiles = candidate
+            overrides = {**self._overrides, team: profile.to_json()}
+            self._write_overrides(overrides)  # first: a failed write changes nothing
+            self._overrides, self._profiles = overrides, candidate
         return profile
 
     def _merged(self, entries: list[dict]) -> list[dict]:
@@ -92,15 +92,25 @@ class TeamRegistry:
         with open(self._overrides_path, encoding="utf-8") as f:
             return json.load(f)
 
-    def _write_overrides(self) -> None:
-        """Atomically: a crash leaves the old file or the new one, never half of one."""
+    def _write_overrides(self, overrides: dict) -> None:
+        """Atomically: a crash or a full disk leaves the old file or the new one, never half of one.
+
+        A failed write removes its temporary file and raises an ``OSError`` naming the file, so
+        ``statedir.storage_error`` can tell a full or read-only state directory.
+        """
         if not self._overrides_path:
             return
         folder = os.path.dirname(self._overrides_path)
         os.makedirs(folder, mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".profiles.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(self._overrides, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self._overrides_path)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(overrides, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self._overrides_path)
+        except OSError as e:
+            os.unlink(tmp)
+            if e.filename is None:  # a write or fsync names no file
+                raise OSError(e.errno, e.strerror, self._overrides_path) from e
+            raise

@@ -122,6 +122,21 @@ class JupyterQuota(Configurable):
         200, help="Lines of a job's log returned when the request names no ``tailLines``. Default: 200."
     ).tag(config=True)
 
+    max_concurrent_plans = Int(
+        2,
+        help="Plan and estimate searches (``POST .../plan``, ``POST /estimate``) the server works on "
+        "at once, on threads of their own; one more is answered 429 TooManyRequests with "
+        "``Retry-After``. The searches are CPU-bound and hold Python's GIL, so few of them keep "
+        "balance reads fast (see ``benchmarks/plan_load_bench.py``); 2 lets the sidebar's planner "
+        "ask for its estimate and its plan at once. At least 1. Default: 2 (requests at once).",
+    ).tag(config=True)
+
+    @validate("max_concurrent_plans")
+    def _valid_max_concurrent_plans(self, proposal):
+        if proposal["value"] < 1:
+            raise ValueError(f"JupyterQuota.max_concurrent_plans must be at least 1, not {proposal['value']}")
+        return proposal["value"]
+
     @property
     def ledger_path(self) -> str:
         return os.path.join(self.state_dir, "ledger.sqlite3")

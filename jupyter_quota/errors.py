@@ -12,6 +12,8 @@ class QuotaError(Exception):
 
     status = 400
     reason = "BadRequest"
+    #: HTTP headers the answer carries besides the JSON body (e.g. ``Retry-After``)
+    headers: dict[str, str] = {}
 
     def __init__(self, message: str, *, reason: str | None = None, status: int | None = None):
         super().__init__(message)
@@ -40,6 +42,36 @@ class Invalid(QuotaError):
 
     status = 400
     reason = "Invalid"
+
+
+class BodyTooLarge(QuotaError):
+    """The request body is over the API's cap (413), refused before it is read."""
+
+    status = 413
+    reason = "RequestEntityTooLarge"
+
+
+class TooManyRequests(QuotaError):
+    """The server is busy with as much of this work as it takes at once (429); retry later."""
+
+    status = 429
+    reason = "TooManyRequests"
+
+    def __init__(self, message: str, retry_after: int):
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+class StateDirectoryError(QuotaError):
+    """The state directory is full or read-only (507 Insufficient Storage): writes wait, reads go on.
+
+    ``statedir.storage_error`` is the one place that recognises the failures behind it.
+    """
+
+    status = 507
+    FULL = "StateDirectoryFull"
+    READ_ONLY = "StateDirectoryReadOnly"
+    reason = FULL
 
 
 class Forbidden(QuotaError):

@@ -11,36 +11,83 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sqlite3
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from .errors import InvalidRequest, QuotaError
+from .errors import BodyTooLarge, InvalidRequest, QuotaError
 from .identity import identify
+from .slots import WorkSlots
+from .statedir import storage_error
 
 API_PREFIX = ("quota", "v1")
+#: The largest request body any route accepts, enforced before auth and before the body is read.
 MAX_BODY_BYTES = 1024 * 1024
+#: What tornado itself lets a chunked body announce (it checks each chunk's declared size before
+#: reading it, and answers a bare 400 past it); ``data_received`` answers 413 at MAX_BODY_BYTES.
+CHUNKED_BODY_LIMIT = 2 * MAX_BODY_BYTES
 AUTH_RESOURCE = "quota"
 
 
 def api_call(method):
-    """Run the handler method, turning domain errors into their JSON answer."""
+    """Run the handler method, turning domain errors, and a full or read-only state directory, into JSON."""
 
     @functools.wraps(method)
     async def wrapper(self, *args, **kwargs):
         try:
             await method(self, *args, **kwargs)
-        except QuotaError as e:
+        except (QuotaError, sqlite3.Error, OSError) as cause:
+            e = cause if isinstance(cause, QuotaError) else storage_error(cause, self.service.config.state_dir)
+            if e is None:
+                raise
             self.set_status(e.status)
+            for name, value in e.headers.items():
+                self.set_header(name, value)
             self.finish(json.dumps(e.to_json()))
 
     return wrapper
 
 
+@tornado.web.stream_request_body
 class QuotaHandler(APIHandler):
+    """Base of every route: the body cap, the service, the caller, and the JSON error shape.
+
+    Bodies are streamed (``stream_request_body``) so that ``prepare`` runs on the headers alone,
+    before jupyter-server's auth and before tornado reads the body: a declared ``Content-Length``
+    over ``MAX_BODY_BYTES`` is refused at once, and a chunked body as soon as it passes the cap.
+    Refusing before the body is read makes tornado close the connection after the answer
+    (``HTTP1Connection.finish``), the only way not to read the rest.
+    """
+
     auth_resource = AUTH_RESOURCE
+
+    async def prepare(self):
+        declared = self.request.headers.get("Content-Length")
+        self.request.body = bytearray()  # filled by data_received, read by json_body
+        try:
+            too_large = declared is not None and int(declared) > MAX_BODY_BYTES
+        except ValueError:
+            too_large = False  # tornado refuses a malformed Content-Length itself
+        if too_large:
+            self._refuse_body(f"{int(declared)} bytes")
+            return
+        self.request.connection.set_max_body_size(MAX_BODY_BYTES if declared is not None else CHUNKED_BODY_LIMIT)
+        await super().prepare()
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._finished:
+            return
+        if len(self.request.body) + len(chunk) > MAX_BODY_BYTES:
+            self._refuse_body(f"over {MAX_BODY_BYTES} bytes (sent chunked)")
+            return
+        self.request.body += chunk
+
+    def _refuse_body(self, size: str) -> None:
+        error = BodyTooLarge(f"the request body is {size}; at most {MAX_BODY_BYTES} bytes (1 MiB) are accepted")
+        self.reply(error.to_json(), error.status)
 
     @property
     def service(self):
@@ -49,6 +96,10 @@ class QuotaHandler(APIHandler):
     @property
     def who(self):
         return identify(self.current_user, self.identity_provider, self.service.config)
+
+    @property
+    def plan_slots(self) -> WorkSlots:
+        return self.settings["jupyter_quota_plan_slots"]
 
     async def run(self, fn, *args):
         """Call a service method off the IO loop (it may touch SQLite, files or processes)."""
@@ -188,7 +239,7 @@ class EstimateHandler(QuotaHandler):
     @api_call
     async def post(self):
         body = self.json_body()
-        self.reply(await self.run(self.service.estimate, self.who, body))
+        self.reply(await self.plan_slots.run(self.service.estimate, self.who, body))
 
 
 class PlanHandler(QuotaHandler):
@@ -197,7 +248,7 @@ class PlanHandler(QuotaHandler):
     @api_call
     async def post(self, namespace):
         body = self.json_body()
-        self.reply(await self.run(self.service.plan, self.who, namespace, body))
+        self.reply(await self.plan_slots.run(self.service.plan, self.who, namespace, body))
 
 
 _SEGMENT = r"([^/]+)"
@@ -222,6 +273,8 @@ ROUTES = [
 def setup_handlers(web_app, service) -> None:
     """Register the routes under the server's base URL (so they work under JupyterHub)."""
     web_app.settings["jupyter_quota_service"] = service
+    web_app.settings["jupyter_quota_plan_slots"] = WorkSlots(
+        service.config.max_concurrent_plans, "plan or estimate searches", "JupyterQuota.max_concurrent_plans")
     base_url = web_app.settings["base_url"]
     web_app.add_handlers(
         ".*$",

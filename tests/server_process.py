@@ -87,5 +87,20 @@ class ServerProcess:
     def stop(self) -> None:
         self.kill(signal.SIGTERM)
 
+    def memory_kb(self) -> dict[str, int]:
+        """The server's resident memory now (``VmRSS``) and its peak (``VmHWM``), in kB."""
+        figures = {}
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    figures[key] = int(value.split()[0])
+        return figures
+
+    def reset_peak_memory(self) -> None:
+        """Reset ``VmHWM`` to the current ``VmRSS`` (``clear_refs``, see proc(5))."""
+        with open(f"/proc/{self.proc.pid}/clear_refs", "w") as f:
+            f.write("5")
+
     def log(self) -> str:
         return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""

@@ -23,11 +23,12 @@ import copy
 import logging
 import os
 import signal
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 
-from ... import errors, quota
+from ... import errors, quota, statedir
 from ..base import Backend
 from . import admission, clock, jobview, ledger, lifecycle, logtail, runner
 
@@ -55,7 +56,14 @@ class LocalBackend(Backend):
         self.state_dir = os.path.abspath(state_dir)
         self._inventory = copy.deepcopy(inventory)
         self._ledger = ledger.Ledger(ledger_path)
-        ledger.make_private_dir(self.state_dir)
+        self._storage_warning = ""  # the last one logged, so a failing reaper does not repeat it
+        if self._ledger.startup_error is not None:
+            self._warn_storage(self._ledger.startup_error)
+        try:
+            ledger.make_private_dir(self.state_dir)
+        except OSError as e:
+            if not self._warn_storage(e):
+                raise
         self._jobs = lifecycle.Lifecycle(
             self._ledger, self.state_dir, self._inventory,
             os.path.abspath(workdir or os.getcwd()), self.log,
@@ -69,7 +77,11 @@ class LocalBackend(Backend):
 
     def start(self) -> None:
         """Recover jobs left by a previous server (one reap now), then reap every ``poll_interval``."""
-        self.reap()
+        try:
+            self.reap()
+        except (sqlite3.Error, OSError) as e:
+            if not self._warn_storage(e):  # a full or read-only state dir: still serve reads
+                raise
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="jupyter-quota-reaper", daemon=True)
@@ -210,8 +222,19 @@ class LocalBackend(Backend):
         while not self._stop.wait(self.poll_interval):
             try:
                 self.reap()
-            except Exception:  # keep reaping; a bad pass is logged, the next may succeed
-                self.log.exception("local backend: reaping failed")
+            except Exception as e:  # keep reaping; a bad pass is logged, the next may succeed
+                if not self._warn_storage(e):
+                    self.log.exception("local backend: reaping failed")
+
+    def _warn_storage(self, e: BaseException) -> bool:
+        """Log a full or read-only state dir, once rather than every pass; False for other errors."""
+        error = statedir.storage_error(e, self.state_dir)
+        if error is None:
+            return False
+        if error.message != self._storage_warning:
+            self._storage_warning = error.message
+            self.log.warning("jupyter_quota: %s", error.message)
+        return True
 
 
 @dataclass

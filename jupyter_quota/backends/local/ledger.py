@@ -10,6 +10,8 @@ durable under concurrent writers (threads and processes) and crashes:
 - A ``meta`` table holds ``schema_version`` and ``generation``, a counter bumped by every
   transaction that changes a job, so readers can cache and revalidate with a one-row read.
 - Columns that make a row meaningful are NOT NULL: a row is either complete or absent.
+- On a full or read-only file system the ledger still reads (see ``_reader``): balances and job
+  lists keep working while writes fail with the error ``statedir.storage_error`` names.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ import json
 import os
 import sqlite3
 import threading
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from pathlib import Path
 from typing import Iterator
+
+from ...statedir import storage_error
 
 SCHEMA_VERSION = 1
 LIVE = ("Pending", "Running")
@@ -74,8 +79,16 @@ class Ledger:
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
         self._local = threading.local()
-        make_private_dir(os.path.dirname(os.path.abspath(self.path)))
-        self._create()
+        #: why the ledger could not be created or upgraded (its directory is full or read-only)
+        self.startup_error = None
+        folder = os.path.dirname(os.path.abspath(self.path))
+        try:
+            make_private_dir(folder)
+            self._create()
+        except (sqlite3.Error, OSError) as e:
+            self.startup_error = storage_error(e, folder)
+            if self.startup_error is None:
+                raise
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -109,7 +122,7 @@ class Ledger:
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: every statement inside sees the same snapshot."""
-        con = self._connect()
+        con, _ = self._reader()
         try:
             con.execute("BEGIN")
             yield con
@@ -125,9 +138,42 @@ class Ledger:
         latest commit of any process).
         """
         con = getattr(self._local, "con", None)
-        if con is None:
-            con = self._local.con = self._connect()
-        return generation(con)
+        if con is not None:
+            return generation(con)
+        con, kept = self._reader()
+        if kept:
+            self._local.con = con
+            return generation(con)
+        with closing(con):
+            return generation(con)
+
+    def _reader(self) -> tuple[sqlite3.Connection, bool]:
+        """A connection to read with, and whether it follows later commits (may be kept).
+
+        A WAL database is read through its ``-shm`` index, which a new reader must create when no
+        connection has it open. On a full or read-only file system that fails, so the reader falls
+        back to the file as it is (``immutable``): complete when there is no WAL left to replay,
+        as after a clean close; an empty ledger when there is no file yet. With a WAL left, only
+        the error remains: a reader that skipped it would miss commits.
+        """
+        con = None
+        try:
+            con = self._connect()
+            con.execute("PRAGMA schema_version").fetchone()  # opens the WAL index, or fails
+            return con, True
+        except sqlite3.Error as e:
+            if con is not None:
+                con.close()
+            if storage_error(e, os.path.dirname(os.path.abspath(self.path))) is None or _has_wal(self.path):
+                raise
+        if os.path.exists(self.path):
+            con = sqlite3.connect(f"{Path(self.path).absolute().as_uri()}?immutable=1", uri=True,
+                                  isolation_level=None, check_same_thread=False)
+        else:
+            con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            self._create_schema(con)
+        con.row_factory = sqlite3.Row
+        return con, False
 
     def _connect(self) -> sqlite3.Connection:
         con = sqlite3.connect(
@@ -153,17 +199,22 @@ class Ledger:
                     f"ledger {self.path} has schema version {version}; this jupyter_quota "
                     f"understands up to {SCHEMA_VERSION}: upgrade jupyter_quota"
                 )
-            for statement in _statements(_SCHEMA):
+            self._create_schema(con, version)
+
+    @staticmethod
+    def _create_schema(con: sqlite3.Connection, version: int = SCHEMA_VERSION) -> None:
+        """Tables, migrations from ``version`` and the meta rows, on ``con``."""
+        for statement in _statements(_SCHEMA):
+            con.execute(statement)
+        for v in range(version, SCHEMA_VERSION):
+            for statement in _statements(_MIGRATIONS[v]):
                 con.execute(statement)
-            for v in range(version, SCHEMA_VERSION):
-                for statement in _statements(_MIGRATIONS[v]):
-                    con.execute(statement)
-            con.execute(
-                "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (SCHEMA_VERSION,),
-            )
-            con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', 0)")
+        con.execute(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (SCHEMA_VERSION,),
+        )
+        con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', 0)")
 
 
 # Queries shared by the backend; each takes a connection inside a transaction.
@@ -227,6 +278,14 @@ def _statements(script: str) -> list[str]:
     """Split a schema script into statements (no semicolons inside our statements)."""
     lines = [line.split("--", 1)[0] for line in script.splitlines()]
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
+
+
+def _has_wal(path: str) -> bool:
+    """Whether commits may wait in the ``-wal`` file, unseen by a reader of the main file alone."""
+    try:
+        return os.path.getsize(path + "-wal") > 0
+    except OSError:
+        return False
 
 
 def make_private_dir(path: str) -> None:

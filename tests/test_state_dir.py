@@ -1,0 +1,146 @@
+"""A full or read-only state directory: writes answer 507 saying what and where; reads are still served.
+
+The state dir is a tmpfs of its own, made read-only with ``mount -o remount,ro`` or filled to the
+brim, under a real ``jupyter server`` process (chmod would not stop the root user tests run as).
+"""
+
+from __future__ import annotations
+
+import getpass
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from server_process import ServerProcess
+
+ADMIN = f"c.JupyterQuota.admin_users = [{getpass.getuser()!r}]\n"
+PROFILE = {"namespace": "team-gamma", "users": ["ann"], "hard": {"requests.nvidia.com/gpu": "1"}}
+
+
+def mount(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["mount", *args], capture_output=True, text=True)
+
+
+@pytest.fixture
+def state_tmpfs(tmp_path) -> Path:
+    """A 16 MiB tmpfs for the state dir; skipped, saying why, where mounting is impossible."""
+    state = tmp_path / "state"
+    state.mkdir()
+    done = mount("-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", str(state))
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs for the state dir (needs root with CAP_SYS_ADMIN): {done.stderr.strip()}")
+    yield state
+    subprocess.run(["umount", "-l", str(state)], check=False)
+
+
+@pytest.fixture
+def server(state_tmpfs, tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    srv = ServerProcess(state_tmpfs, root, extra_config=ADMIN)
+    yield srv
+    srv.stop()
+
+
+def run_a_job(srv: ServerProcess) -> str:
+    status, job = srv.call("POST", "/namespaces/team-alpha/jobs", {"args": ["--lines", "3"], "gpus": 1})
+    assert status == 201, job
+    deadline = time.monotonic() + 60
+    while job["phase"] not in ("Succeeded", "Failed"):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.1)
+        status, job = srv.call("GET", f"/namespaces/team-alpha/jobs/{job['name']}")
+    assert job["phase"] == "Succeeded", job
+    return job["name"]
+
+
+def assert_reads_are_served(srv: ServerProcess, name: str) -> None:
+    status, balance = srv.call("GET", "/namespaces/team-alpha/balance")
+    assert status == 200 and balance["resources"]["requests.nvidia.com/gpu"]["used"] == "0", balance
+    status, listed = srv.call("GET", "/namespaces")
+    assert status == 200 and [n["name"] for n in listed["namespaces"]] == ["team-alpha", "team-beta"], listed
+    status, jobs = srv.call("GET", "/namespaces/team-alpha/jobs")
+    assert status == 200 and [j["name"] for j in jobs["jobs"]] == [name], jobs
+    status, job = srv.call("GET", f"/namespaces/team-alpha/jobs/{name}")
+    assert status == 200 and job["phase"] == "Succeeded", job
+    status, logs = srv.call("GET", f"/namespaces/team-alpha/jobs/{name}/logs")
+    assert status == 200 and logs["logs"], logs
+
+
+def assert_storage_error(answer, reason: str, srv: ServerProcess) -> None:
+    status, body = answer
+    assert status == 507, body
+    assert body["reason"] == reason, body
+    assert str(srv.state_dir) in body["message"], body
+
+
+def test_a_read_only_state_dir_serves_reads_and_refuses_writes_with_507(server):
+    name = run_a_job(server.start())
+    server.stop()
+    done = mount("-o", "remount,ro", str(server.state_dir))
+    assert done.returncode == 0, done.stderr
+
+    server.start()  # the extension loads on a read-only state dir
+    assert_reads_are_served(server, name)
+    submit = server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1})
+    assert_storage_error(submit, "StateDirectoryReadOnly", server)
+    assert "read-only" in submit[1]["message"]
+    assert_storage_error(server.call("DELETE", f"/namespaces/team-alpha/jobs/{name}"), "StateDirectoryReadOnly", server)
+    assert_storage_error(server.call("PUT", "/profiles/gamma", PROFILE), "StateDirectoryReadOnly", server)
+    assert_reads_are_served(server, name)
+    assert "Traceback" not in server.log()
+
+
+def fill(directory: Path) -> Path:
+    """Write a file until the file system has no block left."""
+    filler = directory / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+        except OSError:
+            pass
+        try:
+            while True:
+                f.write(b"\0")
+        except OSError:
+            pass
+    return filler
+
+
+def test_a_full_state_dir_serves_reads_and_refuses_writes_with_507(server):
+    name = run_a_job(server.start())
+    filler = fill(server.state_dir)
+
+    assert_reads_are_served(server, name)
+    submit = server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1})
+    assert_storage_error(submit, "StateDirectoryFull", server)
+    assert "full" in submit[1]["message"]
+    assert_storage_error(server.call("PUT", "/profiles/gamma", PROFILE), "StateDirectoryFull", server)
+    assert not list(server.state_dir.glob(".profiles.*")), "a half-written profiles file was left behind"
+
+    server.stop()
+    server.start()  # and the extension loads on a full state dir
+    assert_reads_are_served(server, name)
+    assert_storage_error(server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1}),
+                         "StateDirectoryFull", server)
+
+    filler.unlink()  # space again: writes work again, without a restart
+    status, job = server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1})
+    assert status == 201, job
+    assert "Traceback" not in server.log()
+
+
+def test_a_new_read_only_state_dir_serves_an_empty_balance(server):
+    done = mount("-o", "remount,ro", str(server.state_dir))
+    assert done.returncode == 0, done.stderr
+
+    server.start()  # no ledger yet, and none can be made
+    status, balance = server.call("GET", "/namespaces/team-alpha/balance")
+    assert status == 200 and balance["resources"]["requests.nvidia.com/gpu"]["remaining"] == "2", balance
+    status, jobs = server.call("GET", "/namespaces/team-alpha/jobs")
+    assert status == 200 and jobs["jobs"] == [], jobs
+    assert_storage_error(server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1}),
+                         "StateDirectoryReadOnly", server)
+    assert not (server.state_dir / "ledger.sqlite3").exists()
