@@ -7,9 +7,11 @@ we create, watch resilience across an API-server restart, logs, ``profiles apply
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
+from datetime import datetime
 
 import kubecluster
 import pytest
@@ -18,10 +20,15 @@ from kubecluster import team_profile
 from jupyter_quota import errors, jobspec, quota
 from jupyter_quota.backends import make_backend
 from jupyter_quota.backends.kube import KubeBackend, LogsUnavailable, apply_profiles
-from jupyter_quota.backends.kube.client import KubeError
+from jupyter_quota.backends.kube.client import ClusterUnavailable, KubeError
 from jupyter_quota.config import JupyterQuota
 
 GPU_KEY = "requests.nvidia.com/gpu"
+#: The promise README and ``cache.py`` make: with no data from the API server for this many
+#: seconds, the balance says ``stale: true``.
+STALE_BOUND = 15.0
+#: Anything that names where the API server is: a URL, an IPv4 address, a host:port.
+INTERNAL_ADDRESS = re.compile(r"https?://|\b\d{1,3}(\.\d{1,3}){3}\b|\blocalhost\b|[\w.-]+:\d{2,5}\b")
 
 
 def build(profile, name, *args, gpus=1, parallelism=1):
@@ -256,3 +263,54 @@ def test_the_watch_survives_an_api_server_restart(kube, kube_cluster, namespace_
     assert not [r for r in ours if r.exc_info or "Traceback" in r.getMessage()], "a traceback was logged"
     print(f"\napiserver ready {ready_in:.1f}s after restart; relists: "
           f"{ {k: r.lists for k, r in backend.cache.reflectors.items()} }")
+
+
+def epoch(rfc3339: str) -> float:
+    return datetime.strptime(rfc3339, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
+def test_a_hung_api_server_turns_the_balance_stale_within_the_bound(kube, kube_cluster, namespace_name,
+                                                                   make_kube_backend, caplog):
+    """SIGSTOP is a partition: connections stay open and nothing arrives. The balance must say so.
+
+    A quiet but healthy cluster stays fresh past the bound; a frozen one is ``stale`` within it,
+    with ``observedAt`` held at the last data; a submit meanwhile answers 503 without the API
+    server's address (that goes to the log); SIGCONT and the balance recovers by itself.
+    """
+    caplog.set_level(logging.INFO)
+    profile = setup_team(kube, namespace_name)
+    backend = make_kube_backend()
+    assert backend.cache.wait(lambda: backend.cache["resourcequotas"].items(namespace_name), 10)
+
+    # Quiet and healthy: nothing changes for longer than the bound, and nothing reads stale.
+    quiet_until = time.monotonic() + STALE_BOUND + 5
+    while time.monotonic() < quiet_until:
+        quiet = backend.balance(profile)
+        assert quiet["stale"] is False, quiet
+        time.sleep(0.2)
+
+    kube_cluster.pause_apiserver()
+    paused_at, paused_wall = time.monotonic(), time.time()
+    try:
+        hung = wait(lambda: (b := backend.balance(profile))["stale"] and b, timeout=3 * STALE_BOUND,
+                    what="stale: true while the API server is frozen")
+        elapsed = time.monotonic() - paused_at
+        print(f"\nstale {elapsed:.1f}s after SIGSTOP (bound {STALE_BOUND:.0f}s); observedAt {hung['observedAt']}, "
+              f"{paused_wall - epoch(hung['observedAt']):.1f}s before SIGSTOP")
+        assert elapsed <= STALE_BOUND + 2, f"stale only {elapsed:.1f}s after SIGSTOP"
+        # observedAt is the last data from the cluster: not after the freeze, and it stays there.
+        assert epoch(hung["observedAt"]) <= paused_wall + 1, (hung["observedAt"], paused_wall)
+        with pytest.raises(ClusterUnavailable) as unavailable:
+            backend.submit(profile, build(profile, "while-hung", "--sleep", "1"), owner="alice")
+        body = json.dumps(unavailable.value.to_json())
+        assert unavailable.value.status == 503
+        assert "did not answer" in unavailable.value.message, body
+        assert not INTERNAL_ADDRESS.search(body), f"the 503 names an internal address: {body}"
+        host = kube.host.split("://", 1)[1]
+        assert any(host in r.getMessage() for r in caplog.records), "the details did not reach the server log"
+        still = backend.balance(profile)
+        assert still["stale"] is True and still["observedAt"] == hung["observedAt"]
+    finally:
+        kube_cluster.resume_apiserver()
+    recovered = wait(lambda: not (b := backend.balance(profile))["stale"] and b, timeout=60, what="recovery")
+    assert epoch(recovered["observedAt"]) > epoch(hung["observedAt"])
