@@ -1,8 +1,10 @@
 """The Kubernetes backend: teams' jobs as batch/v1 Jobs, quota from the cluster's own objects.
 
 Reads (balance, jobs, job) are served from a :class:`cache.ClusterCache` kept current by
-watches, so a balance read makes no API call; ``stale`` and ``observedAt`` say how current it
-is. Writes go to the API server:
+watches, so a balance read makes no API call; ``observedAt`` (the last data from the API server)
+and ``stale`` (broken, or silent for ``kube_stale_after`` seconds) say how current it is. Writes
+go to the API server; one that gets no answer is a 503 whose message names no address (the log
+has it):
 
 - ``submit`` enriches the Job (image, node selector, tolerations, priority class, cache
   volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), pre-checks it with
@@ -20,6 +22,7 @@ is. Writes go to the API server:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
@@ -29,7 +32,7 @@ from ... import errors, quota
 from ...jobspec import label_value
 from ..base import Backend
 from . import jobview
-from .cache import MANAGED_SELECTOR, ClusterCache, rfc3339
+from .cache import MANAGED_SELECTOR, STALE_AFTER, ClusterCache, rfc3339
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
 
 BALANCE_KINDS = ("resourcequotas", "limitranges")
@@ -51,8 +54,8 @@ class KubeBackend(Backend):
 
     def __init__(self, kube: Kube, *, job_image: str = "", backoff_limit: int = 0,
                  ttl_seconds_after_finished: int = -1, cache_volumes: list | None = None,
-                 watch_timeout: int = 300, backoff_max: float = 30.0, sync_timeout: float = 10.0,
-                 log: logging.Logger | None = None):
+                 watch_timeout: int = 10, stale_after: float = STALE_AFTER, backoff_max: float = 30.0,
+                 sync_timeout: float = 10.0, log: logging.Logger | None = None):
         self.kube = kube
         self.job_image = job_image
         self.backoff_limit = backoff_limit
@@ -60,7 +63,8 @@ class KubeBackend(Backend):
         self.cache_volumes = [dict(v) for v in cache_volumes or []]
         self.sync_timeout = sync_timeout
         self.log = log or logging.getLogger(__name__)
-        self.cache = ClusterCache(kube, watch_timeout=watch_timeout, backoff_max=backoff_max, log=self.log)
+        self.cache = ClusterCache(kube, watch_timeout=watch_timeout, stale_after=stale_after,
+                                  backoff_max=backoff_max, log=self.log)
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -75,6 +79,7 @@ class KubeBackend(Backend):
             ttl_seconds_after_finished=config.kube_ttl_seconds_after_finished,
             cache_volumes=config.kube_cache_volumes,
             watch_timeout=config.kube_watch_timeout,
+            stale_after=config.kube_stale_after,
             backoff_max=config.kube_watch_backoff_max,
             log=log,
         )
@@ -136,7 +141,8 @@ class KubeBackend(Backend):
     def _job_from_server(self, namespace: str, name: str) -> dict:
         """A cache miss asks the API server once: a job just created may not have come by watch yet."""
         try:
-            return self.kube.get(ns_path(namespace, "jobs", name, group="batch/v1"))
+            with self._reported(f"read job {namespace}/{name}"):
+                return self.kube.get(ns_path(namespace, "jobs", name, group="batch/v1"))
         except KubeError as e:
             if e.code == 404:
                 raise errors.NotFound(f'jobs.batch "{name}" not found') from None
@@ -155,7 +161,8 @@ class KubeBackend(Backend):
         limit_ranges = self.cache["limitranges"].items(namespace)
         admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
         try:
-            created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
+            with self._reported(f"create job {namespace}/{name}"):
+                created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
         except KubeError as e:
             raise _submit_error(e, name) from None
         self.cache["jobs"].remember(created)
@@ -175,9 +182,10 @@ class KubeBackend(Backend):
         if ((pod.get("status") or {}).get("phase") or "Pending") == "Pending":
             return ""
         try:
-            return self.kube.request(
-                "GET", ns_path(namespace, "pods", pod_name) + "/log",
-                query={"container": jobview.TRAIN, "tailLines": max(0, int(tail_lines))}, raw=True)
+            with self._reported(f"logs of pod {namespace}/{pod_name}"):
+                return self.kube.request(
+                    "GET", ns_path(namespace, "pods", pod_name) + "/log",
+                    query={"container": jobview.TRAIN, "tailLines": max(0, int(tail_lines))}, raw=True)
         except KubeError as e:
             raise LogsUnavailable(
                 f'the cluster could not serve the logs of pod "{pod_name}" of job "{name}": {e.message}'
@@ -189,8 +197,10 @@ class KubeBackend(Backend):
         if current["phase"] in ("Succeeded", "Failed") or current.get("reason") == "Terminating":
             return current
         try:
-            self.kube.delete(ns_path(namespace, "jobs", name, group="batch/v1"),
-                             body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"})
+            with self._reported(f"delete job {namespace}/{name}"):
+                self.kube.delete(ns_path(namespace, "jobs", name, group="batch/v1"),
+                                 body={"apiVersion": "v1", "kind": "DeleteOptions",
+                                       "propagationPolicy": "Background"})
         except KubeError as e:
             if e.code == 404:
                 raise errors.NotFound(f'jobs.batch "{name}" not found') from None
@@ -288,6 +298,15 @@ class KubeBackend(Backend):
                 continue
             pods.append(pod)
         return pods
+
+    @contextlib.contextmanager
+    def _reported(self, what: str):
+        """Log where and how the API server failed to answer; the user's message names no address."""
+        try:
+            yield
+        except ClusterUnavailable as e:
+            self.log.warning("kube: %s: %s", what, e.detail)
+            raise
 
     def _require_synced(self) -> None:
         if not self.cache.synced(BALANCE_KINDS + ("jobs",)):
