@@ -7,9 +7,11 @@ we create, watch resilience across an API-server restart, logs, ``profiles apply
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
 import re
+import threading
 import time
 from datetime import datetime
 
@@ -314,3 +316,46 @@ def test_a_hung_api_server_turns_the_balance_stale_within_the_bound(kube, kube_c
         kube_cluster.resume_apiserver()
     recovered = wait(lambda: not (b := backend.balance(profile))["stale"] and b, timeout=60, what="recovery")
     assert epoch(recovered["observedAt"]) > epoch(hung["observedAt"])
+
+
+def test_concurrent_submits_admit_exactly_the_jobs_that_fit(kube, namespace_name, make_kube_backend):
+    """Ten 1-GPU submits at once into 2 GPUs: two are created, eight get the pre-check's 403.
+
+    The quota charges a Job's pods only when the job controller creates them, after the Job:
+    without turns, all ten pass the pre-check and eight fail later as FailedCreate.
+    """
+    profile = setup_team(kube, namespace_name)  # 2 GPUs
+    backend = make_kube_backend()
+    assert backend.cache.wait(lambda: backend.cache["resourcequotas"].items(namespace_name), 10)
+    start = threading.Barrier(10)
+
+    def submit(i):
+        job = build(profile, f"race-{i}", "--sleep", "600")
+        start.wait()
+        try:
+            return backend.submit(profile, job, owner="alice")
+        except errors.AdmissionDenied as e:
+            return e
+
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        results = list(pool.map(submit, range(10)))
+    admitted = sorted(r["name"] for r in results if isinstance(r, dict))
+    refused = [r for r in results if isinstance(r, errors.AdmissionDenied)]
+    print(f"\n10 concurrent 1-GPU submits into 2 GPUs: {len(admitted)} admitted (201), "
+          f"{len(refused)} refused (403 {sorted({r.reason for r in refused})})")
+    assert len(admitted) == 2 and len(refused) == 8, results
+    for r in refused:
+        assert r.status == 403 and r.reason == "ExceededQuota"
+        assert r.message == ("exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
+                             "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
+    # None fails later: both admitted jobs run, and the cluster refused no pod.
+    for name in admitted:
+        wait(lambda: backend.get_job(profile, name)["phase"] == "Running", what=f"{name} Running")
+    jobs = kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs")["items"]
+    assert sorted(j["metadata"]["name"] for j in jobs) == admitted
+    events = kube.get(f"/api/v1/namespaces/{namespace_name}/events")["items"]
+    assert [e["message"] for e in events if e["reason"] == "FailedCreate"] == []
+    used = kube.get(f"/api/v1/namespaces/{namespace_name}/resourcequotas/team-quota")["status"]["used"]
+    assert used[GPU_KEY] == "2"
+    for name in admitted:
+        backend.cancel(profile, name, by="alice")
