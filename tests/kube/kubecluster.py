@@ -135,6 +135,15 @@ class Cluster:
         os.kill(self.procs["kube-apiserver"].pid, signal.SIGCONT)
         self.wait_ready(timeout)
 
+    def stop_controller_manager(self) -> None:
+        """Stop kube-controller-manager: Jobs get no pods, quotas no recount, until started again."""
+        self._require_own("stop the controller manager")
+        self.terminate("kube-controller-manager")
+
+    def start_controller_manager(self) -> None:
+        self._require_own("start the controller manager")
+        self.spawn("kube-controller-manager", self.args["kube-controller-manager"])
+
     def start_apiserver(self, timeout: float = 60.0) -> float:
         """Start kube-apiserver again with the same flags; return seconds until ready."""
         self._require_own("restart the API server")

@@ -22,6 +22,7 @@ from kubecluster import team_profile
 from jupyter_quota import errors, jobspec, quota
 from jupyter_quota.backends import make_backend
 from jupyter_quota.backends.kube import KubeBackend, LogsUnavailable, apply_profiles
+from jupyter_quota.backends.kube.admission import AdmissionBusy
 from jupyter_quota.backends.kube.client import ClusterUnavailable, KubeError
 from jupyter_quota.config import JupyterQuota
 
@@ -359,3 +360,30 @@ def test_concurrent_submits_admit_exactly_the_jobs_that_fit(kube, namespace_name
     assert used[GPU_KEY] == "2"
     for name in admitted:
         backend.cancel(profile, name, by="alice")
+
+
+def test_a_submit_waits_until_the_job_before_it_has_its_pods(kube, kube_cluster, namespace_name, make_kube_backend):
+    """Without a job controller the first Job gets no pod, so the quota does not yet show its use:
+    the next submit answers 503 saying so rather than admit on a count that is too low."""
+    profile = setup_team(kube, namespace_name)  # 2 GPUs
+    backend = make_kube_backend(sync_timeout=3)
+    assert backend.cache.wait(lambda: backend.cache["resourcequotas"].items(namespace_name), 10)
+    kube_cluster.stop_controller_manager()
+    try:
+        backend.submit(profile, build(profile, "first", "--sleep", "600", gpus=2), owner="alice")
+        with pytest.raises(AdmissionBusy) as busy:
+            backend.submit(profile, build(profile, "second", "--sleep", "600"), owner="alice")
+    finally:
+        kube_cluster.start_controller_manager()
+    assert busy.value.status == 503
+    assert busy.value.message.startswith('the cluster has not created the pods of job "first" (submitted '), \
+        busy.value.message
+    assert [j["metadata"]["name"] for j in kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs")["items"]] \
+        == ["first"]
+    # Once the job controller is back and "first" has its pod, the next turn sees both GPUs used.
+    wait(lambda: backend.get_job(profile, "first")["phase"] == "Running", timeout=60, what="first Running")
+    with pytest.raises(errors.AdmissionDenied) as refused:
+        backend.submit(profile, build(profile, "second", "--sleep", "600"), owner="alice")
+    assert refused.value.message == ("exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
+                                     "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
+    backend.cancel(profile, "first", by="alice")

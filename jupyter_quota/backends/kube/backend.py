@@ -7,12 +7,13 @@ go to the API server; one that gets no answer is a 503 whose message names no ad
 has it):
 
 - ``submit`` enriches the Job (image, node selector, tolerations, priority class, cache
-  volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), pre-checks it with
-  ``quota.admit_job`` against the cached ResourceQuota status and LimitRanges (all of a Job's
-  pods together, since Kubernetes admits them one by one and could leave a job half-running),
-  then creates it. The API server's admission stays the authority: its 403 on the Job is raised
-  with its text, and a refusal of the pods afterwards shows on the job as the ``FailedCreate``
-  event's reason and message.
+  volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), and in its namespace's turn
+  (``admission.py``: after the pods of earlier Jobs are charged) pre-checks it with
+  ``quota.admit_job`` against the ResourceQuota status read from the API server and the cached
+  LimitRanges (all of a Job's pods together, since Kubernetes admits them one by one and could
+  leave a job half-running), then creates it. The API server's admission stays the
+  authority: its 403 on the Job is raised with its text, and a refusal of the pods afterwards
+  shows on the job as the ``FailedCreate`` event's reason and message.
 - ``cancel`` deletes the Job with ``propagationPolicy: Background``; the garbage collector
   removes its pods. The cancelled job is remembered by this process (Failed/Cancelled) until
   restart: the cluster keeps no record of a deleted Job.
@@ -32,6 +33,7 @@ from ... import errors, quota
 from ...jobspec import label_value
 from ..base import Backend
 from . import jobview
+from .admission import Turns
 from .cache import MANAGED_SELECTOR, STALE_AFTER, ClusterCache, rfc3339
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
 
@@ -65,6 +67,9 @@ class KubeBackend(Backend):
         self.log = log or logging.getLogger(__name__)
         self.cache = ClusterCache(kube, watch_timeout=watch_timeout, stale_after=stale_after,
                                   backoff_max=backoff_max, log=self.log)
+        # A turn waits for earlier Jobs' pods, then reads the quotas and creates the Job.
+        self.turns = Turns(self.cache, settle_timeout=sync_timeout,
+                           turn_timeout=sync_timeout + 2 * kube.request_timeout)
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -157,19 +162,30 @@ class KubeBackend(Backend):
         self._require_synced()
         if self.cache["jobs"].get(namespace, name) is not None:
             raise errors.Conflict(f'jobs.batch "{name}" already exists')
-        quotas = self.cache["resourcequotas"].items(namespace)
-        limit_ranges = self.cache["limitranges"].items(namespace)
-        admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
-        try:
-            with self._reported(f"create job {namespace}/{name}"):
-                created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
-        except KubeError as e:
-            raise _submit_error(e, name) from None
-        self.cache["jobs"].remember(created)
+        with self.turns.turn(namespace):  # admission.py: whole-job admission, one submit at a time
+            quotas = self._quotas_from_server(namespace)
+            limit_ranges = self.cache["limitranges"].items(namespace)
+            admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
+            try:
+                with self._reported(f"create job {namespace}/{name}"):
+                    created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
+            except KubeError as e:
+                raise _submit_error(e, name) from None
+            self.cache["jobs"].remember(created)
+            self.turns.created(namespace, created, admitted.pods)
         with self._lock:
             self._cancelled.pop((namespace, name), None)
         self.log.info("job %s/%s created for %s", namespace, name, owner)
         return jobview.job_json(created, [], [], profile.gpuResource, template_pod=admitted.pod)
+
+    def _quotas_from_server(self, namespace: str) -> list[dict]:
+        """The namespace's ResourceQuotas read from the API server, which has charged every pod
+        created so far (the watch may lag); the cache gets them too."""
+        with self._reported(f"read the quotas of {namespace}"):
+            quotas = self.kube.get(ns_path(namespace, "resourcequotas")).get("items") or []
+        for item in quotas:
+            self.cache["resourcequotas"].remember(item)
+        return quotas
 
     def logs(self, profile, name: str, tail_lines: int = 200) -> str:
         namespace = profile.namespace
@@ -289,15 +305,7 @@ class KubeBackend(Backend):
         return jobview.job_json(job, pods, events, profile.gpuResource, template_pod=template_pod)
 
     def _pods_of(self, namespace: str, name: str, uid: str | None) -> list[dict]:
-        pods = []
-        for pod in self.cache["pods"].items(namespace):
-            labels = (pod.get("metadata") or {}).get("labels") or {}
-            if labels.get("job-name") != name:
-                continue
-            if uid and labels.get("controller-uid") not in (None, uid):
-                continue
-            pods.append(pod)
-        return pods
+        return jobview.pods_of(self.cache["pods"].items(namespace), name, uid)
 
     @contextlib.contextmanager
     def _reported(self, what: str):
