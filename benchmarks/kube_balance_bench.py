@@ -81,7 +81,7 @@ def main() -> int:
         rss_before = _rss()
         heap_before = tracemalloc.get_traced_memory()[0]
         t = time.monotonic()
-        backend = KubeBackend(cluster.kube(timeout=60), job_image="bench", watch_timeout=300)
+        backend = KubeBackend(cluster.kube(timeout=60), job_image="bench")
         backend.start()
         assert backend.wait_synced(120), backend.cache.errors()
         sync_s = time.monotonic() - t

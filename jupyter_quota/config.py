@@ -162,9 +162,17 @@ class JupyterQuota(Configurable):
     ).tag(config=True)
 
     kube_watch_timeout = Int(
-        300,
+        10,
         help="Kubernetes backend: seconds one watch request stays open (``timeoutSeconds``) "
-        "before it is renewed from the last resourceVersion. Default: 300.",
+        "before it is renewed from the last resourceVersion. The renewal is how a quiet cluster "
+        "shows it is alive, so at most two thirds of ``kube_stale_after`` is used. Default: 10.",
+    ).tag(config=True)
+
+    kube_stale_after = Float(
+        15.0,
+        help="Kubernetes backend: seconds without any data from the API server (events, "
+        "bookmarks, a watch's end, a list) after which the balance says ``stale: true``; it "
+        "bounds how long a hung API server or a network partition goes unnoticed. Default: 15.",
     ).tag(config=True)
 
     kube_request_timeout = Float(

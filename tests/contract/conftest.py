@@ -140,8 +140,8 @@ class KubeHarness(Harness):
         return profile
 
     def backend(self, profile=None):
-        backend = KubeBackend(self.cluster.kube(), job_image=kubecluster.JOB_IMAGE, watch_timeout=30,
-                              backoff_max=1.0, log=logging.getLogger("jupyter_quota.kube.contract"))
+        backend = KubeBackend(self.cluster.kube(), job_image=kubecluster.JOB_IMAGE, backoff_max=1.0,
+                              log=logging.getLogger("jupyter_quota.kube.contract"))
         backend.start()
         assert backend.wait_synced(30), f"the cache never synced: {backend.cache.errors()}"
         if profile is not None:  # the quota objects, with the controller's status, are in the cache

@@ -52,7 +52,6 @@ def make_kube_backend(kube_cluster):
 
     def make(**kwargs) -> KubeBackend:
         kwargs.setdefault("job_image", kubecluster.JOB_IMAGE)
-        kwargs.setdefault("watch_timeout", 30)
         kwargs.setdefault("backoff_max", 1.0)
         kwargs.setdefault("log", logging.getLogger("jupyter_quota.kube.test"))
         backend = KubeBackend(kube_cluster.kube(), **kwargs)

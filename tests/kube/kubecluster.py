@@ -22,6 +22,7 @@ import atexit
 import os
 import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -121,6 +122,27 @@ class Cluster:
         """Stop kube-apiserver (etcd keeps the data); watches break."""
         self._require_own("restart the API server")
         self.terminate("kube-apiserver")
+
+    def pause_apiserver(self) -> None:
+        """Freeze kube-apiserver with SIGSTOP, as a network partition looks to a client: open
+        connections stay open and nothing arrives on them. :meth:`resume_apiserver` undoes it."""
+        self._require_own("pause the API server")
+        os.kill(self.procs["kube-apiserver"].pid, signal.SIGSTOP)
+
+    def resume_apiserver(self, timeout: float = 60.0) -> None:
+        """SIGCONT the frozen kube-apiserver and wait until it is ready again."""
+        self._require_own("resume the API server")
+        os.kill(self.procs["kube-apiserver"].pid, signal.SIGCONT)
+        self.wait_ready(timeout)
+
+    def stop_controller_manager(self) -> None:
+        """Stop kube-controller-manager: Jobs get no pods, quotas no recount, until started again."""
+        self._require_own("stop the controller manager")
+        self.terminate("kube-controller-manager")
+
+    def start_controller_manager(self) -> None:
+        self._require_own("start the controller manager")
+        self.spawn("kube-controller-manager", self.args["kube-controller-manager"])
 
     def start_apiserver(self, timeout: float = 60.0) -> float:
         """Start kube-apiserver again with the same flags; return seconds until ready."""

@@ -7,9 +7,13 @@ we create, watch resilience across an API-server restart, logs, ``profiles apply
 
 from __future__ import annotations
 
+import concurrent.futures
+import json
 import logging
 import re
+import threading
 import time
+from datetime import datetime
 
 import kubecluster
 import pytest
@@ -18,10 +22,16 @@ from kubecluster import team_profile
 from jupyter_quota import errors, jobspec, quota
 from jupyter_quota.backends import make_backend
 from jupyter_quota.backends.kube import KubeBackend, LogsUnavailable, apply_profiles
-from jupyter_quota.backends.kube.client import KubeError
+from jupyter_quota.backends.kube.admission import AdmissionBusy
+from jupyter_quota.backends.kube.client import ClusterUnavailable, KubeError
 from jupyter_quota.config import JupyterQuota
 
 GPU_KEY = "requests.nvidia.com/gpu"
+#: The promise README and ``cache.py`` make: with no data from the API server for this many
+#: seconds, the balance says ``stale: true``.
+STALE_BOUND = 15.0
+#: Anything that names where the API server is: a URL, an IPv4 address, a host:port.
+INTERNAL_ADDRESS = re.compile(r"https?://|\b\d{1,3}(\.\d{1,3}){3}\b|\blocalhost\b|[\w.-]+:\d{2,5}\b")
 
 
 def build(profile, name, *args, gpus=1, parallelism=1):
@@ -256,3 +266,124 @@ def test_the_watch_survives_an_api_server_restart(kube, kube_cluster, namespace_
     assert not [r for r in ours if r.exc_info or "Traceback" in r.getMessage()], "a traceback was logged"
     print(f"\napiserver ready {ready_in:.1f}s after restart; relists: "
           f"{ {k: r.lists for k, r in backend.cache.reflectors.items()} }")
+
+
+def epoch(rfc3339: str) -> float:
+    return datetime.strptime(rfc3339, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
+def test_a_hung_api_server_turns_the_balance_stale_within_the_bound(kube, kube_cluster, namespace_name,
+                                                                   make_kube_backend, caplog):
+    """SIGSTOP is a partition: connections stay open and nothing arrives. The balance must say so.
+
+    A quiet but healthy cluster stays fresh past the bound; a frozen one is ``stale`` within it,
+    with ``observedAt`` held at the last data; a submit meanwhile answers 503 without the API
+    server's address (that goes to the log); SIGCONT and the balance recovers by itself.
+    """
+    caplog.set_level(logging.INFO)
+    profile = setup_team(kube, namespace_name)
+    backend = make_kube_backend()
+    assert backend.cache.wait(lambda: backend.cache["resourcequotas"].items(namespace_name), 10)
+
+    # Quiet and healthy: nothing changes for longer than the bound, and nothing reads stale.
+    quiet_until = time.monotonic() + STALE_BOUND + 5
+    while time.monotonic() < quiet_until:
+        quiet = backend.balance(profile)
+        assert quiet["stale"] is False, quiet
+        time.sleep(0.2)
+
+    kube_cluster.pause_apiserver()
+    paused_at, paused_wall = time.monotonic(), time.time()
+    try:
+        hung = wait(lambda: (b := backend.balance(profile))["stale"] and b, timeout=3 * STALE_BOUND,
+                    what="stale: true while the API server is frozen")
+        elapsed = time.monotonic() - paused_at
+        print(f"\nstale {elapsed:.1f}s after SIGSTOP (bound {STALE_BOUND:.0f}s); observedAt {hung['observedAt']}, "
+              f"{paused_wall - epoch(hung['observedAt']):.1f}s before SIGSTOP")
+        assert elapsed <= STALE_BOUND + 2, f"stale only {elapsed:.1f}s after SIGSTOP"
+        # observedAt is the last data from the cluster: not after the freeze, and it stays there.
+        assert epoch(hung["observedAt"]) <= paused_wall + 1, (hung["observedAt"], paused_wall)
+        with pytest.raises(ClusterUnavailable) as unavailable:
+            backend.submit(profile, build(profile, "while-hung", "--sleep", "1"), owner="alice")
+        body = json.dumps(unavailable.value.to_json())
+        assert unavailable.value.status == 503
+        assert "did not answer" in unavailable.value.message, body
+        assert not INTERNAL_ADDRESS.search(body), f"the 503 names an internal address: {body}"
+        host = kube.host.split("://", 1)[1]
+        assert any(host in r.getMessage() for r in caplog.records), "the details did not reach the server log"
+        still = backend.balance(profile)
+        assert still["stale"] is True and still["observedAt"] == hung["observedAt"]
+    finally:
+        kube_cluster.resume_apiserver()
+    recovered = wait(lambda: not (b := backend.balance(profile))["stale"] and b, timeout=60, what="recovery")
+    assert epoch(recovered["observedAt"]) > epoch(hung["observedAt"])
+
+
+def test_concurrent_submits_admit_exactly_the_jobs_that_fit(kube, namespace_name, make_kube_backend):
+    """Ten 1-GPU submits at once into 2 GPUs: two are created, eight get the pre-check's 403.
+
+    The quota charges a Job's pods only when the job controller creates them, after the Job:
+    without turns, all ten pass the pre-check and eight fail later as FailedCreate.
+    """
+    profile = setup_team(kube, namespace_name)  # 2 GPUs
+    backend = make_kube_backend()
+    assert backend.cache.wait(lambda: backend.cache["resourcequotas"].items(namespace_name), 10)
+    start = threading.Barrier(10)
+
+    def submit(i):
+        job = build(profile, f"race-{i}", "--sleep", "600")
+        start.wait()
+        try:
+            return backend.submit(profile, job, owner="alice")
+        except errors.AdmissionDenied as e:
+            return e
+
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        results = list(pool.map(submit, range(10)))
+    admitted = sorted(r["name"] for r in results if isinstance(r, dict))
+    refused = [r for r in results if isinstance(r, errors.AdmissionDenied)]
+    print(f"\n10 concurrent 1-GPU submits into 2 GPUs: {len(admitted)} admitted (201), "
+          f"{len(refused)} refused (403 {sorted({r.reason for r in refused})})")
+    assert len(admitted) == 2 and len(refused) == 8, results
+    for r in refused:
+        assert r.status == 403 and r.reason == "ExceededQuota"
+        assert r.message == ("exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
+                             "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
+    # None fails later: both admitted jobs run, and the cluster refused no pod.
+    for name in admitted:
+        wait(lambda: backend.get_job(profile, name)["phase"] == "Running", what=f"{name} Running")
+    jobs = kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs")["items"]
+    assert sorted(j["metadata"]["name"] for j in jobs) == admitted
+    events = kube.get(f"/api/v1/namespaces/{namespace_name}/events")["items"]
+    assert [e["message"] for e in events if e["reason"] == "FailedCreate"] == []
+    used = kube.get(f"/api/v1/namespaces/{namespace_name}/resourcequotas/team-quota")["status"]["used"]
+    assert used[GPU_KEY] == "2"
+    for name in admitted:
+        backend.cancel(profile, name, by="alice")
+
+
+def test_a_submit_waits_until_the_job_before_it_has_its_pods(kube, kube_cluster, namespace_name, make_kube_backend):
+    """Without a job controller the first Job gets no pod, so the quota does not yet show its use:
+    the next submit answers 503 saying so rather than admit on a count that is too low."""
+    profile = setup_team(kube, namespace_name)  # 2 GPUs
+    backend = make_kube_backend(sync_timeout=3)
+    assert backend.cache.wait(lambda: backend.cache["resourcequotas"].items(namespace_name), 10)
+    kube_cluster.stop_controller_manager()
+    try:
+        backend.submit(profile, build(profile, "first", "--sleep", "600", gpus=2), owner="alice")
+        with pytest.raises(AdmissionBusy) as busy:
+            backend.submit(profile, build(profile, "second", "--sleep", "600"), owner="alice")
+    finally:
+        kube_cluster.start_controller_manager()
+    assert busy.value.status == 503
+    assert busy.value.message.startswith('the cluster has not created the pods of job "first" (submitted '), \
+        busy.value.message
+    assert [j["metadata"]["name"] for j in kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs")["items"]] \
+        == ["first"]
+    # Once the job controller is back and "first" has its pod, the next turn sees both GPUs used.
+    wait(lambda: backend.get_job(profile, "first")["phase"] == "Running", timeout=60, what="first Running")
+    with pytest.raises(errors.AdmissionDenied) as refused:
+        backend.submit(profile, build(profile, "second", "--sleep", "600"), owner="alice")
+    assert refused.value.message == ("exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
+                                     "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
+    backend.cancel(profile, "first", by="alice")

@@ -1,16 +1,19 @@
 """The Kubernetes backend: teams' jobs as batch/v1 Jobs, quota from the cluster's own objects.
 
 Reads (balance, jobs, job) are served from a :class:`cache.ClusterCache` kept current by
-watches, so a balance read makes no API call; ``stale`` and ``observedAt`` say how current it
-is. Writes go to the API server:
+watches, so a balance read makes no API call; ``observedAt`` (the last data from the API server)
+and ``stale`` (broken, or silent for ``kube_stale_after`` seconds) say how current it is. Writes
+go to the API server; one that gets no answer is a 503 whose message names no address (the log
+has it):
 
 - ``submit`` enriches the Job (image, node selector, tolerations, priority class, cache
-  volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), pre-checks it with
-  ``quota.admit_job`` against the cached ResourceQuota status and LimitRanges (all of a Job's
-  pods together, since Kubernetes admits them one by one and could leave a job half-running),
-  then creates it. The API server's admission stays the authority: its 403 on the Job is raised
-  with its text, and a refusal of the pods afterwards shows on the job as the ``FailedCreate``
-  event's reason and message.
+  volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), and in its namespace's turn
+  (``admission.py``: after the pods of earlier Jobs are charged) pre-checks it with
+  ``quota.admit_job`` against the ResourceQuota status read from the API server and the cached
+  LimitRanges (all of a Job's pods together, since Kubernetes admits them one by one and could
+  leave a job half-running), then creates it. The API server's admission stays the
+  authority: its 403 on the Job is raised with its text, and a refusal of the pods afterwards
+  shows on the job as the ``FailedCreate`` event's reason and message.
 - ``cancel`` deletes the Job with ``propagationPolicy: Background``; the garbage collector
   removes its pods. The cancelled job is remembered by this process (Failed/Cancelled) until
   restart: the cluster keeps no record of a deleted Job.
@@ -20,6 +23,7 @@ is. Writes go to the API server:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import threading
@@ -29,7 +33,8 @@ from ... import errors, quota
 from ...jobspec import label_value
 from ..base import Backend
 from . import jobview
-from .cache import MANAGED_SELECTOR, ClusterCache, rfc3339
+from .admission import Turns
+from .cache import MANAGED_SELECTOR, STALE_AFTER, ClusterCache, rfc3339
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
 
 BALANCE_KINDS = ("resourcequotas", "limitranges")
@@ -51,8 +56,8 @@ class KubeBackend(Backend):
 
     def __init__(self, kube: Kube, *, job_image: str = "", backoff_limit: int = 0,
                  ttl_seconds_after_finished: int = -1, cache_volumes: list | None = None,
-                 watch_timeout: int = 300, backoff_max: float = 30.0, sync_timeout: float = 10.0,
-                 log: logging.Logger | None = None):
+                 watch_timeout: int = 10, stale_after: float = STALE_AFTER, backoff_max: float = 30.0,
+                 sync_timeout: float = 10.0, log: logging.Logger | None = None):
         self.kube = kube
         self.job_image = job_image
         self.backoff_limit = backoff_limit
@@ -60,7 +65,11 @@ class KubeBackend(Backend):
         self.cache_volumes = [dict(v) for v in cache_volumes or []]
         self.sync_timeout = sync_timeout
         self.log = log or logging.getLogger(__name__)
-        self.cache = ClusterCache(kube, watch_timeout=watch_timeout, backoff_max=backoff_max, log=self.log)
+        self.cache = ClusterCache(kube, watch_timeout=watch_timeout, stale_after=stale_after,
+                                  backoff_max=backoff_max, log=self.log)
+        # A turn waits for earlier Jobs' pods, then reads the quotas and creates the Job.
+        self.turns = Turns(self.cache, settle_timeout=sync_timeout,
+                           turn_timeout=sync_timeout + 2 * kube.request_timeout)
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -75,6 +84,7 @@ class KubeBackend(Backend):
             ttl_seconds_after_finished=config.kube_ttl_seconds_after_finished,
             cache_volumes=config.kube_cache_volumes,
             watch_timeout=config.kube_watch_timeout,
+            stale_after=config.kube_stale_after,
             backoff_max=config.kube_watch_backoff_max,
             log=log,
         )
@@ -136,7 +146,8 @@ class KubeBackend(Backend):
     def _job_from_server(self, namespace: str, name: str) -> dict:
         """A cache miss asks the API server once: a job just created may not have come by watch yet."""
         try:
-            return self.kube.get(ns_path(namespace, "jobs", name, group="batch/v1"))
+            with self._reported(f"read job {namespace}/{name}"):
+                return self.kube.get(ns_path(namespace, "jobs", name, group="batch/v1"))
         except KubeError as e:
             if e.code == 404:
                 raise errors.NotFound(f'jobs.batch "{name}" not found') from None
@@ -151,18 +162,30 @@ class KubeBackend(Backend):
         self._require_synced()
         if self.cache["jobs"].get(namespace, name) is not None:
             raise errors.Conflict(f'jobs.batch "{name}" already exists')
-        quotas = self.cache["resourcequotas"].items(namespace)
-        limit_ranges = self.cache["limitranges"].items(namespace)
-        admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
-        try:
-            created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
-        except KubeError as e:
-            raise _submit_error(e, name) from None
-        self.cache["jobs"].remember(created)
+        with self.turns.turn(namespace):  # admission.py: whole-job admission, one submit at a time
+            quotas = self._quotas_from_server(namespace)
+            limit_ranges = self.cache["limitranges"].items(namespace)
+            admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
+            try:
+                with self._reported(f"create job {namespace}/{name}"):
+                    created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
+            except KubeError as e:
+                raise _submit_error(e, name) from None
+            self.cache["jobs"].remember(created)
+            self.turns.created(namespace, created, admitted.pods)
         with self._lock:
             self._cancelled.pop((namespace, name), None)
         self.log.info("job %s/%s created for %s", namespace, name, owner)
         return jobview.job_json(created, [], [], profile.gpuResource, template_pod=admitted.pod)
+
+    def _quotas_from_server(self, namespace: str) -> list[dict]:
+        """The namespace's ResourceQuotas read from the API server, which has charged every pod
+        created so far (the watch may lag); the cache gets them too."""
+        with self._reported(f"read the quotas of {namespace}"):
+            quotas = self.kube.get(ns_path(namespace, "resourcequotas")).get("items") or []
+        for item in quotas:
+            self.cache["resourcequotas"].remember(item)
+        return quotas
 
     def logs(self, profile, name: str, tail_lines: int = 200) -> str:
         namespace = profile.namespace
@@ -175,9 +198,10 @@ class KubeBackend(Backend):
         if ((pod.get("status") or {}).get("phase") or "Pending") == "Pending":
             return ""
         try:
-            return self.kube.request(
-                "GET", ns_path(namespace, "pods", pod_name) + "/log",
-                query={"container": jobview.TRAIN, "tailLines": max(0, int(tail_lines))}, raw=True)
+            with self._reported(f"logs of pod {namespace}/{pod_name}"):
+                return self.kube.request(
+                    "GET", ns_path(namespace, "pods", pod_name) + "/log",
+                    query={"container": jobview.TRAIN, "tailLines": max(0, int(tail_lines))}, raw=True)
         except KubeError as e:
             raise LogsUnavailable(
                 f'the cluster could not serve the logs of pod "{pod_name}" of job "{name}": {e.message}'
@@ -189,8 +213,10 @@ class KubeBackend(Backend):
         if current["phase"] in ("Succeeded", "Failed") or current.get("reason") == "Terminating":
             return current
         try:
-            self.kube.delete(ns_path(namespace, "jobs", name, group="batch/v1"),
-                             body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"})
+            with self._reported(f"delete job {namespace}/{name}"):
+                self.kube.delete(ns_path(namespace, "jobs", name, group="batch/v1"),
+                                 body={"apiVersion": "v1", "kind": "DeleteOptions",
+                                       "propagationPolicy": "Background"})
         except KubeError as e:
             if e.code == 404:
                 raise errors.NotFound(f'jobs.batch "{name}" not found') from None
@@ -279,15 +305,16 @@ class KubeBackend(Backend):
         return jobview.job_json(job, pods, events, profile.gpuResource, template_pod=template_pod)
 
     def _pods_of(self, namespace: str, name: str, uid: str | None) -> list[dict]:
-        pods = []
-        for pod in self.cache["pods"].items(namespace):
-            labels = (pod.get("metadata") or {}).get("labels") or {}
-            if labels.get("job-name") != name:
-                continue
-            if uid and labels.get("controller-uid") not in (None, uid):
-                continue
-            pods.append(pod)
-        return pods
+        return jobview.pods_of(self.cache["pods"].items(namespace), name, uid)
+
+    @contextlib.contextmanager
+    def _reported(self, what: str):
+        """Log where and how the API server failed to answer; the user's message names no address."""
+        try:
+            yield
+        except ClusterUnavailable as e:
+            self.log.warning("kube: %s: %s", what, e.detail)
+            raise
 
     def _require_synced(self) -> None:
         if not self.cache.synced(BALANCE_KINDS + ("jobs",)):

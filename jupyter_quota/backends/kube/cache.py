@@ -8,9 +8,25 @@ as an ``ERROR`` event), the reflector lists again and replaces its store. Any ot
 (refused connection, timeout, 5xx) marks the reflector broken, is logged as one line, and is
 retried after a backoff that doubles up to ``backoff_max``.
 
-Readers never call the API: they read the store under a lock. ``healthy`` and ``observed_at``
-say how much to trust it: a reflector is healthy from a successful list or watch answer until
-a failure; ``observed_at`` is "now" while healthy, and the moment it broke while not.
+Readers never call the API: they read the store under a lock. ``observed_at`` is the moment the
+last data came from the API server for that kind: a list, the watch's response, any event or
+bookmark, or the server ending the watch. A reflector is ``stale`` after a failure, and also
+when nothing has come for ``stale_after`` seconds (:data:`STALE_AFTER`, 15 by default).
+
+The second rule is what notices a hung API server or a network partition, where the connection
+stays open and simply goes silent (a refused connection is noticed at once). Silence alone must
+not mean trouble on a quiet, healthy cluster, so each watch asks the server to end it after
+``watch_timeout`` seconds (``timeoutSeconds``, at most two thirds of ``stale_after``: 10 s by
+default), and renews it from the last ``resourceVersion``. The server sends a bookmark 2 s
+before that end and then closes the stream, both of which count as data: a healthy kind is
+never silent for longer than about ``watch_timeout``. (Bookmarks alone would not do: an API
+server sends them about once a minute, and kube-apiserver 1.20 only before a watch's end.)
+Renewing five watches every 10 s costs the API server little: most resume from its watch cache.
+The socket's read timeout is ``stale_after`` too, so a silent connection is dropped and opened
+again instead of waiting forever. Hence the bound: ``stale`` turns true at most ``stale_after``
+seconds after the last data, and so at most 15 s into a hang. 15 s is long enough that a loaded
+API server's pauses do not flap the badge, and short enough that a user reading the balance
+learns within a few polls that it may be out of date.
 """
 
 from __future__ import annotations
@@ -21,7 +37,7 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from .client import ClusterUnavailable, Kube, KubeError, status_error
+from .client import ClusterUnavailable, Kube, KubeError, status_error, unavailable
 
 #: What the backend watches: name -> (list path, label selector, field selector).
 #: Pods and Jobs are the ones this server labelled; events only those about Jobs.
@@ -34,6 +50,13 @@ KINDS = {
     "events": ("/api/v1/events", "", "involvedObject.kind=Job"),
 }
 BACKOFF_START = 0.2
+#: Seconds without data from the API server after which a kind reads stale (see above).
+STALE_AFTER = 15.0
+
+
+def renewal_period(stale_after: float) -> int:
+    """The longest ``timeoutSeconds`` a watch may ask for so that a quiet kind never reads stale."""
+    return max(1, int(stale_after * 2 / 3))
 
 
 class Expired(Exception):
@@ -44,14 +67,15 @@ class Reflector:
     """List-and-watch of one kind across all namespaces into a namespace-indexed store."""
 
     def __init__(self, kube: Kube, kind: str, path: str, *, label_selector: str = "", field_selector: str = "",
-                 watch_timeout: int = 300, backoff_max: float = 30.0, log: logging.Logger | None = None,
-                 changed: threading.Condition | None = None):
+                 watch_timeout: int = 10, stale_after: float = STALE_AFTER, backoff_max: float = 30.0,
+                 log: logging.Logger | None = None, changed: threading.Condition | None = None):
         self.kube = kube
         self.kind = kind
         self.path = path
         self.label_selector = label_selector
         self.field_selector = field_selector
-        self.watch_timeout = max(1, int(watch_timeout))
+        self.stale_after = float(stale_after)
+        self.watch_timeout = max(1, min(int(watch_timeout), renewal_period(self.stale_after)))
         self.backoff_max = max(BACKOFF_START, float(backoff_max))
         self.log = log or logging.getLogger(__name__)
         self.changed = changed or threading.Condition()
@@ -59,8 +83,10 @@ class Reflector:
         self.synced = False
         self.healthy = False
         self.error = "not started"
+        self._logged = ""  # the last failure logged, so a retry loop logs it once
         self.lists = 0  # how many times the store was (re)built from a list: relists show here
-        self._broken_at = 0.0
+        self._heard_at = 0.0  # time.time() of the last data from the server; 0: none yet
+        self._heard_clock = 0.0  # the same moment on the monotonic clock, for ``stale``
         self._store: dict[str, dict[str, dict]] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -87,8 +113,12 @@ class Reflector:
             return sorted(self._store)
 
     def observed_at(self) -> float:
-        """Epoch seconds up to which the store is known current."""
-        return time.time() if self.healthy else self._broken_at
+        """Epoch seconds of the last data from the API server (0: none yet)."""
+        return self._heard_at
+
+    def stale(self) -> bool:
+        """Broken, or silent for longer than ``stale_after`` seconds."""
+        return not self.healthy or time.monotonic() - self._heard_clock > self.stale_after
 
     def remember(self, obj: dict) -> None:
         """Put an object this process just wrote, unless the watch already has a newer one."""
@@ -134,28 +164,34 @@ class Reflector:
                 self.log.info("kube cache: %s watch expired (%s); listing again", self.kind, e)
                 need_list = True
                 continue
-            except (ClusterUnavailable, KubeError, OSError, ValueError) as e:
-                if self._stop.is_set():
-                    break
-                self._broke(str(e) or type(e).__name__, backoff)
             except Exception as e:  # noqa: BLE001 - never let the thread die; say what happened once
                 if self._stop.is_set():
                     break
-                self._broke(f"{type(e).__name__}: {e}", backoff)
+                self._broke(e, backoff)
             else:
                 continue
             if self._stop.wait(backoff):
                 break
             backoff = min(self.backoff_max, backoff * 2)
 
-    def _broke(self, message: str, backoff: float) -> None:
-        line = message.splitlines()[0][:300] if message else "unknown error"
-        if self.healthy or self.error != line:
-            self.log.warning("kube cache: %s list/watch failed: %s; retrying in %.1fs", self.kind, line, backoff)
-        if self.healthy:
-            self._broken_at = time.time()
+    def _broke(self, error: Exception, backoff: float) -> None:
+        """Mark the kind broken; log the details (addresses included) once per distinct failure.
+
+        ``error`` (what :meth:`ClusterCache.errors` reports) is the user's text: a
+        :class:`ClusterUnavailable` names no address.
+        """
+        if isinstance(error, ClusterUnavailable):
+            shown, detail = error.message, error.detail
+        elif isinstance(error, KubeError):
+            shown = detail = str(error)
+        else:
+            shown = detail = f"{type(error).__name__}: {error}"
+        detail = (detail.splitlines() or ["unknown error"])[0][:300]
+        if self.healthy or self._logged != detail:
+            self.log.warning("kube cache: %s list/watch failed: %s; retrying in %.1fs", self.kind, detail, backoff)
+        self._logged = detail
         self.healthy = False
-        self.error = line
+        self.error = (shown.splitlines() or ["unknown error"])[0][:300]
         with self.changed:
             self.changed.notify_all()
 
@@ -182,8 +218,9 @@ class Reflector:
             "labelSelector": self.label_selector or None,
             "fieldSelector": self.field_selector or None,
         }
-        response = self.kube.open("GET", self.path, query=query,
-                                  timeout=(self.kube.request_timeout, self.watch_timeout + 30))
+        # A connection silent for ``stale_after`` is dropped: a healthy one never is (module doc).
+        timeout = (self.kube.request_timeout, self.stale_after)
+        response = self.kube.open("GET", self.path, query=query, timeout=timeout)
         self._response = response
         try:
             if response.status == 410:
@@ -191,11 +228,17 @@ class Reflector:
             if response.status >= 400:
                 raise status_error(response.status, response.data)
             self._healthy()
-            for line in _lines(response):
-                if self._stop.is_set():
-                    return
-                if line:
-                    self._event(json.loads(line))
+            try:
+                for line in _lines(response, self._heard):
+                    if self._stop.is_set():
+                        return
+                    if line:
+                        self._event(json.loads(line))
+            except (ClusterUnavailable, KubeError, Expired, ValueError):
+                raise
+            except Exception as e:  # noqa: BLE001 - urllib3's read timeout, reset connection, ...
+                raise unavailable(e, f"watch {self.kube.host}{self.path}", timeout) from None
+            self._heard()  # the server ended the watch at timeoutSeconds: it is alive
         finally:
             self._response = None
             response.release_conn()
@@ -233,7 +276,11 @@ class Reflector:
         with self.changed:
             self.changed.notify_all()
 
+    def _heard(self) -> None:
+        self._heard_at, self._heard_clock = time.time(), time.monotonic()
+
     def _healthy(self) -> None:
+        self._heard()
         was = self.healthy
         self.synced = True
         self.healthy = True
@@ -246,14 +293,18 @@ class Reflector:
 class ClusterCache:
     """The five reflectors the backend reads from, started and stopped together."""
 
-    def __init__(self, kube: Kube, *, watch_timeout: int = 300, backoff_max: float = 30.0,
-                 log: logging.Logger | None = None, kinds: dict | None = None):
+    def __init__(self, kube: Kube, *, watch_timeout: int = 10, stale_after: float = STALE_AFTER,
+                 backoff_max: float = 30.0, log: logging.Logger | None = None, kinds: dict | None = None):
         self.log = log or logging.getLogger(__name__)
         self.changed = threading.Condition()
+        if int(watch_timeout) > renewal_period(stale_after):
+            self.log.warning("kube cache: watches are renewed every %ds, not every %ds (kube_watch_timeout), so that "
+                             "a quiet cluster never reads stale (kube_stale_after=%gs)",
+                             renewal_period(stale_after), watch_timeout, stale_after)
         self.reflectors = {
             kind: Reflector(kube, kind, path, label_selector=labels, field_selector=fields,
-                            watch_timeout=watch_timeout, backoff_max=backoff_max, log=self.log,
-                            changed=self.changed)
+                            watch_timeout=watch_timeout, stale_after=stale_after, backoff_max=backoff_max,
+                            log=self.log, changed=self.changed)
             for kind, (path, labels, fields) in (kinds or KINDS).items()
         }
 
@@ -269,19 +320,21 @@ class ClusterCache:
             r.stop()
 
     def stale(self, kinds=None) -> bool:
-        return any(not r.healthy for r in self._some(kinds))
+        return any(r.stale() for r in self._some(kinds))
 
     def synced(self, kinds=None) -> bool:
         return all(r.synced for r in self._some(kinds))
 
     def observed_at(self, kinds=None) -> str:
-        """RFC 3339 UTC: the oldest moment up to which every kind named is known current."""
+        """RFC 3339 UTC: the oldest of the kinds' last data from the API server ("" before any)."""
         moments = [r.observed_at() for r in self._some(kinds)]
         moment = min(moments) if moments else 0.0
         return rfc3339(moment) if moment else ""
 
     def errors(self, kinds=None) -> dict:
-        return {r.kind: r.error for r in self._some(kinds) if not r.healthy}
+        """Why each stale kind is stale, in words for a user."""
+        return {r.kind: r.error or f"no data from the Kubernetes API server for over {r.stale_after:g} s"
+                for r in self._some(kinds) if r.stale()}
 
     def wait(self, predicate, timeout: float) -> bool:
         """Block until ``predicate()`` holds (re-checked on every change), or ``timeout`` passes."""
@@ -321,10 +374,11 @@ def _rv(obj: dict) -> int:
         return 0
 
 
-def _lines(response):
-    """Newline-delimited watch events from a chunked response, as they arrive."""
+def _lines(response, heard):
+    """Newline-delimited watch events from a chunked response, as they arrive; ``heard()`` per chunk."""
     buffer = b""
     for chunk in response.stream(amt=None, decode_content=False):
+        heard()
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)

@@ -35,11 +35,46 @@ class KubeError(errors.QuotaError):
 
 
 class ClusterUnavailable(KubeError):
-    """The API server did not answer (connection refused, timeout, TLS failure)."""
+    """The API server did not answer (connection refused, timeout, TLS failure).
 
-    def __init__(self, message: str):
+    ``message`` is for the user and names no address: where the API server is, is the
+    cluster's business. ``detail`` (method, URL, the transport's own error) is for the log.
+    """
+
+    def __init__(self, message: str, detail: str = ""):
         super().__init__(0, "ClusterUnavailable", message)
         self.status = 503
+        self.detail = detail or message
+
+
+#: What a user can do about an API server that does not answer.
+ADVICE = "try again later; an admin can check the Kubernetes API server (this server's log has the details)"
+
+
+def unavailable(error: Exception, what: str, timeout=None) -> ClusterUnavailable:
+    """A :class:`ClusterUnavailable` for a transport ``error`` of the call ``what`` (method and URL).
+
+    ``timeout`` is the call's: seconds, or urllib3's (connect, read) pair.
+    """
+    cause = error
+    while isinstance(getattr(cause, "reason", None), BaseException):  # MaxRetryError wraps the cause
+        cause = cause.reason
+    from urllib3 import exceptions as u3
+
+    if isinstance(cause, u3.NewConnectionError):  # a subclass of ConnectTimeoutError: before it
+        problem = "could not be reached (no connection)"
+    elif isinstance(cause, (u3.TimeoutError, TimeoutError)):
+        seconds = timeout
+        if isinstance(timeout, tuple):
+            seconds = timeout[0] if isinstance(cause, u3.ConnectTimeoutError) else timeout[1]
+        problem = f"did not answer within {seconds:g} s" if isinstance(seconds, (int, float)) else "did not answer"
+    elif isinstance(cause, u3.SSLError) or "SSLError" in str(getattr(cause, "reason", "")):
+        problem = "could not be reached (the TLS handshake failed)"
+    elif isinstance(cause, u3.ProtocolError):
+        problem = "closed the connection"
+    else:
+        problem = "could not be reached"
+    return ClusterUnavailable(f"the Kubernetes API server {problem}; {ADVICE}", f"{what}: {_describe(error)}")
 
 
 def load_api_client(config_file: str = "", context: str = "", in_cluster: str = "auto"):
@@ -102,7 +137,7 @@ class Kube:
         try:
             data = response.data
         except Exception as e:  # noqa: BLE001 - any transport failure mid-body
-            raise ClusterUnavailable(f"{method} {path}: {_describe(e)}") from None
+            raise unavailable(e, f"{method} {self.host}{path}", timeout or self.request_timeout) from None
         finally:
             response.release_conn()
         if response.status >= 400:
@@ -128,7 +163,7 @@ class Kube:
         except KubeError:
             raise
         except Exception as e:  # noqa: BLE001 - urllib3/ssl/socket errors all mean "no answer"
-            raise ClusterUnavailable(f"{method} {self.host}{path}: {_describe(e)}") from None
+            raise unavailable(e, f"{method} {self.host}{path}", timeout) from None
         return response.response
 
 

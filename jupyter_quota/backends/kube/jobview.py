@@ -18,6 +18,11 @@ OWNER_ANNOTATION = "jupyter-quota/owner"
 TEAM_LABEL = "jupyter-quota/team"
 USER_LABEL = "jupyter-quota/user"
 JOB_LABEL = "jupyter-quota/job"
+#: Labels the job controller puts on a Job's pods, and the reason of its event when the API
+#: server refuses one (quota, LimitRange, ...).
+JOB_NAME_LABEL = "job-name"
+CONTROLLER_UID_LABEL = "controller-uid"
+FAILED_CREATE = "FailedCreate"
 
 
 def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str = "nvidia.com/gpu",
@@ -63,9 +68,9 @@ def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str 
     elif any(_pod_phase(p) == "Running" for p in pods):
         out["phase"] = "Running"
     else:
-        refused = _failed_create(events, meta)
+        refused = failed_create(events, meta)
         if refused is not None and not any(_pod_phase(p) in ("Pending", "Running") for p in pods):
-            out["reason"] = refused.get("reason") or "FailedCreate"
+            out["reason"] = refused.get("reason") or FAILED_CREATE
             out["message"] = refused.get("message") or ""
         elif pod is not None and _pod_phase(pod) == "Pending":
             waiting = _pending_reason(pod)
@@ -123,13 +128,26 @@ def _failure_message(message: str, pod: dict | None) -> str:
     return message
 
 
-def _failed_create(events: list[dict], job_meta: dict) -> dict | None:
+def pods_of(pods: list[dict], name: str, uid: str | None) -> list[dict]:
+    """The pods of Job ``name`` (of that uid, when known) among ``pods``."""
+    found = []
+    for pod in pods:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        if labels.get(JOB_NAME_LABEL) != name:
+            continue
+        if uid and labels.get(CONTROLLER_UID_LABEL) not in (None, uid):
+            continue
+        found.append(pod)
+    return found
+
+
+def failed_create(events: list[dict], job_meta: dict) -> dict | None:
     """The newest FailedCreate Warning event about this Job (same uid, when known)."""
     uid = job_meta.get("uid")
     best, best_at = None, ""
     for event in events:
         involved = event.get("involvedObject") or {}
-        if event.get("reason") != "FailedCreate" or involved.get("name") != job_meta.get("name"):
+        if event.get("reason") != FAILED_CREATE or involved.get("name") != job_meta.get("name"):
             continue
         if uid and involved.get("uid") and involved["uid"] != uid:
             continue
