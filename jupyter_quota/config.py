@@ -93,8 +93,10 @@ class JupyterQuota(Configurable):
     job_command = List(
         Unicode(),
         default_value=["swift", "sft"],
-        help="The argv a job's arguments are appended to (never run through a shell). "
-        "Default: ``['swift', 'sft']``.",
+        help="The argv a job's arguments are appended to (never run through a shell). Local "
+        "backend: a bare command name is looked up in the server's own environment (the bin of "
+        "the venv it runs from) first, then on PATH; a relative path is taken from job_workdir. "
+        "Default: ``['swift', 'sft']`` (ms-swift: ``pip install 'jupyter_quota[swift]'``).",
     ).tag(config=True)
 
     job_image = Unicode(

@@ -7,12 +7,13 @@ before anything reaches a ledger or a cluster. Arguments stay an argv list end t
 from __future__ import annotations
 
 import json
+import random
 import re
-import secrets
-import string
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
-from .errors import InvalidRequest
+from .errors import Conflict, InvalidRequest
 from .profiles import TeamProfile
 from .quantity import Quantity
 
@@ -23,7 +24,18 @@ MAX_ARG_CHARS = 8192
 MAX_ARGS_TOTAL = 128 * 1024
 MAX_GPUS = 1024
 STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-REQUEST_FIELDS = ("name", "args", "gpus", "resources")
+REQUEST_FIELDS = ("name", "generateName", "args", "gpus", "resources")
+#: ``metadata.generateName`` as the API server fills it (k8s.io/apiserver/pkg/storage/names
+#: SimpleNameGenerator): the prefix cut to 58 characters, then 5 random ones from apimachinery's
+#: ``util/rand`` alphabet (no vowels), so a generated name is at most 63.
+GENERATED_SUFFIX_LENGTH = 5
+MAX_GENERATED_PREFIX = MAX_NAME - GENERATED_SUFFIX_LENGTH
+GENERATED_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+#: Creates tried on a name clash, as the API server's maxNameGenerationCreateAttempts.
+GENERATE_NAME_ATTEMPTS = 8
+DEFAULT_GENERATE_NAME = "sft-"
+_RANDOM = random.SystemRandom()
+T = TypeVar("T")
 
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -31,11 +43,13 @@ _LABEL_VALUE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 @dataclass
 class JobRequest:
-    """A validated request: a name, the ms-swift arguments, and container resources."""
+    """A validated request: a name (or a prefix to generate one from), the ms-swift arguments,
+    and container resources. ``name`` is empty until :func:`create_named` fills it."""
 
     name: str
     args: list[str]
     resources: dict = field(default_factory=lambda: {"requests": {}, "limits": {}})
+    generate_name: str = ""
 
 
 def parse_job_request(body, profile: TeamProfile) -> JobRequest:
@@ -47,6 +61,9 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
         raise InvalidRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; "
                              f"a job takes {', '.join(REQUEST_FIELDS)}")
     name = _parse_name(body.get("name"))
+    generate_name = _parse_generate_name(body.get("generateName"))
+    if not name and not generate_name:
+        generate_name = DEFAULT_GENERATE_NAME
     args = _parse_args(body.get("args"))
     resources = _parse_resources(body.get("resources"), profile.gpuResource)
     if body.get("gpus") is not None:
@@ -57,7 +74,27 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
                 raise InvalidRequest(f'"gpus": {gpus} disagrees with resources.{part}["{profile.gpuResource}"]'
                                      f' = "{stated}"; give one or make them equal')
             resources[part][profile.gpuResource] = str(gpus)
-    return JobRequest(name=name, args=args, resources=resources)
+    return JobRequest(name=name, args=args, resources=resources, generate_name=generate_name)
+
+
+def create_named(request: JobRequest, create: Callable[[JobRequest], T], rng: random.Random = _RANDOM) -> T:
+    """``create(request)`` with a concrete name: the one given (name wins over generateName, as in
+    Kubernetes), else one generated from the prefix, again on each ``Conflict`` up to
+    ``GENERATE_NAME_ATTEMPTS`` times, as the API server retries a create with generateName."""
+    if request.name:
+        return create(request)
+    for _ in range(GENERATE_NAME_ATTEMPTS - 1):
+        try:
+            return create(replace(request, name=generate_name(request.generate_name, rng)))
+        except Conflict:
+            pass  # taken: another name
+    return create(replace(request, name=generate_name(request.generate_name, rng)))
+
+
+def generate_name(prefix: str, rng: random.Random = _RANDOM) -> str:
+    """``prefix`` (cut to leave room) and 5 random characters, as Kubernetes' SimpleNameGenerator."""
+    suffix = "".join(rng.choice(GENERATED_ALPHABET) for _ in range(GENERATED_SUFFIX_LENGTH))
+    return prefix[:MAX_GENERATED_PREFIX] + suffix
 
 
 def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: list[str],
@@ -74,6 +111,14 @@ def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: li
         "command": [*command, *request.args],
         "resources": {k: dict(v) for k, v in request.resources.items() if v},
     }
+    metadata = {
+        "name": request.name,
+        "namespace": profile.namespace,
+        "labels": labels,
+        "annotations": {"jupyter-quota/owner": owner, "jupyter-quota/args": json.dumps(request.args)},
+    }
+    if request.generate_name:
+        metadata["generateName"] = request.generate_name  # kept, as the API server keeps it
     processes = _processes_per_node(request, profile.gpuResource)
     if processes:
         # ms-swift launches torchrun itself when NPROC_PER_NODE is set: one rank per GPU (DDP or
@@ -91,12 +136,7 @@ def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: li
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {
-            "name": request.name,
-            "namespace": profile.namespace,
-            "labels": labels,
-            "annotations": {"jupyter-quota/owner": owner, "jupyter-quota/args": json.dumps(request.args)},
-        },
+        "metadata": metadata,
         "spec": {
             "parallelism": 1,
             "completions": 1,
@@ -145,25 +185,37 @@ def label_value(text: str) -> str:
     return value or "unknown"
 
 
-def new_job_name(prefix: str = "sft") -> str:
-    alphabet = string.ascii_lowercase + string.digits
-    return f"{prefix}-" + "".join(secrets.choice(alphabet) for _ in range(8))
-
-
 # -- field checks ---------------------------------------------------------------------------------
 
 
 def _parse_name(name) -> str:
-    if name is None or name == "":
-        return new_job_name()
-    if not isinstance(name, str):
-        raise InvalidRequest(f'"name" must be a string, not {type(name).__name__}')
-    if len(name) > MAX_NAME:
-        raise InvalidRequest(f'"name" is {len(name)} characters; a job name has at most {MAX_NAME}')
-    if not _DNS1123_LABEL.match(name):
+    name = _name_field(name, '"name"', "a job name")
+    if name and not _DNS1123_LABEL.match(name):
         raise InvalidRequest(f'"name" {_shown(name)} is not a valid job name: use lower-case letters, '
                              "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-lora-1')")
     return name
+
+
+def _parse_generate_name(prefix) -> str:
+    """A prefix is checked as the API server checks ``metadata.generateName``: a DNS-1123 label
+    once a trailing '-' is allowed (apimachinery's maskTrailingDash)."""
+    prefix = _name_field(prefix, '"generateName"', "a prefix")
+    masked = prefix[:-1] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
+    if prefix and not _DNS1123_LABEL.match(masked):
+        raise InvalidRequest(f'"generateName" {_shown(prefix)} is not a valid generateName: use lower-case '
+                             "letters, digits and '-', starting with a letter or digit (e.g. 'tiny-demo-')")
+    return prefix
+
+
+def _name_field(value, what: str, kind: str) -> str:
+    """A string of at most ``MAX_NAME`` characters; "" when absent."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        raise InvalidRequest(f"{what} must be a string, not {type(value).__name__}")
+    if len(value) > MAX_NAME:
+        raise InvalidRequest(f"{what} is {len(value)} characters; {kind} has at most {MAX_NAME}")
+    return value
 
 
 def _parse_args(args) -> list[str]:

@@ -12,7 +12,7 @@ from .backends.base import Backend
 from .config import JupyterQuota
 from .errors import Forbidden, InvalidRequest
 from .identity import Identity
-from .jobspec import build_job, parse_job_request
+from .jobspec import build_job, create_named, parse_job_request
 
 MAX_TAIL_LINES = 10_000
 
@@ -74,8 +74,12 @@ class QuotaService:
     def submit(self, who: Identity, namespace: str, body) -> dict:
         profile = self.registry.for_namespace(who, namespace)
         request = parse_job_request(body, profile)
-        job = build_job(profile, request, who.name, list(self.config.job_command), self.config.job_image)
-        return self.backend.submit(profile, job, who.name)
+
+        def create(named):
+            job = build_job(profile, named, who.name, list(self.config.job_command), self.config.job_image)
+            return self.backend.submit(profile, job, who.name)
+
+        return create_named(request, create)
 
     def list_jobs(self, who: Identity, namespace: str) -> dict:
         return {"jobs": self.backend.list_jobs(self.registry.for_namespace(who, namespace))}

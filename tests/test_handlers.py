@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import re
 
 import pytest
 
@@ -116,6 +117,18 @@ async def test_duplicate_name_is_409(api):
     assert (await api("POST", "namespaces", "team-alpha", "jobs", body=body))[0] == 201
     status, answer = await api("POST", "namespaces", "team-alpha", "jobs", body=body)
     assert status == 409 and 'jobs.batch "same" already exists' in answer["message"]
+
+
+async def test_generate_name_lets_the_same_request_run_again(api):
+    body = {"generateName": "tiny-demo-", "args": [], "gpus": 0}
+    names = []
+    for _ in range(2):
+        status, job = await api("POST", "namespaces", "team-alpha", "jobs", body=body)
+        assert status == 201, job
+        names.append(job["name"])
+        assert (await wait_for_phase(api, "team-alpha", job["name"], {"Succeeded", "Failed"}))["phase"] == "Succeeded"
+    assert names[0] != names[1]
+    assert all(re.fullmatch(r"tiny-demo-[bcdfghjklmnpqrstvwxz2456789]{5}", n) for n in names), names
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import random
+import re
+
 import pytest
 
-from jupyter_quota.errors import InvalidRequest
-from jupyter_quota.jobspec import build_job, job_args, job_pod, label_value, parse_job_request
+from jupyter_quota.errors import Conflict, InvalidRequest
+from jupyter_quota.jobspec import (
+    GENERATE_NAME_ATTEMPTS,
+    build_job,
+    create_named,
+    generate_name,
+    job_args,
+    job_pod,
+    label_value,
+    parse_job_request,
+)
 from jupyter_quota.profiles import TeamProfile
 
 
@@ -26,26 +38,84 @@ def test_quantities_come_back_canonical(profile):
     assert request.resources["requests"] == {"cpu": "1500m", "memory": "1536Mi"}
 
 
-def test_generated_names_are_valid_and_distinct(profile):
-    names = {parse_job_request({}, profile).name for _ in range(50)}
+# Kubernetes' SimpleNameGenerator (k8s.io/apiserver/pkg/storage/names) and its alphabet
+# (k8s.io/apimachinery/pkg/util/rand): 5 characters without vowels, the base cut to 58.
+GENERATED = re.compile(r"[bcdfghjklmnpqrstvwxz2456789]{5}")
+
+
+def test_a_request_without_a_name_gets_one_generated_from_sft(profile):
+    request = parse_job_request({}, profile)
+    assert (request.name, request.generate_name) == ("", "sft-")
+    names = {create_named(request, lambda r: r.name) for _ in range(50)}
     assert len(names) == 50
-    assert all(n.startswith("sft-") and len(n) == 12 for n in names)
+    assert all(n.startswith("sft-") and GENERATED.fullmatch(n[4:]) for n in names)
 
 
-def test_the_job_carries_argv_labels_and_profile_placement(profile):
-    request = parse_job_request({"name": "j1", "args": ["--dataset", "a b; rm -rf ~"], "gpus": 1}, profile)
-    job = build_job(profile, request, "alice@example.org", ["swift", "sft"], image="img:1")
-    container = job["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"] == ["swift", "sft", "--dataset", "a b; rm -rf ~"]
-    assert container["image"] == "img:1"
-    assert job["metadata"]["labels"]["jupyter-quota/user"] == "alice_example.org"
-    assert job["metadata"]["annotations"]["jupyter-quota/owner"] == "alice@example.org"
-    spec = job["spec"]["template"]["spec"]
-    assert spec["nodeSelector"] == {"gpu": "a100"} and spec["priorityClassName"] == "training"
-    assert spec["tolerations"][0]["key"] == "nvidia.com/gpu"
-    assert job_args(job) == ["--dataset", "a b; rm -rf ~"]
-    pod = job_pod(job)
-    assert pod["metadata"]["generateName"] == "j1-" and pod["spec"]["containers"][0]["name"] == "train"
+def test_generate_name_is_a_prefix_with_five_characters_of_kubernetes_alphabet(profile):
+    request = parse_job_request({"generateName": "tiny-demo-"}, profile)
+    assert (request.name, request.generate_name) == ("", "tiny-demo-")
+    job = create_named(request, lambda r: build_job(profile, r, "u", ["swift", "sft"]))
+    name = job["metadata"]["name"]
+    assert name.startswith("tiny-demo-") and GENERATED.fullmatch(name[len("tiny-demo-"):])
+    assert job["metadata"]["generateName"] == "tiny-demo-"
+    assert job["metadata"]["labels"]["jupyter-quota/job"] == name
+
+
+def test_name_wins_over_generate_name_as_in_kubernetes(profile):
+    request = parse_job_request({"name": "exact", "generateName": "tiny-"}, profile)
+    job = create_named(request, lambda r: build_job(profile, r, "u", ["swift", "sft"]))
+    assert job["metadata"]["name"] == "exact" and job["metadata"]["generateName"] == "tiny-"
+
+
+@pytest.mark.parametrize("length", [58, 59, 63])
+def test_a_long_prefix_is_cut_so_the_name_stays_63_characters(length):
+    prefix = "a" * (length - 1) + "-"
+    name = generate_name(prefix)
+    assert len(name) == min(length, 58) + 5 and name.startswith(prefix[:58]) and GENERATED.fullmatch(name[-5:])
+
+
+@pytest.mark.parametrize("body, words", [
+    ({"generateName": "Tiny-"}, "not a valid generateName"),
+    ({"generateName": "-tiny"}, "not a valid generateName"),
+    ({"generateName": "-"}, "not a valid generateName"),
+    ({"generateName": "a_b-"}, "not a valid generateName"),
+    ({"generateName": "a" * 64}, "at most 63"),
+    ({"generateName": 3}, "must be a string"),
+])
+def test_a_bad_generate_name_is_refused_with_what_to_fix(profile, body, words):
+    with pytest.raises(InvalidRequest, match=words):
+        parse_job_request(body, profile)
+
+
+def test_a_clash_of_generated_names_is_retried_as_the_api_server_does(profile):
+    request = parse_job_request({"generateName": "clash-"}, profile)
+    seeded = random.Random(7)
+    first_three = [generate_name("clash-", seeded) for _ in range(3)]
+    taken = set(first_three)
+    tried = []
+
+    def create(r):
+        tried.append(r.name)
+        if r.name in taken:
+            raise Conflict(f'jobs.batch "{r.name}" already exists')
+        return r.name
+
+    name = create_named(request, create, random.Random(7))
+    assert tried[:3] == first_three and name == tried[3] and name not in taken
+
+
+@pytest.mark.parametrize("body, attempts", [({"generateName": "full-"}, GENERATE_NAME_ATTEMPTS), ({"name": "mine"}, 1)])
+def test_a_clash_is_returned_after_eight_generated_names_or_one_explicit_name(profile, body, attempts):
+    tried = []
+
+    def create(r):
+        tried.append(r.name)
+        raise Conflict(f'jobs.batch "{r.name}" already exists')
+
+    with pytest.raises(Conflict):
+        create_named(parse_job_request(body, profile), create)
+    assert len(tried) == attempts and GENERATE_NAME_ATTEMPTS == 8
+    assert len(set(tried)) == attempts and (body.get("name") is None or tried == ["mine"])
 
 
 @pytest.mark.parametrize("text, expected", [("alice", "alice"), ("a@b.c", "a_b.c"), ("--x--", "x"),

@@ -481,13 +481,28 @@ def test_job_fails_with_its_exit_code_and_last_log_line(make_backend):
     assert backend.logs(profile, "ft-1", tail_lines=2) == "ready\nexiting with 3\n"
 
 
-def test_a_command_that_does_not_exist_fails_with_127(make_backend):
+@pytest.mark.parametrize("command", [["/nonexistent/swift", "sft"], ["no-such-trainer", "sft"]])
+def test_a_command_that_cannot_be_found_fails_at_submit_and_is_never_running(make_backend, command):
     backend, profile = make_backend(), Profile()
-    backend.submit(profile, make_job("nope", command=["/nonexistent/swift", "sft"]), owner="alice")
-    job = wait_for(backend, profile, "nope", phase_is("Succeeded", "Failed"))
-    assert (job["phase"], job["reason"], job["exitCode"]) == ("Failed", "StartError", 127)
-    assert "/nonexistent/swift" in job["message"]
-    assert "cannot run" in backend.logs(profile, "nope")
+    job = backend.submit(profile, make_job("nope", command=command), owner="alice")
+    assert (job["phase"], job["reason"]) == ("Failed", "StartError")
+    assert f"cannot run {command[0]!r}" in job["message"] and "JupyterQuota.job_command" in job["message"]
+    assert job.get("startedAt") is None and _rows(make_backend.ledger_path)[0]["pid"] is None
+    assert backend.balance(profile)["resources"][GPU_KEY]["used"] == "0"
+
+
+def test_the_job_command_resolves_in_the_servers_environment_without_it_on_path(make_backend, monkeypatch):
+    """A server started as ``.venv/bin/jupyter lab`` without activating the venv: PATH lacks its bin."""
+    monkeypatch.setenv("PATH", "/nonexistent-bin")
+    backend, profile = make_backend(), Profile()
+    script = "import os, sys; print('prefix', sys.prefix); print('path', os.environ['PATH'])"
+    backend.submit(profile, make_job("venv", command=["python", "-c", script]), owner="alice")
+    job = wait_for(backend, profile, "venv", phase_is("Succeeded", "Failed"))
+    log = backend.logs(profile, "venv")
+    assert job["phase"] == "Succeeded", (job, log)
+    assert f"prefix {sys.prefix}\n" in log
+    path = log.split("path ", 1)[1].splitlines()[0].split(os.pathsep)
+    assert os.path.dirname(sys.executable) in path and path[-1] == "/nonexistent-bin"
 
 
 def test_pending_jobs_start_fifo_on_freed_gpus_and_unschedulable_ones_say_why(make_backend):

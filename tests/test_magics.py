@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 
 import pytest
 from IPython.core.error import UsageError
@@ -18,6 +19,7 @@ from jupyter_quota.magics.follow import Job, loss_svg, screen_lines
 from jupyter_quota.magics.magics import split_arguments, translation_text
 from jupyter_quota.swift import parse_sft_args
 
+GENERATED = "[bcdfghjklmnpqrstvwxz2456789]{5}"  # Kubernetes' generateName suffix
 TUTORIAL = ("swift sft --model_type qwen-vl-chat --sft_type qlora --dtype bnb_nf4 --dataset my_custom_data "
             "--batch_size 2 --use_flash_attn true --output_dir ./finetuned-model")
 
@@ -58,7 +60,7 @@ def _no_server():
 def test_help_lists_the_options_and_the_swift_arguments(ip):
     text = ip.object_inspect_text("%swift_sft")
     for expected in ("%swift_sft [--namespace NS] [--gpus N] [--dry-run] [--as-is]", "--name NAME",
-                     "SWIFT_SFT_ARGS", "--sft_type qlora", "job.wait()"):
+                     "SWIFT_SFT_ARGS", "--sft_type qlora", "job.wait()", "NAME-xxxxx"):
         assert expected in text
     assert "%quota [namespace]" in ip.object_inspect_text("%quota")
 
@@ -170,13 +172,22 @@ def test_launch_returns_a_job_handle_that_follows_it(magics, ip, server):
     with capture_output():
         job = ip.run_cell_magic("swift_sft", "--name magic-job",
                                 "--model Qwen/Qwen2.5-0.5B-Instruct\n--dataset d.jsonl --max_steps 3\n")
-    assert isinstance(job, Job) and job.name == "magic-job" and magics.last_job is job
+    assert isinstance(job, Job) and re.fullmatch(f"magic-job-{GENERATED}", job.name) and magics.last_job is job
     assert job.wait(timeout=60, interval=0.2) == "Succeeded"
     assert job.status == "Succeeded"
     assert "--model Qwen/Qwen2.5-0.5B-Instruct --dataset d.jsonl --max_steps 3" in job.logs()
-    assert "magic-job" in repr(job)
-    with pytest.raises(UsageError, match="already"):
-        ip.run_line_magic("swift_sft", "--name magic-job --model Qwen/Qwen2.5-0.5B-Instruct --dataset d")
+    assert job.name in repr(job)
+
+
+def test_the_same_name_runs_again_as_a_prefix(magics, ip, server):
+    """A notebook run twice: ``--name`` is a prefix, as Kubernetes' generateName is."""
+    jobs = []
+    for _ in range(2):
+        with capture_output():
+            jobs.append(ip.run_line_magic("swift_sft", "--name again --model Qwen/Qwen2.5-0.5B-Instruct --dataset d"))
+        assert jobs[-1].wait(timeout=60, interval=0.2) == "Succeeded"
+    assert jobs[0].name != jobs[1].name
+    assert all(re.fullmatch(f"again-{GENERATED}", job.name) for job in jobs)
 
 
 # -- displays -------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from openapi_spec_validator import validate
 
 import jupyter_quota
 from jupyter_quota.handlers import ROUTES
+from jupyter_quota.jobspec import REQUEST_FIELDS
 
 SPEC = Path(jupyter_quota.__file__).parent / "openapi.yaml"
 VERBS = ("get", "post", "put", "delete", "patch")
@@ -54,6 +55,11 @@ def test_every_operation_documents_its_errors():
             if verb in item and verb != "get" or (verb == "get" and "{" in path and verb in item):
                 codes = set(item[verb]["responses"])
                 assert codes & {"400", "403", "404"}, (verb, path, codes)
+
+
+def test_the_job_request_documents_every_field_a_job_takes():
+    documented_fields = set(load_spec()["components"]["schemas"]["JobRequest"]["properties"])
+    assert documented_fields == set(REQUEST_FIELDS)
 
 
 def test_spec_ships_in_the_package():

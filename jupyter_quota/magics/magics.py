@@ -92,7 +92,9 @@ class QuotaMagics(Magics):
               "are still translated, as ms-swift 4.x rejects them); if the quota refuses, show "
               "its answer.")
     @argument("--name", default=None, metavar="NAME",
-              help="The job's name (lower-case letters, digits and dashes); default: one is made.")
+              help="The start of the job's name (lower-case letters, digits and dashes): the job is "
+              "NAME-xxxxx, 5 random characters added as Kubernetes' generateName does, so the same "
+              "cell or notebook can run again; default: sft-xxxxx.")
     @argument("swift_args", nargs="*", metavar="SWIFT_SFT_ARGS",
               help="The arguments of `swift sft`, in ms-swift 4.x names (--model, --tuner_type, "
               "--dataset, ...) or the older names of blog posts (--model_type qwen-vl-chat, "
@@ -158,7 +160,8 @@ class QuotaMagics(Magics):
         if resources:
             body["resources"] = resources
         if opts.name:
-            body["name"] = opts.name
+            # A prefix, not the name: a finished job's name must not block running the cell again.
+            body["generateName"] = opts.name if opts.name.endswith("-") else f"{opts.name}-"
         info = client.submit(namespace, body)
         job = Job(client, namespace, info["name"], info, interval=self.poll_interval)
         self.last_job = job

@@ -21,7 +21,7 @@ import threading
 import time
 
 from ... import quota
-from . import clock, jobview, ledger, logtail, procfs, runner, scheduler
+from . import clock, command, jobview, ledger, logtail, procfs, runner, scheduler
 
 
 class Lifecycle:
@@ -137,7 +137,10 @@ class Lifecycle:
     def _launch(self, row: sqlite3.Row, gpu_indices: list[int]) -> runner.Launch:
         container = jobview.train_container(ledger.loads(row["pod"]))
         env = runner.job_environment(os.environ, container, row["namespace"], row["name"], gpu_indices)
-        return runner.launch(self.job_dir(row), jobview.command_of(container), env, self._workdir)
+        env = command.job_path(env)
+        # Found before the ledger says Running: CommandNotFound makes the job StartError at once.
+        argv = command.resolve(jobview.command_of(container), env["PATH"], self._workdir)
+        return runner.launch(self.job_dir(row), argv, env, self._workdir)
 
     def _outcome(self, row: sqlite3.Row) -> tuple[str, dict]:
         """The phase and fields of a Running job whose process is gone."""
