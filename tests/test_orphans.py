@@ -1,0 +1,146 @@
+"""Every process of a job ends with it, and its GPUs are not handed out while one still runs.
+
+Real processes on a real ledger: jobs run ``fake_trainer.py --spawn ...``, which leaves a
+child that ignores SIGTERM, a grandchild in a session of its own (``setsid``), or a background
+worker. Each test marks its processes with ``FAKE_TRAINER_RUN`` (the container's ``env``) and
+looks for them in ``/proc`` itself, so it sees what is left whatever the backend tracks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import uuid
+
+import pytest
+from fake_trainer import RUN, run_processes
+from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
+    GPU_KEY,
+    INVENTORY,
+    Profile,
+    _rows,
+    make_backend,
+    make_job,
+    phase_is,
+    wait_for,
+    wait_log,
+)
+
+ONE_GPU = dict(INVENTORY, gpus=INVENTORY["gpus"][:1])
+
+
+@pytest.fixture
+def run():
+    """This test's marker; at the end, SIGKILL whatever still carries it (a failed test's orphans)."""
+    marker = uuid.uuid4().hex
+    yield marker
+    for proc in run_processes(marker):
+        try:
+            os.kill(proc["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def marked_job(run, name, *trainer_args, gpus=1):
+    job = make_job(name, *trainer_args, gpus=gpus)
+    job["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": RUN, "value": run}]
+    return job
+
+
+def of_job(run, name):
+    return [p for p in run_processes(run) if p["job"].endswith(f"/{name}")]
+
+
+def spawning(tmp_path, name, *kinds):
+    pid_dir = tmp_path / f"pids-{name}"
+    pid_dir.mkdir()
+    return [arg for kind in kinds for arg in ("--spawn", kind)] + ["--pid-dir", str(pid_dir)]
+
+
+@pytest.mark.parametrize("kind", ["ignore-term", "setsid"])
+def test_cancel_ends_every_process_of_the_job(make_backend, run, tmp_path, kind):
+    backend, profile = make_backend(grace_period=2.0), Profile()
+    job = marked_job(run, "left", *spawning(tmp_path, "left", kind), "--sleep", "60")
+    backend.submit(profile, job, owner="alice")
+    wait_log(backend, profile, "left", "ready", timeout=60)
+    assert len(of_job(run, "left")) >= 3  # supervisor, main process, what it spawned
+    backend.cancel(profile, "left", by="bob")
+    job = wait_for(backend, profile, "left", phase_is("Succeeded", "Failed"), timeout=60)
+    assert (job["phase"], job["reason"]) == ("Failed", "Cancelled")
+    assert of_job(run, "left") == []  # recorded as ended only once nothing of it runs
+    assert backend.balance(profile)["resources"][GPU_KEY]["used"] == "0"
+
+
+def test_a_job_that_exits_0_takes_its_background_worker_with_it(make_backend, run, tmp_path):
+    backend, profile = make_backend(), Profile()
+    backend.submit(profile, marked_job(run, "bg", *spawning(tmp_path, "bg", "worker")), owner="alice")
+    job = wait_for(backend, profile, "bg", phase_is("Succeeded", "Failed"), timeout=60)
+    assert (job["phase"], job["exitCode"]) == ("Succeeded", 0)
+    assert of_job(run, "bg") == []
+
+
+def test_no_gpu_goes_to_the_next_job_while_a_process_of_the_last_one_runs(make_backend, run, tmp_path):
+    backend, profile = make_backend(ONE_GPU, grace_period=2.0), Profile()
+    first = spawning(tmp_path, "first", "ignore-term", "setsid", "worker")
+    backend.submit(profile, marked_job(run, "first", *first, "--sleep", "60"), owner="alice")
+    wait_log(backend, profile, "first", "ready", timeout=60)
+    check = tmp_path / "second-conflicts.json"
+    backend.submit(profile, marked_job(run, "second", "--check-gpus", str(check)), owner="alice")
+    assert backend.get_job(profile, "second")["phase"] == "Pending"
+    backend.cancel(profile, "first", by="bob")
+    job = wait_for(backend, profile, "second", phase_is("Succeeded", "Failed"), timeout=60)
+    assert job["phase"] == "Succeeded" and job["gpuIndices"] == [0]
+    assert json.loads(check.read_text()) == []  # at its start, nothing of "first" held GPU 0
+    assert of_job(run, "first") == []
+
+
+def test_processes_left_by_a_killed_supervisor_are_found_killed_and_hold_the_gpu(make_backend, run, tmp_path):
+    backend, profile = make_backend(), Profile()
+    args = spawning(tmp_path, "cut", "setsid", "worker")
+    backend.submit(profile, marked_job(run, "cut", *args, "--sleep", "60"), owner="alice")
+    wait_log(backend, profile, "cut", "ready", timeout=60)
+    os.kill(_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
+    job = wait_for(backend, profile, "cut", phase_is("Succeeded", "Failed"), timeout=60)
+    assert (job["phase"], job["reason"]) == ("Failed", "Lost")
+    assert of_job(run, "cut") == []
+
+
+@pytest.mark.slow
+def test_cancel_and_submit_from_threads_leaves_no_orphan_and_no_shared_gpu(make_backend, run, tmp_path):
+    """A smaller ``benchmarks/orphan_check.py``: threads cancel and submit on 2 GPUs."""
+    backend, profile = make_backend(grace_period=1.0, poll_interval=0.05), Profile(hard={GPU_KEY: "100"})
+    backend.start()
+    kinds = ["ignore-term", "setsid", "worker"]
+    checks, errors = [], []
+
+    def client(t):
+        try:
+            for i in range(2):
+                name = f"j{t}-{i}"
+                check = tmp_path / f"{name}.json"
+                checks.append(check)
+                args = spawning(tmp_path, name, kinds[(t + i) % 3]) + ["--check-gpus", str(check)]
+                exits = i == 1 and t % 2 == 0  # some end by themselves, leaving their worker
+                args += ["--exit", "0"] if exits else ["--sleep", "60"]
+                backend.submit(profile, marked_job(run, name, *args), owner="alice")
+                wait_for(backend, profile, name, phase_is("Running", "Succeeded", "Failed"), timeout=120)
+                if not exits:
+                    wait_log(backend, profile, name, "ready", timeout=120)
+                    backend.cancel(profile, name, by="bob")
+                wait_for(backend, profile, name, phase_is("Succeeded", "Failed"), timeout=120)
+        except Exception as e:  # reported below, with the thread's job
+            errors.append(e)
+
+    threads = [threading.Thread(target=client, args=(t,)) for t in range(4)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        backend.close()
+    assert errors == []
+    assert run_processes(run) == []
+    assert {str(c.name): json.loads(c.read_text()) for c in checks} == {str(c.name): [] for c in checks}
