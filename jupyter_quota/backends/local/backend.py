@@ -5,13 +5,24 @@ so threads of one server, several server processes and restarts all agree on who
 Jobs are processes under ``supervise`` in their own session; they outlive the server and are
 found again by the next one (see ``lifecycle``).
 
-Cancel semantics: ``cancel`` sends SIGTERM to the job's process group and waits at most
-``CANCEL_WAIT`` seconds. A job that ended by then is returned Failed/Cancelled; one that did
-not is returned Running with reason ``Terminating``, and the reaper records Failed/Cancelled
-when it exits, sending SIGKILL to the group once ``grace_period`` has passed (the deadline is in
-the ledger, so a restart keeps it). Cancelling a Pending job marks it Failed/Cancelled at once.
-Cancelling a job that already finished, or is already terminating, returns it unchanged (and
-one whose process ended before the reaper noticed is returned as it really ended).
+Every process of a job ends with it, and its GPUs are freed only when none is left. The
+supervisor (see ``supervise``) is a child subreaper: it forwards a cancel's SIGTERM to all its
+descendants, SIGKILLs whatever is left once the job's main process exits (a job that exits 0
+leaving background workers has them killed, as a pod's processes die with it), and exits only
+after all are reaped. A job stays Running, and holds its GPUs, until its supervisor is gone
+and no process carrying the job's marker (``procfs.MARKER``) runs: a supervisor that was
+itself killed leaves orphans, which the reaper SIGKILLs while the job shows reason
+``Terminating``. Phases are Kubernetes' (Pending, Running, Succeeded, Failed); a job is
+Succeeded or Failed only once nothing of it runs.
+
+Cancel semantics: ``cancel`` sends SIGTERM to the job's supervisor (which forwards it to every
+process of the job) and waits at most ``CANCEL_WAIT`` seconds. A job that ended by then is
+returned Failed/Cancelled; one that did not is returned Running with reason ``Terminating``,
+and the reaper records Failed/Cancelled when it exits, sending SIGKILL to every process of the
+job once ``grace_period`` has passed (the deadline is in the ledger, so a restart keeps it).
+Cancelling a Pending job marks it Failed/Cancelled at once. Cancelling a job that already
+finished, or is already terminating, returns it unchanged (and one whose process ended before
+the reaper noticed is returned as it really ended).
 
 Balance is served from a per-namespace cache of live pods, revalidated on every call by the
 ledger's ``generation`` counter (one single-row read), so writes by other processes show at once.
@@ -22,7 +33,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -145,7 +155,7 @@ class LocalBackend(Backend):
         return logtail.tail(os.path.join(self._jobs.job_dir(row), runner.LOG_FILE), tail_lines)
 
     def cancel(self, profile, name: str, by: str) -> dict:
-        """SIGTERM the job's group and return; see the module docstring for the semantics."""
+        """SIGTERM the job and return; see the module docstring for the semantics."""
         namespace = profile.namespace
         terminate = False
         with self._ledger.write() as con:
@@ -162,7 +172,7 @@ class LocalBackend(Backend):
             # Otherwise it is finished, already terminating, or ended unrecorded: unchanged.
         if terminate:
             self.log.info("job %s/%s cancelled by %s: SIGTERM", namespace, name, by)
-            runner.signal_group(lifecycle.process_of(row), signal.SIGTERM)
+            runner.terminate(lifecycle.process_of(row))
             self._wait_for_exit(namespace, name, CANCEL_WAIT)
         elif row["phase"] == "Running":
             self.reap()  # an end the reaper has not recorded yet shows as it really was

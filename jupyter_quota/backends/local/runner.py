@@ -1,9 +1,11 @@
 """Start a job's processes, signal them, and read how they ended.
 
-A job runs as ``supervise.py`` (which runs the job's argv) in a new session, so it has its own
-process group: the server can stop and start without taking jobs down, and a cancel reaches
-every process the job made. The supervisor is started held at a gate (see ``supervise``): the
-caller commits the pid to the ledger first, then ``release``s it.
+A job runs as ``supervise.py`` (which runs the job's argv) in a new session, so the server can
+stop and start without taking jobs down. The supervisor owns every process of the job and
+outlives them all (see ``supervise``): a cancel is a SIGTERM to it, which it forwards. The
+supervisor is started held at a gate: the caller commits the pid to the ledger first, then
+``release``s it. The job's processes are found (``processes_of``, ``leftovers``) by descent
+from the supervisor and by the marker in their environment.
 """
 
 from __future__ import annotations
@@ -98,15 +100,42 @@ def abort(launch: Launch) -> None:
     launch.popen.wait()
 
 
-def signal_group(proc: procfs.ProcessId, sig: int) -> bool:
-    """Send ``sig`` to the job's process group if its supervisor is still the process we started."""
-    if not procfs.is_running(proc):
-        return False
-    try:
-        os.killpg(proc.pid, sig)
-        return True
-    except ProcessLookupError:
-        return False
+def terminate(supervisor: procfs.ProcessId) -> bool:
+    """SIGTERM the job: its supervisor forwards the signal to every process of the job."""
+    return supervisor.boot == procfs.boot_id() and procfs.send(supervisor, signal.SIGTERM)
+
+
+def kill_processes(supervisor: procfs.ProcessId) -> int:
+    """SIGKILL every process of a running job but its supervisor (which then records the end).
+
+    Returns how many were signalled.
+    """
+    if supervisor.boot != procfs.boot_id():
+        return 0
+    table = procfs.processes(markers=True)
+    marker = procfs.marker(supervisor)
+    job = {p.pid: p for p in procfs.descendants(supervisor.pid, table)}
+    job.update((p.pid, p) for p in table if p.marker == marker and p.pid != supervisor.pid)
+    return sum(procfs.send(p, signal.SIGKILL) for p in job.values())
+
+
+def leftovers(supervisors: list[procfs.ProcessId]) -> dict[procfs.ProcessId, list[procfs.Process]]:
+    """Processes still running for jobs whose supervisor is gone (it was killed: they are
+    orphans of init now), found by the marker in their environment; jobs with none are absent.
+    """
+    boot = procfs.boot_id()
+    wanted = {procfs.marker(s): s for s in supervisors if s.boot == boot}
+    found: dict[procfs.ProcessId, list[procfs.Process]] = {}
+    if wanted:
+        for proc in procfs.processes(markers=True):
+            if proc.marker in wanted:
+                found.setdefault(wanted[proc.marker], []).append(proc)
+    return found
+
+
+def kill(processes: list[procfs.Process]) -> None:
+    for proc in processes:
+        procfs.send(proc, signal.SIGKILL)
 
 
 def read_exit(directory: str) -> dict | None:

@@ -1,26 +1,41 @@
-"""The wrapper every local job runs under: start the command, wait, record its exit durably.
+"""The wrapper every local job runs under: start the command, end all of it, record its exit.
 
-Run as ``python -I supervise.py --exit-file PATH -- argv...`` (or ``python -m
-jupyter_quota.backends.local.supervise``), in a session of its own, with stdout and stderr
-already pointed at the job's log. It exists so that a job's exit code survives the server:
-the server may be stopped or restarted while the job runs, and the child is not its child
-then, so only this process can wait for it and write ``exit.json`` (temp file, fsync, rename).
+Run as ``python -I supervise.py --exit-file PATH -- argv...``, in a session of its own, with
+stdout and stderr already pointed at the job's log. It exists so that a job's exit code
+survives the server: the server may be stopped or restarted while the job runs, and the child
+is not its child then, so only this process can wait for it and write ``exit.json`` (temp file,
+fsync, rename).
 
-Two more duties:
+Its duties:
 - It waits for ``go`` on stdin before starting the command. The server sends it only after the
   ledger has committed the job as Running with this process's pid, so a server that dies in
   between leaves no unrecorded process behind (stdin closes, this exits, nothing ran).
-- It ignores SIGTERM/SIGINT/SIGHUP (the signal reaches the whole process group, so the child
-  gets it anyway) and outlives the child to record its end; the child is asked to die with it
-  (``PR_SET_PDEATHSIG``) should it ever be killed first.
+- It owns every process of the job, as a pod owns its containers' processes. It is a child
+  subreaper (``PR_SET_CHILD_SUBREAPER``): a process whose parent exits is re-parented to it,
+  not to init, so a ``setsid`` or double-forked grandchild stays among its descendants, which
+  a walk of ``/proc`` by parent pid finds whatever their session or process group. SIGTERM,
+  SIGINT and SIGHUP sent to it (a cancel) are forwarded to all descendants. When the main
+  process exits (however), every descendant still running is SIGKILLed, as a container's
+  processes die with its init; this process exits and writes ``exit.json`` only once it has
+  reaped them all, so "supervisor gone" means "nothing of the job runs" and the server frees
+  the job's GPUs only then.
+- Every process of the job inherits ``JUPYTER_QUOTA_JOB_UID`` (``procfs.MARKER``), unique to
+  this supervisor. Should this process itself be SIGKILLed, its orphans go to init; the server
+  then finds them by that marker in ``/proc/<pid>/environ`` (see ``runner.leftovers``). The
+  marker alone is not enough (a process may exec with a clean environment) and the tree alone
+  is not either (it breaks when this process dies): the two together cover both.
+- The main process is asked to die with this one (``PR_SET_PDEATHSIG``).
 
-Standard library only: it runs in isolated mode, without the package on its path.
+Standard library only: it runs in isolated mode, without the package on its path, and loads
+``procfs.py`` (standard library only as well) from beside it.
 """
 
 from __future__ import annotations
 
+import argparse
 import ctypes
 import errno
+import importlib.util
 import json
 import os
 import signal
@@ -29,30 +44,62 @@ import sys
 import time
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command once; return (and exit with) its exit code, 128+N for signal N."""
-    exit_file, command = _parse(sys.argv[1:] if argv is None else argv)
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, _ignore)  # a handler, not SIG_IGN: handlers reset on exec
+    opts = _parse(sys.argv[1:] if argv is None else argv)
+    procfs = _load_procfs()
+    for sig in _FORWARDED:  # a handler, not SIG_IGN: the job starts with default dispositions
+        signal.signal(sig, lambda signum, frame: _signal_descendants(procfs, signum))
     if sys.stdin.buffer.readline() != b"go\n":
         return 0  # the server never confirmed: run nothing
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    env = dict(os.environ, **{procfs.MARKER: procfs.marker(procfs.identify(os.getpid()))})
     try:
-        child = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent())
+        child = subprocess.Popen(
+            opts.command, stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent()
+        )
     except OSError as e:
         code = 127 if e.errno == errno.ENOENT else 126  # as a shell reports it
-        error = f"cannot run {command[0]!r}: {e.strerror}"
+        error = f"cannot run {opts.command[0]!r}: {e.strerror}"
         print(f"supervise: {error}", file=sys.stderr, flush=True)
-        write_exit(exit_file, {"exitCode": code, "error": error, "finishedAt": _now()})
+        write_exit(opts.exit_file, {"exitCode": code, "error": error, "finishedAt": _now()})
         return code
-    returncode = child.wait()
+    returncode = os.waitstatus_to_exitcode(_wait_all(procfs, child.pid))
+    child.returncode = returncode  # reaped here, not by Popen
     record = {"exitCode": returncode, "finishedAt": _now()}
     if returncode < 0:
         record["exitCode"] = 128 - returncode
         record["signal"] = signal.Signals(-returncode).name
-    write_exit(exit_file, record)
+    write_exit(opts.exit_file, record)
     return record["exitCode"]
+
+
+def _wait_all(procfs, main_pid: int) -> int:
+    """Reap every child (orphans come to us) until none is left; the main process's wait status.
+
+    Once the main process has exited, whatever of the job still runs is SIGKILLed, again after
+    each reaped child (a dying parent re-parents its children to us, and a process may fork
+    while the others are killed).
+    """
+    status = None
+    while True:
+        try:
+            pid, wait_status = os.waitpid(-1, 0)
+        except ChildProcessError:  # no child left: no descendant either (we are their subreaper)
+            return status
+        if pid == main_pid:
+            status = wait_status
+        if status is not None:
+            _signal_descendants(procfs, signal.SIGKILL)
+
+
+def _signal_descendants(procfs, sig: int) -> None:
+    for proc in procfs.descendants(os.getpid(), procfs.processes()):
+        procfs.send(proc, sig)
 
 
 def write_exit(path: str, record: dict) -> None:
@@ -70,14 +117,31 @@ def write_exit(path: str, record: dict) -> None:
         os.close(dirfd)
 
 
-def _parse(argv: list[str]) -> tuple[str, list[str]]:
-    if len(argv) < 4 or argv[0] != "--exit-file" or argv[2] != "--":
+def _parse(argv: list[str]) -> argparse.Namespace:
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
         sys.exit("usage: supervise --exit-file PATH -- COMMAND [ARG...]")
-    return argv[1], argv[3:]
+    split = argv.index("--")
+    parser = argparse.ArgumentParser(prog="supervise")
+    parser.add_argument("--exit-file", required=True)
+    opts = parser.parse_args(argv[:split])
+    opts.command = argv[split + 1 :]
+    return opts
 
 
-def _ignore(signum, frame) -> None:
-    """Stay alive to record the child's end; the child got the same signal from the group."""
+def _load_procfs():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "procfs.py")
+    spec = importlib.util.spec_from_file_location("_jupyter_quota_procfs", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
+    spec.loader.exec_module(module)
+    return module
+
+
+def _prctl(option: int, arg: int) -> bool:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux
+        return False
 
 
 def _die_with_parent():
