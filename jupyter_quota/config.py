@@ -118,6 +118,22 @@ class JupyterQuota(Configurable):
         1.0, help="Local backend: seconds between checks for ended jobs. Default: 1."
     ).tag(config=True)
 
+    job_log_max_bytes = Int(
+        10 * 1024 * 1024,
+        min=4096,
+        help="Local backend: bytes at which a job's log (``output.log``) is rotated to "
+        "``output.log.1``; with ``job_log_backups`` this caps a job's log on disk at "
+        "``job_log_max_bytes * (job_log_backups + 1)`` bytes. Minimum 4096. "
+        "Default: 10485760 (10 MiB).",
+    ).tag(config=True)
+
+    job_log_backups = Int(
+        2,
+        min=0,
+        help="Local backend: rotated log files kept per job (``output.log.1`` is the newest); "
+        "0 empties ``output.log`` at the cap instead. Default: 2.",
+    ).tag(config=True)
+
     log_tail_lines = Int(
         200, help="Lines of a job's log returned when the request names no ``tailLines``. Default: 200."
     ).tag(config=True)

@@ -24,6 +24,9 @@ Cancelling a Pending job marks it Failed/Cancelled at once. Cancelling a job tha
 finished, or is already terminating, returns it unchanged (and one whose process ended before
 the reaper noticed is returned as it really ended).
 
+Job output goes to ``<state_dir>/jobs/<namespace>/<name>/output.log``, rotated at
+``log_max_bytes`` into ``log_backups`` older files; ``logs`` reads across them.
+
 Balance is served from a per-namespace cache of live pods, revalidated on every call by the
 ledger's ``generation`` counter (one single-row read), so writes by other processes show at once.
 """
@@ -58,6 +61,8 @@ class LocalBackend(Backend):
         poll_interval: float = 0.5,
         log: logging.Logger | None = None,
         workdir: str | os.PathLike | None = None,
+        log_max_bytes: int = 10 * 1024 * 1024,
+        log_backups: int = 2,
     ):
         self.grace_period = grace_period
         self.poll_interval = poll_interval
@@ -68,7 +73,7 @@ class LocalBackend(Backend):
         ledger.make_private_dir(self.state_dir)
         self._jobs = lifecycle.Lifecycle(
             self._ledger, self.state_dir, self._inventory,
-            os.path.abspath(workdir or os.getcwd()), self.log,
+            os.path.abspath(workdir or os.getcwd()), self.log, log_max_bytes, log_backups,
         )
         self._usage: dict[str, _Usage] = {}
         self._usage_lock = threading.Lock()

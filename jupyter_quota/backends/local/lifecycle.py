@@ -29,8 +29,9 @@ class Lifecycle:
     """Starts pending jobs on the machine and records how running ones end."""
 
     def __init__(self, book: ledger.Ledger, state_dir: str, inventory: dict, workdir: str,
-                 log: logging.Logger):
+                 log: logging.Logger, log_max_bytes: int, log_backups: int):
         self._ledger = book
+        self._log_limits = (log_max_bytes, log_backups)
         self._state_dir = state_dir
         self._inventory = inventory
         self._workdir = workdir
@@ -150,7 +151,8 @@ class Lifecycle:
     def _launch(self, row: sqlite3.Row, gpu_indices: list[int]) -> runner.Launch:
         container = jobview.train_container(ledger.loads(row["pod"]))
         env = runner.job_environment(os.environ, container, row["namespace"], row["name"], gpu_indices)
-        return runner.launch(self.job_dir(row), jobview.command_of(container), env, self._workdir)
+        return runner.launch(self.job_dir(row), jobview.command_of(container), env, self._workdir,
+                             *self._log_limits)
 
     def _outcome(self, row: sqlite3.Row) -> tuple[str, dict]:
         """The phase and fields of a Running job whose process is gone."""

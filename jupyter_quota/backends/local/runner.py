@@ -38,17 +38,20 @@ def job_dir(state_dir: str, namespace: str, name: str) -> str:
     return os.path.join(state_dir, "jobs", namespace, name)
 
 
-def launch(directory: str, command: list[str], env: dict[str, str], workdir: str) -> Launch:
+def launch(
+    directory: str, command: list[str], env: dict[str, str], workdir: str,
+    log_max_bytes: int, log_backups: int,
+) -> Launch:
     """Start the supervisor for ``command`` (an argv list), held at its gate.
 
-    Raises OSError when it cannot be started (a missing workdir, no interpreter).
+    The job's output goes to ``LOG_FILE``, rotated at ``log_max_bytes`` into ``log_backups``
+    older files (``output.log.1`` ...). Raises OSError when it cannot be started (a missing
+    workdir, no interpreter).
     """
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    for stale in (EXIT_FILE, EXIT_FILE + ".tmp"):  # left by a ledger that was lost
-        try:
+    for stale in os.listdir(directory):  # left by a ledger that was lost
+        if stale.startswith((EXIT_FILE, LOG_FILE + ".")):
             os.unlink(os.path.join(directory, stale))
-        except FileNotFoundError:
-            pass
     log = os.open(
         os.path.join(directory, LOG_FILE),
         os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,
@@ -60,6 +63,10 @@ def launch(directory: str, command: list[str], env: dict[str, str], workdir: str
         SUPERVISOR,
         "--exit-file",
         os.path.join(directory, EXIT_FILE),
+        "--log",
+        os.path.join(directory, LOG_FILE),
+        f"--log-max-bytes={log_max_bytes}",
+        f"--log-backups={log_backups}",
         "--",
         *command,
     ]
@@ -67,7 +74,7 @@ def launch(directory: str, command: list[str], env: dict[str, str], workdir: str
         popen = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
-            stdout=log,
+            stdout=log,  # the supervisor's own errors; the job's output goes through its pipe
             stderr=subprocess.STDOUT,
             cwd=workdir,
             env=env,

@@ -1,7 +1,8 @@
 """The wrapper every local job runs under: start the command, end all of it, record its exit.
 
-Run as ``python -I supervise.py --exit-file PATH -- argv...``, in a session of its own, with
-stdout and stderr already pointed at the job's log. It exists so that a job's exit code
+Run as ``python -I supervise.py --exit-file PATH --log PATH [--log-max-bytes N]
+[--log-backups K] -- argv...``, in a session of its own (its own stdout and stderr, for its
+own errors, are the log file). It exists so that a job's exit code
 survives the server: the server may be stopped or restarted while the job runs, and the child
 is not its child then, so only this process can wait for it and write ``exit.json`` (temp file,
 fsync, rename).
@@ -24,6 +25,9 @@ Its duties:
   then finds them by that marker in ``/proc/<pid>/environ`` (see ``runner.leftovers``). The
   marker alone is not enough (a process may exec with a clean environment) and the tree alone
   is not either (it breaks when this process dies): the two together cover both.
+- It writes the job's output (stdout and stderr through one pipe) to ``--log``, rotated at
+  ``--log-max-bytes`` into ``LOG.1`` .. ``LOG.<backups>``: at most ``max * (backups + 1)``
+  bytes on disk, however much the job prints.
 - The main process is asked to die with this one (``PR_SET_PDEATHSIG``).
 
 Standard library only: it runs in isolated mode, without the package on its path, and loads
@@ -41,11 +45,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+_PUMP_WAIT = 10.0  # seconds to drain the output pipe once every process of the job is gone
+_CHUNK = 64 * 1024
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,18 +65,28 @@ def main(argv: list[str] | None = None) -> int:
         return 0  # the server never confirmed: run nothing
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
     env = dict(os.environ, **{procfs.MARKER: procfs.marker(procfs.identify(os.getpid()))})
+    log = RotatingLog(opts.log, opts.log_max_bytes, opts.log_backups)
+    read_end, write_end = os.pipe()
     try:
         child = subprocess.Popen(
-            opts.command, stdin=subprocess.DEVNULL, env=env, preexec_fn=_die_with_parent()
+            opts.command, stdin=subprocess.DEVNULL, stdout=write_end, stderr=write_end, env=env,
+            preexec_fn=_die_with_parent(),
         )
     except OSError as e:
+        os.close(read_end)
+        os.close(write_end)
         code = 127 if e.errno == errno.ENOENT else 126  # as a shell reports it
         error = f"cannot run {opts.command[0]!r}: {e.strerror}"
-        print(f"supervise: {error}", file=sys.stderr, flush=True)
+        log.write(f"supervise: {error}\n".encode())
+        log.close()
         write_exit(opts.exit_file, {"exitCode": code, "error": error, "finishedAt": _now()})
         return code
+    os.close(write_end)  # the job's processes hold the only write ends: EOF once all are gone
+    pump = threading.Thread(target=_pump, args=(read_end, log), daemon=True)
+    pump.start()
     returncode = os.waitstatus_to_exitcode(_wait_all(procfs, child.pid))
     child.returncode = returncode  # reaped here, not by Popen
+    pump.join(_PUMP_WAIT)
     record = {"exitCode": returncode, "finishedAt": _now()}
     if returncode < 0:
         record["exitCode"] = 128 - returncode
@@ -102,6 +119,56 @@ def _signal_descendants(procfs, sig: int) -> None:
         procfs.send(proc, sig)
 
 
+class RotatingLog:
+    """Appends bytes to ``path``, renaming it to ``path.1`` (``.1`` to ``.2``, ...) at ``max_bytes``.
+
+    Keeps ``backups`` rotated files (0: the file is emptied instead), so at most
+    ``max_bytes * (backups + 1)`` bytes are on disk. ``logtail.tail`` reads them as one stream.
+    """
+
+    def __init__(self, path: str, max_bytes: int, backups: int):
+        self.path, self.max_bytes, self.backups = path, max(1, max_bytes), max(0, backups)
+        self._fd = self._open(append=True)
+        self._size = os.fstat(self._fd).st_size
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            if self._size >= self.max_bytes:
+                self._rotate()
+            written = os.write(self._fd, view[: self.max_bytes - self._size])
+            self._size += written
+            view = view[written:]
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def _rotate(self) -> None:
+        os.close(self._fd)
+        if self.backups:
+            for n in range(self.backups - 1, 0, -1):
+                if os.path.exists(f"{self.path}.{n}"):
+                    os.replace(f"{self.path}.{n}", f"{self.path}.{n + 1}")
+            os.replace(self.path, f"{self.path}.1")
+        self._fd = self._open(append=False)
+        self._size = 0
+
+    def _open(self, append: bool) -> int:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | (0 if append else os.O_TRUNC)
+        return os.open(self.path, flags, 0o600)
+
+
+def _pump(fd: int, log: RotatingLog) -> None:
+    """Copy the job's output into the log until every writer has closed the pipe."""
+    with open(fd, "rb", buffering=0) as pipe:
+        while chunk := pipe.read(_CHUNK):
+            try:
+                log.write(chunk)
+            except OSError:  # a full or failing disk loses output; it must not block the job
+                pass
+    log.close()
+
+
 def write_exit(path: str, record: dict) -> None:
     """Write ``record`` as JSON so that ``path`` is either absent or complete, even on power loss."""
     tmp = f"{path}.tmp"
@@ -119,10 +186,14 @@ def write_exit(path: str, record: dict) -> None:
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     if "--" not in argv or argv.index("--") == len(argv) - 1:
-        sys.exit("usage: supervise --exit-file PATH -- COMMAND [ARG...]")
+        sys.exit("usage: supervise --exit-file PATH --log PATH [--log-max-bytes N] "
+                 "[--log-backups K] -- COMMAND [ARG...]")
     split = argv.index("--")
     parser = argparse.ArgumentParser(prog="supervise")
     parser.add_argument("--exit-file", required=True)
+    parser.add_argument("--log", required=True)
+    parser.add_argument("--log-max-bytes", type=int, default=10 * 1024 * 1024)
+    parser.add_argument("--log-backups", type=int, default=2)
     opts = parser.parse_args(argv[:split])
     opts.command = argv[split + 1 :]
     return opts
