@@ -15,6 +15,8 @@ Processes a job leaves behind (the orphan tests): ``--spawn KIND`` (repeatable) 
 - ``setsid``: a child that starts a grandchild and exits at once; the grandchild calls
   ``os.setsid()`` (a session and group of its own, re-parented when its parent exits);
 - ``worker``: a background worker that would run forever;
+- ``clean-env``: a worker started with an empty environment (no marker of any kind) that
+  calls ``os.setsid()``: only a cgroup can tell that it belongs to the job;
 each sleeps forever after writing ``DIR/KIND.pid``. ``--check-gpus FILE`` writes, as JSON, the
 processes that hold one of this job's GPUs (``CUDA_VISIBLE_DEVICES``) for another job of the
 same test run (``FAKE_TRAINER_RUN`` in their environment): a GPU handed out while a process of
@@ -32,7 +34,7 @@ import sys
 import time
 
 RUN = "FAKE_TRAINER_RUN"  # marks every process of one test run, whatever the backend does
-KINDS = ("ignore-term", "setsid", "worker")
+KINDS = ("ignore-term", "setsid", "worker", "clean-env")
 _SETSID = """
 import os, sys, time
 os.setsid()
@@ -92,7 +94,8 @@ def _fill(size: int) -> None:
 def _spawn(kind: str, pid_dir: str) -> None:
     """Start a process of ``kind`` and wait until it has written its pid file."""
     pid_file = os.path.join(pid_dir, f"{kind}.pid")
-    subprocess.Popen([sys.executable, __file__, "--be", kind, "--pid-dir", pid_dir])
+    env = {} if kind == "clean-env" else None
+    subprocess.Popen([sys.executable, __file__, "--be", kind, "--pid-dir", pid_dir], env=env)
     deadline = time.monotonic() + 60
     while not os.path.exists(pid_file):
         if time.monotonic() > deadline:
@@ -104,6 +107,8 @@ def _be(kind: str, pid_file: str) -> int:
     if kind == "setsid":  # start the grandchild and exit: it is re-parented
         subprocess.Popen([sys.executable, "-c", _SETSID, pid_file])
         return 0
+    if kind == "clean-env":
+        os.setsid()
     if kind == "ignore-term":
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, signal.SIG_IGN)

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import threading
+import time
 import uuid
 
 import pytest
 from fake_trainer import RUN, run_processes
+from jupyter_quota.backends.local import procfs
 from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
     GPU_KEY,
     INVENTORY,
@@ -29,6 +32,33 @@ from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
 )
 
 ONE_GPU = dict(INVENTORY, gpus=INVENTORY["gpus"][:1])
+
+
+def cgroups_usable() -> bool:
+    """Whether this process may make a child cgroup (v2) of its own and move a process into it."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mount = next(line.split()[4] for line in f if line.split(" - ")[1].startswith("cgroup2 "))
+        with open("/proc/self/cgroup") as f:
+            own = next(line[3:].strip() for line in f if line.startswith("0::"))
+    except (OSError, StopIteration, IndexError):
+        return False
+    probe = os.path.join(mount + own, f"probe-{uuid.uuid4().hex}")
+    try:
+        os.mkdir(probe)
+    except OSError:
+        return False
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        with open(os.path.join(probe, "cgroup.procs"), "w") as f:
+            f.write(str(sleeper.pid))
+        return True
+    except OSError:
+        return False
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        os.rmdir(probe)
 
 
 @pytest.fixture
@@ -105,6 +135,28 @@ def test_processes_left_by_a_killed_supervisor_are_found_killed_and_hold_the_gpu
     job = wait_for(backend, profile, "cut", phase_is("Succeeded", "Failed"), timeout=60)
     assert (job["phase"], job["reason"]) == ("Failed", "Lost")
     assert of_job(run, "cut") == []
+
+
+@pytest.mark.skipif(not cgroups_usable(), reason="no writable cgroup v2 here: only /proc tracking")
+def test_a_process_that_left_no_trace_but_its_cgroup_is_killed_with_the_job(make_backend, tmp_path):
+    """Re-parented to init, own session, empty environment: only the job's cgroup finds it."""
+    backend, profile = make_backend(), Profile()
+    args = spawning(tmp_path, "gone", "clean-env")
+    backend.submit(profile, make_job("gone", *args, "--sleep", "60"), owner="alice")
+    wait_log(backend, profile, "gone", "ready", timeout=60)
+    pid = int((tmp_path / "pids-gone" / "clean-env.pid").read_text())
+    proc = procfs.identify(pid)
+    try:
+        os.kill(_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
+        job = wait_for(backend, profile, "gone", phase_is("Succeeded", "Failed"), timeout=60)
+        assert (job["phase"], job["reason"]) == ("Failed", "Lost")
+        deadline = time.monotonic() + 10  # its parent (init) may reap it a moment later
+        while procfs.is_running(proc) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not procfs.is_running(proc)
+    finally:
+        if procfs.is_running(proc):
+            os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.slow
