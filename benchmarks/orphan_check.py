@@ -1,14 +1,15 @@
 #!/usr/bin/env python
 """Orphans under load: do a local job's processes all end with it, and is no GPU shared?
 
-    python benchmarks/orphan_check.py [--threads 20] [--rounds 3] [--gpus 4] [--grace 1]
+    python benchmarks/orphan_check.py [--threads 20] [--rounds 3] [--gpus 4] [--grace 1] [--proc-only]
 
 ``--threads`` clients each run ``--rounds`` jobs on one local backend (its reaper thread on, as
 a server runs it) over a declared inventory of ``--gpus`` GPUs. Every job is
 ``tests/fake_trainer.py --spawn ignore-term --spawn setsid --spawn worker``: a child that
 ignores SIGTERM, a grandchild that calls ``setsid`` and is re-parented, and a background
 worker. Two jobs in three are cancelled once they run; the third exits 0 by itself, leaving
-its processes behind. Each job, as it starts, lists the processes of other jobs that hold one
+its processes behind. ``--proc-only`` turns the cgroup per job off (``cgroups=False``), so
+only the /proc tracking works. Each job, as it starts, lists the processes of other jobs that hold one
 of its GPUs (``--check-gpus``).
 
 Prints:
@@ -55,6 +56,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--gpus", type=int, default=4)
     parser.add_argument("--grace", type=float, default=1.0, help="cancel grace period, seconds")
+    parser.add_argument("--proc-only", action="store_true", help="no cgroup per job")
     args = parser.parse_args()
     run = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="orphan-check-") as tmp:
@@ -62,7 +64,8 @@ def main() -> int:
         inventory = {"source": "declared", "cpu": "64", "memory": "256Gi",
                      "gpus": [{"index": i, "model": "declared", "memory": "80Gi"} for i in range(args.gpus)]}
         backend = LocalBackend(tmp / "state" / "ledger.sqlite3", tmp / "state", inventory,
-                               grace_period=args.grace, poll_interval=0.1, workdir=tmp)
+                               grace_period=args.grace, poll_interval=0.1, workdir=tmp,
+                               cgroups=not args.proc_only)
         profile = TeamProfile(team="load", namespace="team-load", hard=HARD, limitRange=LIMIT_RANGE)
         results: list[dict] = []
         started = time.monotonic()
@@ -131,7 +134,8 @@ def report(results: list[dict], left_at_end: list[dict], took: float, args) -> i
     for r in done:
         key = f"{r['phase']}/{r['reason'] or '-'}"
         phases[key] = phases.get(key, 0) + 1
-    print(f"threads {args.threads} x rounds {args.rounds} on {args.gpus} GPUs, grace {args.grace}s")
+    print(f"threads {args.threads} x rounds {args.rounds} on {args.gpus} GPUs, grace {args.grace}s, "
+          f"{'/proc only' if args.proc_only else 'cgroup per job where allowed'}")
     print(f"jobs run: {len(results)}  ended: {len(done)}  errors: {len(errors)}  {phases}")
     print(f"processes of a job alive when it was seen ended: {left_at_end_job}")
     print(f"processes of any ended job alive at the end: {len(left_at_end)}")

@@ -10,7 +10,7 @@ import getpass
 import os
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Dict, Float, Int, List, Unicode, default, validate
+from traitlets import Bool, Dict, Float, Int, List, Unicode, default, validate
 from traitlets.config import Configurable
 
 BACKENDS = ("local", "kube")
@@ -132,6 +132,14 @@ class JupyterQuota(Configurable):
         min=0,
         help="Local backend: rotated log files kept per job (``output.log.1`` is the newest); "
         "0 empties ``output.log`` at the cap instead. Default: 2.",
+    ).tag(config=True)
+
+    job_cgroups = Bool(
+        True,
+        help="Local backend: run each job in a cgroup (v2) of its own, below the server's cgroup, "
+        "where the machine allows it (cgroup2 mounted and the server's cgroup writable: root, or "
+        "a delegated subtree). It finds and kills processes of a job that left no other trace. "
+        "Every job's processes are also tracked through /proc either way. Default: True.",
     ).tag(config=True)
 
     log_tail_lines = Int(

@@ -18,7 +18,7 @@ import uuid
 
 import pytest
 from fake_trainer import RUN, run_processes
-from jupyter_quota.backends.local import procfs
+from jupyter_quota.backends.local import cgroup, procfs
 from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
     GPU_KEY,
     INVENTORY,
@@ -61,6 +61,17 @@ def cgroups_usable() -> bool:
         os.rmdir(probe)
 
 
+CGROUPS = cgroups_usable()
+
+
+@pytest.fixture(params=[True, False], ids=["cgroup", "proc-only"])
+def cgroups(request):
+    """Each test runs with a cgroup per job (where this machine allows it) and with /proc alone."""
+    if request.param and not CGROUPS:
+        pytest.skip("no writable cgroup v2 here: only /proc tracking")
+    return request.param
+
+
 @pytest.fixture
 def run():
     """This test's marker; at the end, SIGKILL whatever still carries it (a failed test's orphans)."""
@@ -90,29 +101,36 @@ def spawning(tmp_path, name, *kinds):
 
 
 @pytest.mark.parametrize("kind", ["ignore-term", "setsid"])
-def test_cancel_ends_every_process_of_the_job(make_backend, run, tmp_path, kind):
-    backend, profile = make_backend(grace_period=2.0), Profile()
+def test_cancel_ends_every_process_of_the_job(make_backend, cgroups, run, tmp_path, kind):
+    backend, profile = make_backend(grace_period=2.0, cgroups=cgroups), Profile()
     job = marked_job(run, "left", *spawning(tmp_path, "left", kind), "--sleep", "60")
     backend.submit(profile, job, owner="alice")
     wait_log(backend, profile, "left", "ready", timeout=60)
     assert len(of_job(run, "left")) >= 3  # supervisor, main process, what it spawned
+    supervisor = _rows(make_backend.ledger_path)[0]["pid"]
+    groups = {cgroup.path_of(p["pid"]) for p in of_job(run, "left") if p["pid"] != supervisor}
+    if cgroups:  # one cgroup of its own holds every process of the job, not the supervisor
+        assert len(groups) == 1 and os.path.basename(groups.pop()).startswith(cgroup.PREFIX)
+    else:
+        assert groups == {cgroup.path_of(supervisor)}
     backend.cancel(profile, "left", by="bob")
     job = wait_for(backend, profile, "left", phase_is("Succeeded", "Failed"), timeout=60)
     assert (job["phase"], job["reason"]) == ("Failed", "Cancelled")
     assert of_job(run, "left") == []  # recorded as ended only once nothing of it runs
+    assert not any(os.path.basename(g).startswith(cgroup.PREFIX) and os.path.exists(g) for g in groups)
     assert backend.balance(profile)["resources"][GPU_KEY]["used"] == "0"
 
 
-def test_a_job_that_exits_0_takes_its_background_worker_with_it(make_backend, run, tmp_path):
-    backend, profile = make_backend(), Profile()
+def test_a_job_that_exits_0_takes_its_background_worker_with_it(make_backend, cgroups, run, tmp_path):
+    backend, profile = make_backend(cgroups=cgroups), Profile()
     backend.submit(profile, marked_job(run, "bg", *spawning(tmp_path, "bg", "worker")), owner="alice")
     job = wait_for(backend, profile, "bg", phase_is("Succeeded", "Failed"), timeout=60)
     assert (job["phase"], job["exitCode"]) == ("Succeeded", 0)
     assert of_job(run, "bg") == []
 
 
-def test_no_gpu_goes_to_the_next_job_while_a_process_of_the_last_one_runs(make_backend, run, tmp_path):
-    backend, profile = make_backend(ONE_GPU, grace_period=2.0), Profile()
+def test_no_gpu_goes_to_the_next_job_while_a_process_of_the_last_one_runs(make_backend, cgroups, run, tmp_path):
+    backend, profile = make_backend(ONE_GPU, grace_period=2.0, cgroups=cgroups), Profile()
     first = spawning(tmp_path, "first", "ignore-term", "setsid", "worker")
     backend.submit(profile, marked_job(run, "first", *first, "--sleep", "60"), owner="alice")
     wait_log(backend, profile, "first", "ready", timeout=60)
@@ -126,18 +144,24 @@ def test_no_gpu_goes_to_the_next_job_while_a_process_of_the_last_one_runs(make_b
     assert of_job(run, "first") == []
 
 
-def test_processes_left_by_a_killed_supervisor_are_found_killed_and_hold_the_gpu(make_backend, run, tmp_path):
-    backend, profile = make_backend(), Profile()
+def test_processes_left_by_a_killed_supervisor_are_found_killed_and_hold_the_gpu(
+    make_backend, cgroups, run, tmp_path
+):
+    backend, profile = make_backend(cgroups=cgroups), Profile()
     args = spawning(tmp_path, "cut", "setsid", "worker")
     backend.submit(profile, marked_job(run, "cut", *args, "--sleep", "60"), owner="alice")
     wait_log(backend, profile, "cut", "ready", timeout=60)
+    group_file = make_backend.state_dir / "jobs" / profile.namespace / "cut" / "cgroup"
+    group = group_file.read_text() if cgroups else None
+    assert group_file.exists() == cgroups
     os.kill(_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
     job = wait_for(backend, profile, "cut", phase_is("Succeeded", "Failed"), timeout=60)
     assert (job["phase"], job["reason"]) == ("Failed", "Lost")
     assert of_job(run, "cut") == []
+    assert group is None or not os.path.exists(group)  # the reaper removed the emptied cgroup
 
 
-@pytest.mark.skipif(not cgroups_usable(), reason="no writable cgroup v2 here: only /proc tracking")
+@pytest.mark.skipif(not CGROUPS, reason="no writable cgroup v2 here: only /proc tracking")
 def test_a_process_that_left_no_trace_but_its_cgroup_is_killed_with_the_job(make_backend, tmp_path):
     """Re-parented to init, own session, empty environment: only the job's cgroup finds it."""
     backend, profile = make_backend(), Profile()

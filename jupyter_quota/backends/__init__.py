@@ -19,6 +19,7 @@ def make_backend(config, log=None, root_dir: str = ""):
             workdir=config.job_workdir or root_dir or None,
             log_max_bytes=config.job_log_max_bytes,
             log_backups=config.job_log_backups,
+            cgroups=config.job_cgroups,
             log=log,
         )
     if config.backend == "kube":

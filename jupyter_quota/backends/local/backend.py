@@ -10,9 +10,10 @@ supervisor (see ``supervise``) is a child subreaper: it forwards a cancel's SIGT
 descendants, SIGKILLs whatever is left once the job's main process exits (a job that exits 0
 leaving background workers has them killed, as a pod's processes die with it), and exits only
 after all are reaped. A job stays Running, and holds its GPUs, until its supervisor is gone
-and no process carrying the job's marker (``procfs.MARKER``) runs: a supervisor that was
+and no process carrying the job's marker (``procfs.MARKER``) or in its cgroup (``cgroup``,
+where the machine allows one per job, unless ``cgroups=False``) runs: a supervisor that was
 itself killed leaves orphans, which the reaper SIGKILLs while the job shows reason
-``Terminating``. Phases are Kubernetes' (Pending, Running, Succeeded, Failed); a job is
+``Terminating`` (see ``tracking``). Phases are Kubernetes' (Pending, Running, Succeeded, Failed); a job is
 Succeeded or Failed only once nothing of it runs.
 
 Cancel semantics: ``cancel`` sends SIGTERM to the job's supervisor (which forwards it to every
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 
 from ... import errors, quota
 from ..base import Backend
-from . import admission, clock, jobview, ledger, lifecycle, logtail, runner
+from . import admission, clock, jobview, ledger, lifecycle, logtail, runner, tracking
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
 
@@ -61,8 +62,9 @@ class LocalBackend(Backend):
         poll_interval: float = 0.5,
         log: logging.Logger | None = None,
         workdir: str | os.PathLike | None = None,
-        log_max_bytes: int = 10 * 1024 * 1024,
-        log_backups: int = 2,
+        log_max_bytes: int = runner.Settings.log_max_bytes,
+        log_backups: int = runner.Settings.log_backups,
+        cgroups: bool = True,
     ):
         self.grace_period = grace_period
         self.poll_interval = poll_interval
@@ -73,7 +75,8 @@ class LocalBackend(Backend):
         ledger.make_private_dir(self.state_dir)
         self._jobs = lifecycle.Lifecycle(
             self._ledger, self.state_dir, self._inventory,
-            os.path.abspath(workdir or os.getcwd()), self.log, log_max_bytes, log_backups,
+            os.path.abspath(workdir or os.getcwd()), self.log,
+            runner.Settings(log_max_bytes, log_backups, cgroups),
         )
         self._usage: dict[str, _Usage] = {}
         self._usage_lock = threading.Lock()
@@ -177,7 +180,7 @@ class LocalBackend(Backend):
             # Otherwise it is finished, already terminating, or ended unrecorded: unchanged.
         if terminate:
             self.log.info("job %s/%s cancelled by %s: SIGTERM", namespace, name, by)
-            runner.terminate(lifecycle.process_of(row))
+            tracking.terminate(lifecycle.process_of(row))
             self._wait_for_exit(namespace, name, CANCEL_WAIT)
         elif row["phase"] == "Running":
             self.reap()  # an end the reaper has not recorded yet shows as it really was

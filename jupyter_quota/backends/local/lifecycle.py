@@ -22,16 +22,16 @@ import threading
 import time
 
 from ... import quota
-from . import clock, jobview, ledger, logtail, procfs, runner, scheduler
+from . import clock, jobview, ledger, logtail, procfs, runner, scheduler, tracking
 
 
 class Lifecycle:
     """Starts pending jobs on the machine and records how running ones end."""
 
     def __init__(self, book: ledger.Ledger, state_dir: str, inventory: dict, workdir: str,
-                 log: logging.Logger, log_max_bytes: int, log_backups: int):
+                 log: logging.Logger, settings: runner.Settings):
         self._ledger = book
-        self._log_limits = (log_max_bytes, log_backups)
+        self._settings = settings
         self._state_dir = state_dir
         self._inventory = inventory
         self._workdir = workdir
@@ -81,14 +81,12 @@ class Lifecycle:
                     gone.append(row)
                 elif row["kill_after"] is not None and now >= row["kill_after"]:
                     self._log.info("job %s/%s: grace period over, SIGKILL", row["namespace"], row["name"])
-                    runner.kill_processes(process_of(row))
+                    tracking.kill_processes(process_of(row), self.job_dir(row))
             # A supervisor exits only after every process of its job; one that was killed leaves
             # orphans, which keep the job (and its GPUs) until they are gone.
-            left = runner.leftovers([process_of(r) for r in gone]) if gone else {}
+            left = tracking.reap_leftovers({process_of(r): self.job_dir(r) for r in gone}) if gone else {}
             ended = [r for r in gone if process_of(r) not in left]
             holding = [r for r in gone if process_of(r) in left and r["reason"] != jobview.TERMINATING]
-            for orphans in left.values():
-                runner.kill(orphans)
             if ended or holding:
                 with self._ledger.write() as con:
                     for row in ended:
@@ -96,9 +94,9 @@ class Lifecycle:
                         ledger.update(con, row["id"], "Running", phase=phase, **values)
                     for row in holding:
                         self._log.warning("job %s/%s: its supervisor is gone, killing %d processes it left",
-                                          row["namespace"], row["name"], len(left[process_of(row)]))
+                                          row["namespace"], row["name"], left[process_of(row)])
                         ledger.update(con, row["id"], "Running", reason=jobview.TERMINATING,
-                                      message=_orphans_message(len(left[process_of(row)])))
+                                      message=_orphans_message(left[process_of(row)]))
             ended_ids = {r["id"] for r in ended}
             self._forget_children(keep={process_of(r) for r in running if r["id"] not in ended_ids})
             self.schedule()
@@ -152,7 +150,7 @@ class Lifecycle:
         container = jobview.train_container(ledger.loads(row["pod"]))
         env = runner.job_environment(os.environ, container, row["namespace"], row["name"], gpu_indices)
         return runner.launch(self.job_dir(row), jobview.command_of(container), env, self._workdir,
-                             *self._log_limits)
+                             self._settings)
 
     def _outcome(self, row: sqlite3.Row) -> tuple[str, dict]:
         """The phase and fields of a Running job whose process is gone."""

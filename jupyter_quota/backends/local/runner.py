@@ -2,10 +2,8 @@
 
 A job runs as ``supervise.py`` (which runs the job's argv) in a new session, so the server can
 stop and start without taking jobs down. The supervisor owns every process of the job and
-outlives them all (see ``supervise``): a cancel is a SIGTERM to it, which it forwards. The
-supervisor is started held at a gate: the caller commits the pid to the ledger first, then
-``release``s it. The job's processes are found (``processes_of``, ``leftovers``) by descent
-from the supervisor and by the marker in their environment.
+outlives them all (see ``supervise``; ``tracking`` finds and signals them). The supervisor is
+started held at a gate: the caller commits the pid to the ledger first, then ``release``s it.
 """
 
 from __future__ import annotations
@@ -21,8 +19,18 @@ from . import procfs
 
 LOG_FILE = "output.log"
 EXIT_FILE = "exit.json"
+CGROUP_FILE = "cgroup"  # the path of the job's cgroup, when it has one
 # Run by path, not imported: ``python -m ...supervise`` must not find it already in sys.modules.
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervise.py")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How jobs are run: log rotation (see ``supervise.RotatingLog``), a cgroup per job."""
+
+    log_max_bytes: int = 10 * 1024 * 1024
+    log_backups: int = 2
+    cgroups: bool = True  # where the machine allows it (see ``cgroup``)
 
 
 @dataclass
@@ -39,18 +47,17 @@ def job_dir(state_dir: str, namespace: str, name: str) -> str:
 
 
 def launch(
-    directory: str, command: list[str], env: dict[str, str], workdir: str,
-    log_max_bytes: int, log_backups: int,
+    directory: str, command: list[str], env: dict[str, str], workdir: str, settings: Settings
 ) -> Launch:
     """Start the supervisor for ``command`` (an argv list), held at its gate.
 
-    The job's output goes to ``LOG_FILE``, rotated at ``log_max_bytes`` into ``log_backups``
-    older files (``output.log.1`` ...). Raises OSError when it cannot be started (a missing
-    workdir, no interpreter).
+    The job's output goes to ``LOG_FILE``, rotated at ``settings.log_max_bytes`` into
+    ``settings.log_backups`` older files (``output.log.1`` ...). Raises OSError when it cannot
+    be started (a missing workdir, no interpreter).
     """
     os.makedirs(directory, mode=0o700, exist_ok=True)
     for stale in os.listdir(directory):  # left by a ledger that was lost
-        if stale.startswith((EXIT_FILE, LOG_FILE + ".")):
+        if stale.startswith((EXIT_FILE, LOG_FILE + ".", CGROUP_FILE)):
             os.unlink(os.path.join(directory, stale))
     log = os.open(
         os.path.join(directory, LOG_FILE),
@@ -65,8 +72,9 @@ def launch(
         os.path.join(directory, EXIT_FILE),
         "--log",
         os.path.join(directory, LOG_FILE),
-        f"--log-max-bytes={log_max_bytes}",
-        f"--log-backups={log_backups}",
+        f"--log-max-bytes={settings.log_max_bytes}",
+        f"--log-backups={settings.log_backups}",
+        *(["--cgroup-file", os.path.join(directory, CGROUP_FILE)] if settings.cgroups else []),
         "--",
         *command,
     ]
@@ -105,44 +113,6 @@ def abort(launch: Launch) -> None:
     """Dismiss a supervisor whose job the ledger did not record: it exits without running it."""
     _close_stdin(launch.popen)
     launch.popen.wait()
-
-
-def terminate(supervisor: procfs.ProcessId) -> bool:
-    """SIGTERM the job: its supervisor forwards the signal to every process of the job."""
-    return supervisor.boot == procfs.boot_id() and procfs.send(supervisor, signal.SIGTERM)
-
-
-def kill_processes(supervisor: procfs.ProcessId) -> int:
-    """SIGKILL every process of a running job but its supervisor (which then records the end).
-
-    Returns how many were signalled.
-    """
-    if supervisor.boot != procfs.boot_id():
-        return 0
-    table = procfs.processes(markers=True)
-    marker = procfs.marker(supervisor)
-    job = {p.pid: p for p in procfs.descendants(supervisor.pid, table)}
-    job.update((p.pid, p) for p in table if p.marker == marker and p.pid != supervisor.pid)
-    return sum(procfs.send(p, signal.SIGKILL) for p in job.values())
-
-
-def leftovers(supervisors: list[procfs.ProcessId]) -> dict[procfs.ProcessId, list[procfs.Process]]:
-    """Processes still running for jobs whose supervisor is gone (it was killed: they are
-    orphans of init now), found by the marker in their environment; jobs with none are absent.
-    """
-    boot = procfs.boot_id()
-    wanted = {procfs.marker(s): s for s in supervisors if s.boot == boot}
-    found: dict[procfs.ProcessId, list[procfs.Process]] = {}
-    if wanted:
-        for proc in procfs.processes(markers=True):
-            if proc.marker in wanted:
-                found.setdefault(wanted[proc.marker], []).append(proc)
-    return found
-
-
-def kill(processes: list[procfs.Process]) -> None:
-    for proc in processes:
-        procfs.send(proc, signal.SIGKILL)
 
 
 def read_exit(directory: str) -> dict | None:

@@ -1,7 +1,7 @@
 """The wrapper every local job runs under: start the command, end all of it, record its exit.
 
 Run as ``python -I supervise.py --exit-file PATH --log PATH [--log-max-bytes N]
-[--log-backups K] -- argv...``, in a session of its own (its own stdout and stderr, for its
+[--log-backups K] [--cgroup-file PATH] -- argv...``, in a session of its own (its own stdout and stderr, for its
 own errors, are the log file). It exists so that a job's exit code
 survives the server: the server may be stopped or restarted while the job runs, and the child
 is not its child then, so only this process can wait for it and write ``exit.json`` (temp file,
@@ -25,13 +25,16 @@ Its duties:
   then finds them by that marker in ``/proc/<pid>/environ`` (see ``runner.leftovers``). The
   marker alone is not enough (a process may exec with a clean environment) and the tree alone
   is not either (it breaks when this process dies): the two together cover both.
+- With ``--cgroup-file``, and where the machine allows it (see ``cgroup``), the job also runs
+  in a cgroup of its own, recorded in that file: it holds every process of the job whatever
+  its parent or environment, and ``cgroup.kill`` ends them all at once, forks included.
 - It writes the job's output (stdout and stderr through one pipe) to ``--log``, rotated at
   ``--log-max-bytes`` into ``LOG.1`` .. ``LOG.<backups>``: at most ``max * (backups + 1)``
   bytes on disk, however much the job prints.
 - The main process is asked to die with this one (``PR_SET_PDEATHSIG``).
 
 Standard library only: it runs in isolated mode, without the package on its path, and loads
-``procfs.py`` (standard library only as well) from beside it.
+``procfs.py`` and ``cgroup.py`` (standard library only as well) from beside it.
 """
 
 from __future__ import annotations
@@ -58,23 +61,27 @@ _CHUNK = 64 * 1024
 def main(argv: list[str] | None = None) -> int:
     """Run the command once; return (and exit with) its exit code, 128+N for signal N."""
     opts = _parse(sys.argv[1:] if argv is None else argv)
-    procfs = _load_procfs()
+    procfs, cgroup = _load("procfs"), _load("cgroup")
     for sig in _FORWARDED:  # a handler, not SIG_IGN: the job starts with default dispositions
         signal.signal(sig, lambda signum, frame: _signal_descendants(procfs, signum))
     if sys.stdin.buffer.readline() != b"go\n":
         return 0  # the server never confirmed: run nothing
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    env = dict(os.environ, **{procfs.MARKER: procfs.marker(procfs.identify(os.getpid()))})
+    me = procfs.identify(os.getpid())
+    env = dict(os.environ, **{procfs.MARKER: procfs.marker(me)})
+    group = cgroup.create(cgroup.name(me.pid, me.start)) if opts.cgroup_file else None
     log = RotatingLog(opts.log, opts.log_max_bytes, opts.log_backups)
     read_end, write_end = os.pipe()
     try:
         child = subprocess.Popen(
             opts.command, stdin=subprocess.DEVNULL, stdout=write_end, stderr=write_end, env=env,
-            preexec_fn=_die_with_parent(),
+            preexec_fn=_start_child(cgroup, group),
         )
     except OSError as e:
         os.close(read_end)
         os.close(write_end)
+        if group is not None:
+            cgroup.remove(group)
         code = 127 if e.errno == errno.ENOENT else 126  # as a shell reports it
         error = f"cannot run {opts.command[0]!r}: {e.strerror}"
         log.write(f"supervise: {error}\n".encode())
@@ -82,9 +89,16 @@ def main(argv: list[str] | None = None) -> int:
         write_exit(opts.exit_file, {"exitCode": code, "error": error, "finishedAt": _now()})
         return code
     os.close(write_end)  # the job's processes hold the only write ends: EOF once all are gone
+    if group is not None and child.pid not in cgroup.members(group):
+        cgroup.remove(group)  # the child could not join it (not delegated to us): /proc alone
+        group = None
+    if group is not None:
+        _write_text(opts.cgroup_file, group)
     pump = threading.Thread(target=_pump, args=(read_end, log), daemon=True)
     pump.start()
-    returncode = os.waitstatus_to_exitcode(_wait_all(procfs, child.pid))
+    returncode = os.waitstatus_to_exitcode(_wait_all(procfs, cgroup, group, child.pid))
+    if group is not None:
+        cgroup.remove(group)  # empty: every process of the job has been reaped
     child.returncode = returncode  # reaped here, not by Popen
     pump.join(_PUMP_WAIT)
     record = {"exitCode": returncode, "finishedAt": _now()}
@@ -95,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     return record["exitCode"]
 
 
-def _wait_all(procfs, main_pid: int) -> int:
+def _wait_all(procfs, cgroup, group: str | None, main_pid: int) -> int:
     """Reap every child (orphans come to us) until none is left; the main process's wait status.
 
     Once the main process has exited, whatever of the job still runs is SIGKILLed, again after
@@ -111,6 +125,8 @@ def _wait_all(procfs, main_pid: int) -> int:
         if pid == main_pid:
             status = wait_status
         if status is not None:
+            if group is not None:
+                cgroup.kill(group)
             _signal_descendants(procfs, signal.SIGKILL)
 
 
@@ -194,14 +210,22 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--log", required=True)
     parser.add_argument("--log-max-bytes", type=int, default=10 * 1024 * 1024)
     parser.add_argument("--log-backups", type=int, default=2)
+    parser.add_argument("--cgroup-file")
     opts = parser.parse_args(argv[:split])
     opts.command = argv[split + 1 :]
     return opts
 
 
-def _load_procfs():
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "procfs.py")
-    spec = importlib.util.spec_from_file_location("_jupyter_quota_procfs", path)
+def _write_text(path: str, text: str) -> None:
+    with open(f"{path}.tmp", "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(f"{path}.tmp", path)
+
+
+def _load(module: str):
+    """A standard-library-only module of this package, from the file beside this one."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{module}.py")
+    spec = importlib.util.spec_from_file_location(f"_jupyter_quota_{module}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made
     spec.loader.exec_module(module)
@@ -215,20 +239,24 @@ def _prctl(option: int, arg: int) -> bool:
         return False
 
 
-def _die_with_parent():
-    """A preexec hook that has the kernel SIGKILL the child when this process dies."""
+def _start_child(cgroup, group: str | None):
+    """A preexec hook: join the job's cgroup, and have the kernel SIGKILL the child when this
+    process dies."""
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # not Linux: nothing to arm
-        return None
+        prctl = None
     parent = os.getpid()
 
-    def arm() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # died before the hook was armed
-            os._exit(1)
+    def start() -> None:
+        if group is not None:
+            cgroup.join(group)  # before exec, so every process of the job is in it
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:  # died before the hook was armed
+                os._exit(1)
 
-    return arm
+    return start
 
 
 def _now() -> str:
