@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         write_exit(opts.exit_file, {"exitCode": code, "error": error, "finishedAt": _now()})
         return code
     os.close(write_end)  # the job's processes hold the only write ends: EOF once all are gone
-    if group is not None and child.pid not in cgroup.members(group):
+    if group is not None and cgroup.path_of(child.pid) != group:  # (a zombie still says where)
         cgroup.remove(group)  # the child could not join it (not delegated to us): /proc alone
         group = None
     if group is not None:
