@@ -4,9 +4,8 @@
 finds Running jobs whose supervisor is gone, records Succeeded or Failed from its exit record
 once no process of the job is left (a job whose supervisor was killed keeps its GPUs, reason
 ``Terminating``, until the orphans it left are killed and gone), enforces cancel deadlines,
-and schedules again. Both are safe to run from several
-threads and several server processes on one ledger: every state change is a conditional
-update inside a ``BEGIN IMMEDIATE`` transaction.
+and schedules again. Both are safe to run from several threads and several server processes on
+one ledger: every state change is a conditional update inside a ``BEGIN IMMEDIATE`` transaction.
 
 A job's process is "ours" when this process started it (we hold its ``Popen`` and reap it) and
 otherwise found by ``/proc`` (after a server restart, or started by another server process).
