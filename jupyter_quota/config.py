@@ -10,7 +10,7 @@ import getpass
 import os
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Dict, Float, Int, List, Unicode, default, validate
+from traitlets import Bool, Dict, Float, Int, List, Unicode, default, validate
 from traitlets.config import Configurable
 
 BACKENDS = ("local", "kube")
@@ -118,6 +118,30 @@ class JupyterQuota(Configurable):
 
     reap_interval = Float(
         1.0, help="Local backend: seconds between checks for ended jobs. Default: 1."
+    ).tag(config=True)
+
+    job_log_max_bytes = Int(
+        10 * 1024 * 1024,
+        min=4096,
+        help="Local backend: bytes at which a job's log (``output.log``) is rotated to "
+        "``output.log.1``; with ``job_log_backups`` this caps a job's log on disk at "
+        "``job_log_max_bytes * (job_log_backups + 1)`` bytes. Minimum 4096. "
+        "Default: 10485760 (10 MiB).",
+    ).tag(config=True)
+
+    job_log_backups = Int(
+        2,
+        min=0,
+        help="Local backend: rotated log files kept per job (``output.log.1`` is the newest); "
+        "0 empties ``output.log`` at the cap instead. Default: 2.",
+    ).tag(config=True)
+
+    job_cgroups = Bool(
+        True,
+        help="Local backend: run each job in a cgroup (v2) of its own, below the server's cgroup, "
+        "where the machine allows it (cgroup2 mounted and the server's cgroup writable: root, or "
+        "a delegated subtree). It finds and kills processes of a job that left no other trace. "
+        "Every job's processes are also tracked through /proc either way. Default: True.",
     ).tag(config=True)
 
     log_tail_lines = Int(

@@ -116,10 +116,17 @@ def make_backend(tmp_path):
     make.state_dir = state_dir
     yield make
     if ledger_path.exists():
-        for row in _rows(ledger_path, "phase = 'Running'"):
+        running = _rows(ledger_path, "phase = 'Running'")
+        for row in running:
             proc = procfs.ProcessId(row["pid"], row["pid_start"], row["boot_id"])
             if procfs.is_running(proc):
                 os.killpg(row["pid"], signal.SIGKILL)
+        # A reaper kills what those supervisors left and removes their (emptied) cgroups.
+        backend, deadline = make(), time.monotonic() + 30
+        while running and time.monotonic() < deadline:
+            backend.reap()
+            running = _rows(ledger_path, "phase = 'Running'")
+            time.sleep(0.02)
 
 
 def _rows(ledger_path, where="1"):

@@ -17,6 +17,9 @@ def make_backend(config, log=None, root_dir: str = ""):
             grace_period=config.cancel_grace_period,
             poll_interval=config.reap_interval,
             workdir=config.job_workdir or root_dir or None,
+            log_max_bytes=config.job_log_max_bytes,
+            log_backups=config.job_log_backups,
+            cgroups=config.job_cgroups,
             log=log,
         )
     if config.backend == "kube":

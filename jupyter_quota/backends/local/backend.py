@@ -5,13 +5,28 @@ so threads of one server, several server processes and restarts all agree on who
 Jobs are processes under ``supervise`` in their own session; they outlive the server and are
 found again by the next one (see ``lifecycle``).
 
-Cancel semantics: ``cancel`` sends SIGTERM to the job's process group and waits at most
-``CANCEL_WAIT`` seconds. A job that ended by then is returned Failed/Cancelled; one that did
-not is returned Running with reason ``Terminating``, and the reaper records Failed/Cancelled
-when it exits, sending SIGKILL to the group once ``grace_period`` has passed (the deadline is in
-the ledger, so a restart keeps it). Cancelling a Pending job marks it Failed/Cancelled at once.
-Cancelling a job that already finished, or is already terminating, returns it unchanged (and
-one whose process ended before the reaper noticed is returned as it really ended).
+Every process of a job ends with it, and its GPUs are freed only when none is left. The
+supervisor (see ``supervise``) is a child subreaper: it forwards a cancel's SIGTERM to all its
+descendants, SIGKILLs whatever is left once the job's main process exits (a job that exits 0
+leaving background workers has them killed, as a pod's processes die with it), and exits only
+after all are reaped. A job stays Running, and holds its GPUs, until its supervisor is gone
+and no process carrying the job's marker (``procfs.MARKER``) or in its cgroup (``cgroup``,
+where the machine allows one per job, unless ``cgroups=False``) runs: a supervisor that was
+itself killed leaves orphans, which the reaper SIGKILLs while the job shows reason
+``Terminating`` (see ``tracking``). Phases are Kubernetes' (Pending, Running, Succeeded, Failed); a job is
+Succeeded or Failed only once nothing of it runs.
+
+Cancel semantics: ``cancel`` sends SIGTERM to the job's supervisor (which forwards it to every
+process of the job) and waits at most ``CANCEL_WAIT`` seconds. A job that ended by then is
+returned Failed/Cancelled; one that did not is returned Running with reason ``Terminating``,
+and the reaper records Failed/Cancelled when it exits, sending SIGKILL to every process of the
+job once ``grace_period`` has passed (the deadline is in the ledger, so a restart keeps it).
+Cancelling a Pending job marks it Failed/Cancelled at once. Cancelling a job that already
+finished, or is already terminating, returns it unchanged (and one whose process ended before
+the reaper noticed is returned as it really ended).
+
+Job output goes to ``<state_dir>/jobs/<namespace>/<name>/output.log``, rotated at
+``log_max_bytes`` into ``log_backups`` older files; ``logs`` reads across them.
 
 Balance is served from a per-namespace cache of live pods, revalidated on every call by the
 ledger's ``generation`` counter (one single-row read), so writes by other processes show at once.
@@ -22,7 +37,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import signal
 import sqlite3
 import threading
 import time
@@ -30,7 +44,7 @@ from dataclasses import dataclass
 
 from ... import errors, quota, statedir
 from ..base import Backend
-from . import admission, clock, jobview, ledger, lifecycle, logtail, runner
+from . import admission, clock, jobview, ledger, lifecycle, logtail, runner, tracking
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
 
@@ -49,6 +63,9 @@ class LocalBackend(Backend):
         poll_interval: float = 0.5,
         log: logging.Logger | None = None,
         workdir: str | os.PathLike | None = None,
+        log_max_bytes: int = runner.Settings.log_max_bytes,
+        log_backups: int = runner.Settings.log_backups,
+        cgroups: bool = True,
     ):
         self.grace_period = grace_period
         self.poll_interval = poll_interval
@@ -67,6 +84,7 @@ class LocalBackend(Backend):
         self._jobs = lifecycle.Lifecycle(
             self._ledger, self.state_dir, self._inventory,
             os.path.abspath(workdir or os.getcwd()), self.log,
+            runner.Settings(log_max_bytes, log_backups, cgroups),
         )
         self._usage: dict[str, _Usage] = {}
         self._usage_lock = threading.Lock()
@@ -157,7 +175,7 @@ class LocalBackend(Backend):
         return logtail.tail(os.path.join(self._jobs.job_dir(row), runner.LOG_FILE), tail_lines)
 
     def cancel(self, profile, name: str, by: str) -> dict:
-        """SIGTERM the job's group and return; see the module docstring for the semantics."""
+        """SIGTERM the job and return; see the module docstring for the semantics."""
         namespace = profile.namespace
         terminate = False
         with self._ledger.write() as con:
@@ -174,7 +192,7 @@ class LocalBackend(Backend):
             # Otherwise it is finished, already terminating, or ended unrecorded: unchanged.
         if terminate:
             self.log.info("job %s/%s cancelled by %s: SIGTERM", namespace, name, by)
-            runner.signal_group(lifecycle.process_of(row), signal.SIGTERM)
+            tracking.terminate(lifecycle.process_of(row))
             self._wait_for_exit(namespace, name, CANCEL_WAIT)
         elif row["phase"] == "Running":
             self.reap()  # an end the reaper has not recorded yet shows as it really was

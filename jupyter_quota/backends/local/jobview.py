@@ -9,6 +9,8 @@ from ...quantity import Quantity
 from . import ledger
 
 TRAIN = "train"
+#: The reason of a Running job that is ending: cancelled, or its processes still being killed.
+TERMINATING = "Terminating"
 
 
 def job_json(row: sqlite3.Row) -> dict:
@@ -36,7 +38,7 @@ def job_json(row: sqlite3.Row) -> dict:
     if row["message"]:
         job["message"] = row["message"]
     if row["phase"] == "Running" and row["cancelled_by"]:
-        job["reason"] = "Terminating"
+        job["reason"] = TERMINATING
         left = max(0.0, (row["kill_after"] or 0.0) - time.time())
         job["message"] = (
             f"cancelled by {row['cancelled_by']}; sent SIGTERM, SIGKILL in {left:.0f}s"

@@ -1,10 +1,11 @@
 """Moving jobs through their phases on this machine: start what fits, record what ended.
 
 ``schedule`` starts Pending jobs (oldest first) where the inventory has room; ``reap``
-finds Running jobs whose process is gone, records Succeeded or Failed from the supervisor's
-exit record, enforces cancel deadlines, and schedules again. Both are safe to run from several
-threads and several server processes on one ledger: every state change is a conditional
-update inside a ``BEGIN IMMEDIATE`` transaction.
+finds Running jobs whose supervisor is gone, records Succeeded or Failed from its exit record
+once no process of the job is left (a job whose supervisor was killed keeps its GPUs, reason
+``Terminating``, until the orphans it left are killed and gone), enforces cancel deadlines,
+and schedules again. Both are safe to run from several threads and several server processes on
+one ledger: every state change is a conditional update inside a ``BEGIN IMMEDIATE`` transaction.
 
 A job's process is "ours" when this process started it (we hold its ``Popen`` and reap it) and
 otherwise found by ``/proc`` (after a server restart, or started by another server process).
@@ -14,22 +15,22 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sqlite3
 import subprocess
 import threading
 import time
 
 from ... import quota
-from . import clock, command, jobview, ledger, logtail, procfs, runner, scheduler
+from . import clock, command, jobview, ledger, logtail, procfs, runner, scheduler, tracking
 
 
 class Lifecycle:
     """Starts pending jobs on the machine and records how running ones end."""
 
     def __init__(self, book: ledger.Ledger, state_dir: str, inventory: dict, workdir: str,
-                 log: logging.Logger):
+                 log: logging.Logger, settings: runner.Settings):
         self._ledger = book
+        self._settings = settings
         self._state_dir = state_dir
         self._inventory = inventory
         self._workdir = workdir
@@ -68,29 +69,39 @@ class Lifecycle:
             self._scheduled_at = seen
 
     def reap(self) -> None:
-        """Record the end of every Running job whose process is gone, then schedule."""
+        """Record the end of every Running job of which no process is left, then schedule."""
         with self._lock:
             with self._ledger.read() as con:
                 running = ledger.in_phase(con, "Running")
             now = time.time()
-            ended = []
+            gone = []
             for row in running:
                 if not self.is_running(row):
-                    ended.append(row)
+                    gone.append(row)
                 elif row["kill_after"] is not None and now >= row["kill_after"]:
                     self._log.info("job %s/%s: grace period over, SIGKILL", row["namespace"], row["name"])
-                    runner.signal_group(process_of(row), signal.SIGKILL)
-            if ended:
+                    tracking.kill_processes(process_of(row), self.job_dir(row))
+            # A supervisor exits only after every process of its job; one that was killed leaves
+            # orphans, which keep the job (and its GPUs) until they are gone.
+            left = tracking.reap_leftovers({process_of(r): self.job_dir(r) for r in gone}) if gone else {}
+            ended = [r for r in gone if process_of(r) not in left]
+            holding = [r for r in gone if process_of(r) in left and r["reason"] != jobview.TERMINATING]
+            if ended or holding:
                 with self._ledger.write() as con:
                     for row in ended:
                         phase, values = self._outcome(row)
                         ledger.update(con, row["id"], "Running", phase=phase, **values)
+                    for row in holding:
+                        self._log.warning("job %s/%s: its supervisor is gone, killing %d processes it left",
+                                          row["namespace"], row["name"], left[process_of(row)])
+                        ledger.update(con, row["id"], "Running", reason=jobview.TERMINATING,
+                                      message=_orphans_message(left[process_of(row)]))
             ended_ids = {r["id"] for r in ended}
             self._forget_children(keep={process_of(r) for r in running if r["id"] not in ended_ids})
             self.schedule()
 
     def is_running(self, row: sqlite3.Row) -> bool:
-        """Whether the Running job's supervisor still runs."""
+        """Whether the Running job's supervisor still runs (it outlives every process of the job)."""
         child = self._children.get(process_of(row))
         if child is not None:
             return child.poll() is None  # our child: poll() also reaps it
@@ -140,7 +151,7 @@ class Lifecycle:
         env = command.job_path(env)
         # Found before the ledger says Running: CommandNotFound makes the job StartError at once.
         argv = command.resolve(jobview.command_of(container), env["PATH"], self._workdir)
-        return runner.launch(self.job_dir(row), argv, env, self._workdir)
+        return runner.launch(self.job_dir(row), argv, env, self._workdir, self._settings)
 
     def _outcome(self, row: sqlite3.Row) -> tuple[str, dict]:
         """The phase and fields of a Running job whose process is gone."""
@@ -191,6 +202,13 @@ class Lifecycle:
         for proc, child in list(self._children.items()):
             if proc not in keep and child.poll() is not None:
                 del self._children[proc]
+
+
+def _orphans_message(count: int) -> str:
+    return (
+        f"the job's supervisor is gone but {count} of its processes still ran; they were sent"
+        " SIGKILL and the job keeps its GPUs until they have exited"
+    )
 
 
 def process_of(row: sqlite3.Row) -> procfs.ProcessId:

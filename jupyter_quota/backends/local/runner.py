@@ -1,9 +1,9 @@
 """Start a job's processes, signal them, and read how they ended.
 
-A job runs as ``supervise.py`` (which runs the job's argv) in a new session, so it has its own
-process group: the server can stop and start without taking jobs down, and a cancel reaches
-every process the job made. The supervisor is started held at a gate (see ``supervise``): the
-caller commits the pid to the ledger first, then ``release``s it.
+A job runs as ``supervise.py`` (which runs the job's argv) in a new session, so the server can
+stop and start without taking jobs down. The supervisor owns every process of the job and
+outlives them all (see ``supervise``; ``tracking`` finds and signals them). The supervisor is
+started held at a gate: the caller commits the pid to the ledger first, then ``release``s it.
 """
 
 from __future__ import annotations
@@ -19,8 +19,18 @@ from . import procfs
 
 LOG_FILE = "output.log"
 EXIT_FILE = "exit.json"
+CGROUP_FILE = "cgroup"  # the path of the job's cgroup, when it has one
 # Run by path, not imported: ``python -m ...supervise`` must not find it already in sys.modules.
 SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervise.py")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How jobs are run: log rotation (see ``supervise.RotatingLog``), a cgroup per job."""
+
+    log_max_bytes: int = 10 * 1024 * 1024
+    log_backups: int = 2
+    cgroups: bool = True  # where the machine allows it (see ``cgroup``)
 
 
 @dataclass
@@ -36,17 +46,19 @@ def job_dir(state_dir: str, namespace: str, name: str) -> str:
     return os.path.join(state_dir, "jobs", namespace, name)
 
 
-def launch(directory: str, command: list[str], env: dict[str, str], workdir: str) -> Launch:
+def launch(
+    directory: str, command: list[str], env: dict[str, str], workdir: str, settings: Settings
+) -> Launch:
     """Start the supervisor for ``command`` (an argv list), held at its gate.
 
-    Raises OSError when it cannot be started (a missing workdir, no interpreter).
+    The job's output goes to ``LOG_FILE``, rotated at ``settings.log_max_bytes`` into
+    ``settings.log_backups`` older files (``output.log.1`` ...). Raises OSError when it cannot
+    be started (a missing workdir, no interpreter).
     """
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    for stale in (EXIT_FILE, EXIT_FILE + ".tmp"):  # left by a ledger that was lost
-        try:
+    for stale in os.listdir(directory):  # left by a ledger that was lost
+        if stale.startswith((EXIT_FILE, LOG_FILE + ".", CGROUP_FILE)):
             os.unlink(os.path.join(directory, stale))
-        except FileNotFoundError:
-            pass
     log = os.open(
         os.path.join(directory, LOG_FILE),
         os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,
@@ -58,6 +70,11 @@ def launch(directory: str, command: list[str], env: dict[str, str], workdir: str
         SUPERVISOR,
         "--exit-file",
         os.path.join(directory, EXIT_FILE),
+        "--log",
+        os.path.join(directory, LOG_FILE),
+        f"--log-max-bytes={settings.log_max_bytes}",
+        f"--log-backups={settings.log_backups}",
+        *(["--cgroup-file", os.path.join(directory, CGROUP_FILE)] if settings.cgroups else []),
         "--",
         *command,
     ]
@@ -65,7 +82,7 @@ def launch(directory: str, command: list[str], env: dict[str, str], workdir: str
         popen = subprocess.Popen(
             argv,
             stdin=subprocess.PIPE,
-            stdout=log,
+            stdout=log,  # the supervisor's own errors; the job's output goes through its pipe
             stderr=subprocess.STDOUT,
             cwd=workdir,
             env=env,
@@ -96,17 +113,6 @@ def abort(launch: Launch) -> None:
     """Dismiss a supervisor whose job the ledger did not record: it exits without running it."""
     _close_stdin(launch.popen)
     launch.popen.wait()
-
-
-def signal_group(proc: procfs.ProcessId, sig: int) -> bool:
-    """Send ``sig`` to the job's process group if its supervisor is still the process we started."""
-    if not procfs.is_running(proc):
-        return False
-    try:
-        os.killpg(proc.pid, sig)
-        return True
-    except ProcessLookupError:
-        return False
 
 
 def read_exit(directory: str) -> dict | None:
