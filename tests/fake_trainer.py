@@ -1,10 +1,11 @@
 """A stand-in for ``swift sft`` in the local backend's tests: prints, sleeps, exits as told.
 
-    python fake_trainer.py [--env] [--lines N] [--fill BYTES] [--sleep S] [--ignore-term]
+    python fake_trainer.py [--env] [--lines N] [--fill BYTES] [--sleep S] [--until-file PATH] [--ignore-term]
                            [--exit CODE] [--spawn KIND --pid-dir DIR ...] [--check-gpus FILE]
                            [other...]
 
-``--env`` prints the variables the backend sets; ``--fill`` writes about BYTES of numbered
+``--env`` prints the variables the backend sets; ``--until-file PATH`` waits (after ``--sleep``)
+until PATH exists, so a test decides when the job ends instead of racing a timer; ``--fill`` writes about BYTES of numbered
 100-byte lines (``fill 000000042 ...``) as fast as it can; ``--ignore-term`` ignores SIGTERM (a job
 that must be killed); it prints ``ready`` once its signal disposition is in place (and once
 what ``--spawn`` started has written its pid file). Other arguments (``--model ...``, as a
@@ -52,6 +53,7 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=0)
     parser.add_argument("--fill", type=int, default=0)
     parser.add_argument("--sleep", type=float, default=0.0)
+    parser.add_argument("--until-file")
     parser.add_argument("--ignore-term", action="store_true")
     parser.add_argument("--exit", type=int, default=0)
     parser.add_argument("--spawn", action="append", choices=KINDS, default=[])
@@ -78,6 +80,8 @@ def main() -> int:
     _fill(args.fill)
     print("ready", flush=True)
     time.sleep(args.sleep)
+    while args.until_file and not os.path.exists(args.until_file):
+        time.sleep(0.05)
     print(f"exiting with {args.exit}", file=sys.stderr if args.exit else sys.stdout)
     return args.exit
 

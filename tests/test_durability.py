@@ -125,16 +125,21 @@ def test_kill_9_mid_burst_loses_no_admitted_job(server):
         {i for j in running for i in j["gpuIndices"]})
 
 
-def test_a_running_job_survives_a_server_restart(server):
+def test_a_running_job_survives_a_server_restart(server, tmp_path):
+    # The job ends only when the test says so (a file), not on a timer that a slow restart
+    # on a loaded machine could outlast.
+    release = tmp_path / "release"
     server.start()
     status, job = server.call("POST", "/namespaces/team-alpha/jobs",
-                              {"name": "survivor", "args": ["--sleep", "4", "--lines", "2"], "gpus": 1})
+                              {"name": "survivor", "args": ["--until-file", str(release), "--lines", "2"],
+                               "gpus": 1})
     assert status == 201, job
     wait_phase(server, "team-alpha", "survivor", {"Running"})
     server.kill()
     server.start()
     status, job = server.call("GET", "/namespaces/team-alpha/jobs/survivor")
     assert status == 200 and job["phase"] == "Running", job
+    release.touch()
     done = wait_phase(server, "team-alpha", "survivor", {"Succeeded", "Failed"}, timeout=30)
     assert done["phase"] == "Succeeded" and done["exitCode"] == 0, done
     assert "Traceback" not in server.log()
