@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sys
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
@@ -22,6 +23,8 @@ from .identity import identify
 
 API_PREFIX = ("quota", "v1")
 MAX_BODY_BYTES = 1024 * 1024
+#: deepest nesting a body may have; the deepest real body (a profile's LimitRange) nests 5 levels
+MAX_BODY_DEPTH = 32
 AUTH_RESOURCE = "quota"
 
 
@@ -66,9 +69,17 @@ class QuotaHandler(APIHandler):
         if not raw.strip():
             return {}
         try:
-            return json.loads(raw)
+            body = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InvalidRequest(f"the body is not valid JSON: {e}") from None
+        except RecursionError:
+            raise InvalidRequest(f"the body is nested too deeply; at most {MAX_BODY_DEPTH} levels are accepted") from None
+        except ValueError:  # Python's int-string limit (sys.get_int_max_str_digits(), 4,300 by default)
+            raise InvalidRequest(f"the body holds an integer of more than {sys.get_int_max_str_digits()} digits; "
+                                 'write quantities as strings, e.g. "64Gi" or "1e9"') from None
+        if _depth(body) > MAX_BODY_DEPTH:
+            raise InvalidRequest(f"the body is nested too deeply; at most {MAX_BODY_DEPTH} levels are accepted")
+        return body
 
     def write_error(self, status_code: int, **kwargs) -> None:
         """Even tornado's own errors (405, 500) answer in the API's shape."""
@@ -76,6 +87,19 @@ class QuotaHandler(APIHandler):
         reason = {404: "NotFound", 405: "MethodNotAllowed", 403: "Forbidden"}.get(status_code, "InternalError")
         message = self._reason or "internal error; the server log has the details"
         self.finish(json.dumps({"reason": reason, "message": message}))
+
+
+def _depth(value) -> int:
+    """How deeply lists and objects nest in a parsed body (iterative: no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
 
 
 class NamespacesHandler(QuotaHandler):

@@ -10,6 +10,7 @@ no example database, a bounded number of examples per route. The counts are prin
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -29,7 +30,8 @@ CONFIG = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
           "from quota_testing import HeaderIdentityProvider\n"
           "c.ServerApp.identity_provider_class = HeaderIdentityProvider\n"
           f"c.JupyterQuota.admin_users = [{ADMIN!r}]\n")
-EXAMPLES = 60
+#: examples per route family; JUPYTER_QUOTA_FUZZ_EXAMPLES=1000 digs deeper (minutes)
+EXAMPLES = int(os.environ.get("JUPYTER_QUOTA_FUZZ_EXAMPLES", "50"))
 FUZZ = settings(derandomize=True, database=None, max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=list(HealthCheck))
 COUNTS: Counter = Counter()
@@ -107,7 +109,7 @@ raw_body = st.one_of(
 segment = st.one_of(st.sampled_from(["team-alpha", "team-beta", "alpha", "beta", "gamma", "Alpha", "x" * 80]),
                     st.from_regex(r"\A[a-z0-9-]{1,70}\Z"), st.text(min_size=1, max_size=20))
 query = st.one_of(st.just(""), st.builds(lambda v: "?tailLines=" + urllib.parse.quote(v),
-                                         st.one_of(digits, st.text(max_size=10), quantity_text)))
+                                         st.one_of(digits, st.text(max_size=10), quantity_text.filter(lambda t: len(t) < 6000))))
 
 # -- the server ----------------------------------------------------------------------------------------
 
@@ -168,7 +170,8 @@ def test_job_submits(server, ns, body):
 
 
 @FUZZ
-@given(ns=st.sampled_from(["team-alpha", "team-beta", "nowhere"]), body=st.one_of(encoded(sft_body), raw_body))
+@given(ns=st.sampled_from(["team-alpha", "team-beta", "team-gamma", "nowhere"]),
+       body=st.one_of(encoded(sft_body), raw_body))
 def test_estimates_and_plans(server, ns, body):
     send(server, "POST", "/estimate", body)
     send(server, "POST", f"/namespaces/{ns}/plan", body)
@@ -179,8 +182,13 @@ def test_estimates_and_plans(server, ns, body):
        body=st.one_of(encoded(profile_body), raw_body))
 def test_profile_puts(server, team, body):
     send(server, "PUT", f"/profiles/{q(team)}", body)
-    # whatever was stored, the team's namespace still answers
+    # whatever was stored, the namespaces still answer, and a plan in the team's namespace too
     send(server, "GET", "/namespaces")
+    send(server, "POST", "/namespaces/team-gamma/plan", b'{"args": ["--model", "Qwen/Qwen2.5-0.5B-Instruct"]}')
+    probe = f"probe-{COUNTS['requests']}"
+    # 5 GPUs on a machine of 4: admitted jobs stay Pending, so the cancel is immediate
+    send(server, "POST", "/namespaces/team-gamma/jobs", json.dumps({"args": [], "name": probe, "gpus": 5}).encode())
+    send(server, "DELETE", f"/namespaces/team-gamma/jobs/{probe}")
 
 
 def test_counts_and_no_traceback(server, capsys):

@@ -68,8 +68,15 @@ class LocalBackend(Backend):
     # Background work
 
     def start(self) -> None:
-        """Recover jobs left by a previous server (one reap now), then reap every ``poll_interval``."""
-        self.reap()
+        """Recover jobs left by a previous server (one reap now), then reap every ``poll_interval``.
+
+        A first pass that fails is logged, not raised: the server must start (and let users see and
+        cancel jobs) whatever the ledger holds; the reaper thread tries again.
+        """
+        try:
+            self.reap()
+        except Exception:
+            self.log.exception("local backend: the first reaping pass failed; the server starts anyway")
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="jupyter-quota-reaper", daemon=True)
