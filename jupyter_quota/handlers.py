@@ -25,6 +25,7 @@ API_PREFIX = ("quota", "v1")
 MAX_BODY_BYTES = 1024 * 1024
 #: deepest nesting a body may have; the deepest real body (a profile's LimitRange) nests 5 levels
 MAX_BODY_DEPTH = 32
+_TOO_DEEP = f"the body is nested too deeply; at most {MAX_BODY_DEPTH} levels are accepted"
 AUTH_RESOURCE = "quota"
 
 
@@ -72,13 +73,13 @@ class QuotaHandler(APIHandler):
             body = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InvalidRequest(f"the body is not valid JSON: {e}") from None
-        except RecursionError:
-            raise InvalidRequest(f"the body is nested too deeply; at most {MAX_BODY_DEPTH} levels are accepted") from None
+        except RecursionError:  # json's C scanner recurses per level
+            raise InvalidRequest(_TOO_DEEP) from None
         except ValueError:  # Python's int-string limit (sys.get_int_max_str_digits(), 4,300 by default)
             raise InvalidRequest(f"the body holds an integer of more than {sys.get_int_max_str_digits()} digits; "
                                  'write quantities as strings, e.g. "64Gi" or "1e9"') from None
-        if _depth(body) > MAX_BODY_DEPTH:
-            raise InvalidRequest(f"the body is nested too deeply; at most {MAX_BODY_DEPTH} levels are accepted")
+        if _depth(body) > MAX_BODY_DEPTH:  # shallower, but deep enough to exhaust recursion further on
+            raise InvalidRequest(_TOO_DEEP)
         return body
 
     def write_error(self, status_code: int, **kwargs) -> None:
