@@ -7,6 +7,7 @@ The team registry holds the profiles from config plus the changes admins made ov
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -19,10 +20,12 @@ from .profiles import TeamProfile, load_profiles
 class TeamRegistry:
     """Profiles by team, with the access rules applied."""
 
-    def __init__(self, entries: list[dict], default_team: str = "", overrides_path: str | None = None):
+    def __init__(self, entries: list[dict], default_team: str = "", overrides_path: str | None = None,
+                 log: logging.Logger | None = None):
         self._lock = threading.Lock()
+        self._log = log or logging.getLogger(__name__)
         self._overrides_path = overrides_path
-        self._overrides = self._read_overrides()
+        self._overrides = self._valid(self._read_overrides())
         self._profiles = load_profiles(self._merged(entries))
         self.default_team = default_team
         if default_team and default_team not in self._profiles:
@@ -85,6 +88,20 @@ class TeamRegistry:
         others = [e for e in entries if not isinstance(e, dict)]
         by_team.update(self._overrides)
         return [*by_team.values(), *others]
+
+    def _valid(self, overrides: dict) -> dict:
+        """The stored changes that still validate. One an older version accepted and today's checks
+        refuse is skipped (the config's profile, if any, stands) and logged: the server must start."""
+        valid = {}
+        for team, entry in overrides.items():
+            try:
+                TeamProfile(**entry)
+            except (InvalidRequest, TypeError) as e:
+                self._log.error("jupyter_quota: skipping the stored change to team %r in %s: %s",
+                                team, self._overrides_path, getattr(e, "message", e))
+                continue
+            valid[team] = entry
+        return valid
 
     def _read_overrides(self) -> dict:
         if not self._overrides_path or not os.path.exists(self._overrides_path):

@@ -18,6 +18,7 @@ def build_service(config: JupyterQuota, log=None, root_dir: str = "") -> QuotaSe
         config.profiles,
         default_team=config.default_team,
         overrides_path=os.path.join(config.state_dir, "profiles.json"),
+        log=log,
     )
     backend = make_backend(config, log=log, root_dir=root_dir)
     return QuotaService(config, registry, backend)

@@ -12,6 +12,7 @@ import asyncio
 import functools
 import json
 import sqlite3
+import sys
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
@@ -29,6 +30,9 @@ MAX_BODY_BYTES = 1024 * 1024
 #: What tornado itself lets a chunked body announce (it checks each chunk's declared size before
 #: reading it, and answers a bare 400 past it); ``data_received`` answers 413 at MAX_BODY_BYTES.
 CHUNKED_BODY_LIMIT = 2 * MAX_BODY_BYTES
+#: deepest nesting a body may have; the deepest real body (a profile's LimitRange) nests 5 levels
+MAX_BODY_DEPTH = 32
+_TOO_DEEP = f"the body is nested too deeply; at most {MAX_BODY_DEPTH} levels are accepted"
 AUTH_RESOURCE = "quota"
 
 
@@ -111,15 +115,21 @@ class QuotaHandler(APIHandler):
         self.finish(json.dumps(payload))
 
     def json_body(self):
-        raw = self.request.body or b""
-        if len(raw) > MAX_BODY_BYTES:
-            raise InvalidRequest(f"the body is {len(raw)} bytes; at most {MAX_BODY_BYTES} are accepted")
+        raw = self.request.body or b""  # at most MAX_BODY_BYTES: prepare/data_received refuse more
         if not raw.strip():
             return {}
         try:
-            return json.loads(raw)
+            body = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise InvalidRequest(f"the body is not valid JSON: {e}") from None
+        except RecursionError:  # json's C scanner recurses per level
+            raise InvalidRequest(_TOO_DEEP) from None
+        except ValueError:  # Python's int-string limit (sys.get_int_max_str_digits(), 4,300 by default)
+            raise InvalidRequest(f"the body holds an integer of more than {sys.get_int_max_str_digits()} digits; "
+                                 'write quantities as strings, e.g. "64Gi" or "1e9"') from None
+        if _depth(body) > MAX_BODY_DEPTH:  # shallower, but deep enough to exhaust recursion further on
+            raise InvalidRequest(_TOO_DEEP)
+        return body
 
     def write_error(self, status_code: int, **kwargs) -> None:
         """Even tornado's own errors (405, 500) answer in the API's shape."""
@@ -127,6 +137,19 @@ class QuotaHandler(APIHandler):
         reason = {404: "NotFound", 405: "MethodNotAllowed", 403: "Forbidden"}.get(status_code, "InternalError")
         message = self._reason or "internal error; the server log has the details"
         self.finish(json.dumps({"reason": reason, "message": message}))
+
+
+def _depth(value) -> int:
+    """How deeply lists and objects nest in a parsed body (iterative: no recursion to exhaust)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            item = list(item.values())
+        if isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return deepest
 
 
 class NamespacesHandler(QuotaHandler):

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from . import bounds
 from .errors import Conflict, InvalidRequest
 from .profiles import TeamProfile
 from .quantity import Quantity
@@ -248,10 +249,12 @@ def parse_gpus(value, what: str = '"gpus"', resource: str = "nvidia.com/gpu", mi
     estimate 1 up (``minimum``), at most ``MAX_GPUS``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InvalidRequest(f"{what} must be a whole number, like 1 or 2, not {_shown(value)}")
+    text = bounds.quantity_text(value, what)
     try:
-        q = Quantity(value) if isinstance(value, int) else Quantity(str(value))
-    except (ValueError, TypeError):
+        q = Quantity(text)
+    except ValueError:
         raise InvalidRequest(f"{what} {_shown(value)} is not a number; give a whole number like 1 or 2") from None
+    bounds.check_magnitude(q, what, text)
     n = _whole_gpus(q, f"{what} {_shown(value)}", resource, kube_sign_check=minimum == 0)
     if n < minimum:
         raise InvalidRequest(f"{what} must be at least {minimum}, not {n}")
@@ -290,13 +293,13 @@ def _parse_resources(resources, gpu_resource: str) -> dict:
             if key not in allowed:
                 raise InvalidRequest(f"{where}: unknown resource {_shown(key)}; a job may ask for "
                                      f"{', '.join(allowed)}")
-            if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-                raise InvalidRequest(f"{where} must be a quantity string like \"4\", \"500m\" or \"32Gi\"")
+            text = bounds.quantity_text(raw, where)
             try:
-                q = Quantity(str(raw))
+                q = Quantity(text)
             except ValueError:
                 raise InvalidRequest(f"{where}: {_shown(raw)} is not a Kubernetes quantity; write e.g. "
                                      "\"4\" or \"500m\" for CPU, \"32Gi\" for memory") from None
+            bounds.check_magnitude(q, where, text)
             if q.sign() < 0:
                 raise InvalidRequest(f"{where}: must be greater than or equal to 0")
             if key == gpu_resource:
@@ -310,4 +313,4 @@ def _clip(text: str, limit: int = 64) -> str:
 
 
 def _shown(value) -> str:
-    return json.dumps(_clip(value) if isinstance(value, str) else value)
+    return bounds.shown(value)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 
+from . import bounds
 from .errors import AdmissionDenied, Invalid
 from .podresources import (
     aggregate, container_resource_name_errors, default_pod, field_forbidden, field_invalid, field_required,
@@ -85,7 +86,7 @@ def validate_limit_range_spec(spec: dict) -> None:
         if kind in seen:
             errs.append(f'{path}.type: Duplicate value: "{kind}"')
         seen.add(kind)
-        maps = {key: resource_list(item.get(key), f"{path}.{key}") for key in _MAPS}
+        maps = {key: _bounded(item.get(key), f"{path}.{key}") for key in _MAPS}
         for key in ("max", "min"):
             errs += [e for name in maps[key] for e in _resource_name_errors(kind, name, f"{path}.{key}[{name}]")]
         if kind == "Pod":
@@ -235,6 +236,11 @@ def _fill(resources: dict, part: str, defaults: dict) -> list[str]:
 
 
 # -- spec validation helpers ------------------------------------------------------------------------
+
+
+def _bounded(values, path: str) -> dict:
+    """A spec's quantities, each refused past what the arithmetic carries (see ``bounds``)."""
+    return {name: bounds.quantity(value, f"{path}[{name}]") for name, value in (values or {}).items()}
 
 
 def _type_errors(kind: str, path: str) -> list[str]:

@@ -9,19 +9,15 @@ backend, the cluster backend and ``jupyter quota profiles render`` all enforce t
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable
 
-from traitlets import Dict, HasTraits, List, TraitError, Unicode, validate
+from traitlets import Dict, HasTraits, List, TraitError, Unicode
 
-from . import quota
+from . import bounds, profileshape, quota
 from .errors import Invalid, InvalidRequest
-from .quantity import Quantity
 
 #: The label every object we create carries, so admins can find them.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "jupyter-quota"}
-
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 class TeamProfile(HasTraits):
@@ -120,26 +116,18 @@ class TeamProfile(HasTraits):
             self.namespace = f"team-{self.team}"
         self._check()
 
-    @validate("namespace")
-    def _valid_namespace(self, proposal):
-        ns = proposal["value"]
-        if len(ns) > 63 or not _DNS1123_LABEL.match(ns):
-            raise TraitError(
-                f"namespace {ns!r} must be a DNS-1123 label: lower-case letters, digits and '-', "
-                "at most 63 characters, starting and ending with a letter or digit"
-            )
-        return ns
-
     def _check(self) -> None:
         """Reject a profile Kubernetes would reject, with the API server's words."""
         try:
+            profileshape.check_names(self.team, self.namespace, self.gpuResource)
+            profileshape.check_shapes(self.extraQuotas, self.scopeSelector, self.limitRange)
             for rq in self.resource_quotas():
                 quota.validate_quota_spec(rq["spec"])
             for lr in self.limit_ranges():
                 quota.validate_limit_range_spec(lr["spec"])
             if self.gpuMemory:
-                Quantity(self.gpuMemory)
-        except (Invalid, ValueError) as e:
+                bounds.quantity(self.gpuMemory, "gpuMemory")
+        except (Invalid, InvalidRequest, ValueError) as e:
             raise InvalidRequest(f"profile {self.team!r}: {getattr(e, 'message', e)}") from None
 
     # -- membership ---------------------------------------------------------------------------

@@ -9,10 +9,11 @@ hard keys are visited sorted where Go visits a map.
 
 from __future__ import annotations
 
+from . import bounds
 from .errors import Invalid
 from .podresources import (
     HUGEPAGES_PREFIX, REQUESTS_PREFIX, GoValue, aggregate, field_invalid, field_required, is_best_effort,
-    is_extended_resource_name, is_integer_resource, is_native_resource, quantity, resource_name_errors,
+    is_extended_resource_name, is_integer_resource, is_native_resource, resource_name_errors,
 )
 
 #: quota keys the pod evaluator tracks by name (podResources)
@@ -70,7 +71,7 @@ def validate_quota_spec(spec: dict) -> None:
     errs: list[str] = []
     for name in sorted(hard):
         path = f"spec.hard[{name}]"
-        q = quantity(hard[name], path)
+        q = bounds.quantity(hard[name], path)
         errs += _quota_name_errors(name, path)
         if q.sign() < 0:
             errs.append(field_invalid(path, str(q), "must be greater than or equal to 0"))

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import bounds
 from .errors import InvalidRequest
 
 __all__ = ["SftArgs", "parse_sft_args", "check_with_ms_swift", "OLD_MODEL_TYPES"]
@@ -521,10 +522,7 @@ def _convert(name: str, text: str, original: str | None = None) -> Any:
     if kind == "bool":
         return _to_bool(original or name, text)
     if kind == "int":
-        try:
-            value = int(text)
-        except ValueError:
-            raise InvalidRequest(f"{label} {text!r}: expected a whole number") from None
+        value = bounds.whole_number(text, label)
         if name in _POSITIVE and value < 1:
             raise InvalidRequest(f"{label} {value}: must be at least 1")
         return value

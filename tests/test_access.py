@@ -53,7 +53,7 @@ async def test_admin_sees_all_and_changes_a_profile(api):
         ({"hard": {"pods": "1.5"}}, "must be an integer"),
         ({"hard": {"gpu": "1"}}, "must be a standard resource for quota"),
         ({"hard": {"requests.cpu": "lots"}}, "lots"),
-        ({"namespace": "Team_Beta"}, "DNS-1123"),
+        ({"namespace": "Team_Beta"}, "a lowercase RFC 1123 label must consist of"),
         ({"namespace": "team-alpha"}, "team-alpha"),
         ({"colour": "blue"}, "unknown profile field"),
     ],

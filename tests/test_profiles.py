@@ -44,7 +44,7 @@ def test_scoped_extra_quota():
     "fields, words",
     [
         ({"team": ""}, "needs a 'team'"),
-        ({"team": "x", "namespace": "X"}, "DNS-1123"),
+        ({"team": "x", "namespace": "X"}, "a lowercase RFC 1123 label must consist of"),
         ({"team": "x", "hard": {"pods": "1.5"}}, "must be an integer"),
         ({"team": "x", "hard": {"gpus": "1"}}, "must be a standard resource for quota"),
         ({"team": "x", "hard": {"requests.memory": "-1Gi"}}, "greater than or equal to 0"),

@@ -14,7 +14,7 @@ import json
 import re
 import sqlite3
 
-from ... import errors, quota
+from ... import bounds, errors, quota
 from ...quantity import Quantity
 from . import clock, jobview, ledger
 
@@ -77,13 +77,27 @@ def quotas_with_status(quotas: list[dict], live: list[sqlite3.Row]) -> list[dict
 
 
 def live_pods(live: list[sqlite3.Row]) -> list[dict]:
-    """The pods of live jobs, with their phase, as quota evaluates them."""
+    """The pods of live jobs, with their phase, as quota evaluates them.
+
+    A quantity an older version admitted past today's bounds counts as the bound (``bounds.clamp``):
+    the job still holds its quota, and the sums stay small enough to compute.
+    """
     pods = []
     for row in live:
-        pod = ledger.loads(row["pod"])
+        pod = _clamped(ledger.loads(row["pod"]))
         pod.setdefault("status", {})["phase"] = row["phase"]
         pods.append(pod)
     return pods
+
+
+def _clamped(pod: dict) -> dict:
+    """``pod`` with each container quantity passed through ``bounds.clamp``, in place."""
+    spec = pod.get("spec") or {}
+    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+        for values in (container.get("resources") or {}).values():
+            for name, text in (values or {}).items():
+                values[name] = bounds.clamp(str(text))
+    return pod
 
 
 def job_row(profile, job: dict, owner: str, admission) -> dict:

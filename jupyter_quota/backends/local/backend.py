@@ -94,12 +94,17 @@ class LocalBackend(Backend):
     # Background work
 
     def start(self) -> None:
-        """Recover jobs left by a previous server (one reap now), then reap every ``poll_interval``."""
+        """Recover jobs left by a previous server (one reap now), then reap every ``poll_interval``.
+
+        A first pass that fails is logged, not raised: the server must start (and let users see and
+        cancel jobs) whatever the ledger holds, and a full or read-only state dir still serves
+        reads; the reaper thread tries again.
+        """
         try:
             self.reap()
-        except (sqlite3.Error, OSError) as e:
-            if not self._warn_storage(e):  # a full or read-only state dir: still serve reads
-                raise
+        except Exception as e:
+            if not (isinstance(e, (sqlite3.Error, OSError)) and self._warn_storage(e)):
+                self.log.exception("local backend: the first reaping pass failed; the server starts anyway")
         if self._thread is None:
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="jupyter-quota-reaper", daemon=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from ... import bounds
 from ...quantity import Quantity
 from . import ledger
 
@@ -61,9 +62,20 @@ def container_resources(container: dict) -> dict:
     """``{"requests", "limits"}`` with every quantity in canonical form."""
     resources = container.get("resources") or {}
     return {
-        part: {name: str(Quantity(str(q))) for name, q in (resources.get(part) or {}).items()}
+        part: {name: _canonical(str(q)) for name, q in (resources.get(part) or {}).items()}
         for part in ("requests", "limits")
     }
+
+
+def _canonical(text: str) -> str:
+    """The canonical form; a string an older version stored past today's bounds is shown as stored
+    (parsing 100,000 digits on every listing cost half a second)."""
+    if len(text) > bounds.MAX_QUANTITY_CHARS:
+        return text
+    try:
+        return str(Quantity(text))
+    except ValueError:
+        return text
 
 
 def command_of(container: dict) -> list[str]:
