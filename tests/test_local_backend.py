@@ -512,6 +512,59 @@ def test_pending_jobs_start_fifo_on_freed_gpus_and_unschedulable_ones_say_why(ma
     assert backend.get_job(profile, "big")["reason"] == "Unschedulable"
 
 
+def _insert_raw(ledger_path, name, requests, namespace="team-b"):
+    """A Pending row written straight into the ledger, as an older version admitted it.
+
+    In another team's namespace: the scheduler is shared by every team (admission and balance
+    of the row's own namespace are ``badinput``'s tests).
+    """
+    job = make_job(name, "--sleep", "30")
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"requests": requests, "limits": {}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace},
+           "spec": job["spec"]["template"]["spec"]}
+    con = sqlite3.connect(ledger_path)
+    with con:
+        con.execute(
+            "INSERT INTO jobs (namespace, name, team, owner, phase, args, gpus, pod, usage, job, created_at)"
+            " VALUES (?, ?, 'a', 'mallory', 'Pending', '[]', 0, ?, '{}', ?, '2026-11-29T08:30:00Z')",
+            (namespace, name, json.dumps(pod), json.dumps(job)),
+        )
+        con.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+    con.close()
+
+
+@pytest.mark.parametrize("requests", [
+    {"ephemeral-storage": "1e200000"},
+    {"cpu": "1e200000", "memory": "1Gi"},
+    {"nvidia.com/gpu": "1e2147483647"},
+])
+def test_a_row_the_arithmetic_cannot_carry_fails_and_the_others_start(make_backend, requests):
+    backend, profile = make_backend(NO_GPUS), Profile(hard={GPU_KEY: "8"})
+    backend.submit(profile, make_job("first", "--sleep", "30"), owner="alice")  # waits: no GPUs here
+    _insert_raw(make_backend.ledger_path, "bad", requests)
+    backend.submit(profile, make_job("second", "--sleep", "30"), owner="alice")
+    assert backend.get_job(profile, "second")["reason"] == "Unschedulable"  # its pass was not stopped
+
+    restarted = make_backend()  # a server with GPUs, starting on this ledger
+    restarted.reap()
+    assert [restarted.get_job(profile, n)["phase"] for n in ("first", "second")] == ["Running", "Running"]
+    bad = restarted.get_job(Profile(team="b", namespace="team-b"), "bad")
+    assert (bad["phase"], bad["reason"]) == ("Failed", "InvalidJob")
+    resource = next(iter(requests))
+    assert bad["message"].startswith(f"the job cannot be scheduled: resources.requests[{resource}]")
+    assert "out of range" in bad["message"] and "finishedAt" in bad
+
+
+def test_a_bad_row_written_while_a_server_runs_fails_without_stopping_its_passes(make_backend):
+    backend, profile = make_backend(), Profile(hard={GPU_KEY: "8"})
+    backend.submit(profile, make_job("first", "--sleep", "30"), owner="alice")
+    _insert_raw(make_backend.ledger_path, "bad", {"cpu": "1e200000"})
+    second = backend.submit(profile, make_job("second", "--sleep", "30"), owner="alice")
+    assert (second["phase"], second["gpuIndices"]) == ("Running", [1])
+    assert backend.get_job(Profile(team="b", namespace="team-b"), "bad")["reason"] == "InvalidJob"
+
+
 def test_scheduler_fit_is_pure_and_skips_what_does_not_fit():
     running = [scheduler.Running({"nvidia.com/gpu": "1", "cpu": "6"}, [1])]
     pending = [
