@@ -105,12 +105,17 @@ class Lifecycle:
         pending = ledger.in_phase(con, "Pending")
         # A pending job's pod never changes, so its requests are parsed once, not on every pass
         # (a long queue would otherwise cost every submission a full re-parse).
-        known = self._pending_requests
-        self._pending_requests = {r["id"]: known.get(r["id"]) or scheduler.amounts(_requests(r)) for r in pending}
+        known, self._pending_requests = self._pending_requests, {}
+        for row in pending:
+            try:
+                self._pending_requests[row["id"]] = known.get(row["id"]) or _exact_requests(row)
+            except Exception as e:  # noqa: BLE001 - one bad row must not stop every team's jobs
+                self._fail_invalid(con, row, e)
         decisions = scheduler.schedule(
             self._inventory,
-            [scheduler.Running(_requests(r), ledger.loads(r["gpu_indices"], [])) for r in running],
-            [scheduler.Pending(r, self._pending_requests[r["id"]]) for r in pending],
+            [self._held(r) for r in running],
+            [scheduler.Pending(r, self._pending_requests[r["id"]]) for r in pending
+             if r["id"] in self._pending_requests],
         )
         for decision in decisions:
             row = decision.key
@@ -133,6 +138,23 @@ class Lifecycle:
                 pid=launch.proc.pid, pid_start=launch.proc.start, boot_id=launch.proc.boot,
                 started_at=clock.now(),
             )
+
+    def _fail_invalid(self, con: sqlite3.Connection, row: sqlite3.Row, error: Exception) -> None:
+        """Fail a Pending job whose requests cannot be read (``scheduler.INVALID``)."""
+        message = scheduler.invalid_message(error)
+        self._log.warning("job %s/%s failed: %s", row["namespace"], row["name"], message)
+        ledger.update(con, row["id"], "Pending", phase="Failed", reason=scheduler.INVALID,
+                      message=message, finished_at=clock.now())
+
+    def _held(self, row: sqlite3.Row) -> scheduler.Running:
+        """What a Running job holds; requests that cannot be read count as none (logged)."""
+        gpu_indices = ledger.loads(row["gpu_indices"], [])
+        try:
+            return scheduler.Running(_exact_requests(row), gpu_indices)
+        except Exception as e:  # noqa: BLE001 - it runs already: keep its GPUs, go on
+            self._log.warning("job %s/%s: %s; counted as holding only its GPUs",
+                              row["namespace"], row["name"], e)
+            return scheduler.Running({scheduler.GPU: len(gpu_indices)}, gpu_indices)
 
     def _launch(self, row: sqlite3.Row, gpu_indices: list[int]) -> runner.Launch:
         container = jobview.train_container(ledger.loads(row["pod"]))
@@ -194,5 +216,6 @@ def process_of(row: sqlite3.Row) -> procfs.ProcessId:
     return procfs.ProcessId(row["pid"], row["pid_start"], row["boot_id"])
 
 
-def _requests(row: sqlite3.Row) -> dict:
-    return quota.pod_requests(ledger.loads(row["pod"]))
+def _exact_requests(row: sqlite3.Row) -> dict:
+    """The job's pod requests as exact numbers; raises for a row they cannot be read from."""
+    return scheduler.amounts(quota.pod_requests(ledger.loads(row["pod"])))
