@@ -210,7 +210,7 @@ def test_failed_transaction_leaves_nothing_and_keeps_the_generation(tmp_path):
             con.execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'")
             raise RuntimeError("crash mid-transaction")
     with book.read() as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 1
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == ledger_mod.SCHEMA_VERSION
     assert book.generation() == 0
 
 
@@ -563,6 +563,36 @@ def test_a_bad_row_written_while_a_server_runs_fails_without_stopping_its_passes
     second = backend.submit(profile, make_job("second", "--sleep", "30"), owner="alice")
     assert (second["phase"], second["gpuIndices"]) == ("Running", [1])
     assert backend.get_job(Profile(team="b", namespace="team-b"), "bad")["reason"] == "InvalidJob"
+
+
+def test_a_pass_tries_only_new_jobs_until_capacity_frees(make_backend, monkeypatch):
+    """Incremental scheduling: waiting jobs are not re-decided on every submission, and an end
+    recorded by another server process (one without GPUs, so it starts nothing) is not missed."""
+    backend, profile = make_backend(), Profile(hard={GPU_KEY: "100"})
+    for name in ("a", "b"):
+        backend.submit(profile, make_job(name, "--sleep", "30"), owner="alice")
+    for i in range(5):
+        backend.submit(profile, make_job(f"wait-{i}"), owner="alice")
+    tried = []  # the jobs each pass of ``backend`` (the one with GPUs) tried
+    real = scheduler.schedule
+
+    def spy(inventory, running, pending):
+        if inventory["gpus"]:
+            tried.append([p.key for p in pending])
+        return real(inventory, running, pending)
+
+    monkeypatch.setattr(scheduler, "schedule", spy)
+    late = backend.submit(profile, make_job("late"), owner="alice")
+    assert late["reason"] == "WaitingForResources"
+    assert [len(keys) for keys in tried] == [1]  # the new job only, not the five before it
+
+    other = make_backend(NO_GPUS)
+    other.cancel(profile, "a", by="alice")
+    wait_for(other, profile, "a", phase_is("Failed"))
+    job = wait_for(backend, profile, "wait-0", phase_is("Running"))
+    assert job["gpuIndices"] == [0]
+    assert len(tried[-1]) == 6  # capacity freed: every waiting job was tried, oldest first
+    assert backend.get_job(profile, "wait-1")["reason"] == "WaitingForResources"
 
 
 def test_scheduler_fit_is_pure_and_skips_what_does_not_fit():
