@@ -203,6 +203,29 @@ def test_ledger_from_a_newer_version_is_refused(tmp_path):
         ledger_mod.Ledger(path)
 
 
+def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger_mod.Ledger(path)
+    con = sqlite3.connect(path)  # back to version 1: no rev column, index or triggers
+    with con:
+        for trigger in ("jobs_rev_on_insert", "jobs_rev_on_update"):
+            con.execute(f"DROP TRIGGER {trigger}")
+        con.execute("DROP INDEX jobs_by_rev")
+        con.execute("ALTER TABLE jobs DROP COLUMN rev")
+        con.execute("UPDATE meta SET value = 1 WHERE key = 'schema_version'")
+    con.close()
+    _insert_raw(path, "old", {"cpu": "1"}, namespace=NS)
+    book = ledger_mod.Ledger(path)
+    with book.read() as con:
+        assert [r["name"] for r in ledger_mod.changed_since(con, -1)] == ["old"]
+        assert ledger_mod.changed_since(con, 0) == []  # written before rev existed
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 2
+    with book.write() as con:
+        ledger_mod.update(con, 1, "Pending", reason="Seen")
+    with book.read() as con:
+        assert [r["rev"] for r in con.execute("SELECT rev FROM jobs")] == [book.generation()]
+
+
 def test_failed_transaction_leaves_nothing_and_keeps_the_generation(tmp_path):
     book = ledger_mod.Ledger(tmp_path / "ledger.sqlite")
     with pytest.raises(RuntimeError):

@@ -114,22 +114,22 @@ class LocalBackend(Backend):
         return {**copy.deepcopy(usage.summary[1]), "observedAt": clock.now(), "stale": False}
 
     def submit(self, profile, job: dict, owner: str) -> dict:
-        """Admit ``job`` against the namespace's live usage in one transaction, then schedule."""
+        """Admit ``job`` against the namespace's live usage and schedule, in one transaction."""
         namespace = profile.namespace
         name = admission.validate_job(job, namespace)
         quotas = profile.resource_quotas()
         limit_ranges = profile.limit_ranges()
-        with self._ledger.write() as con:
+
+        def admit(con):
             if ledger.find(con, namespace, name) is not None:
                 raise errors.Conflict(f'jobs.batch "{name}" already exists')
             live = ledger.live_in_namespace(con, namespace)
             admitted = quota.admit_job(job, admission.quotas_with_status(quotas, live), limit_ranges)
             ledger.insert(con, admission.job_row(profile, job, owner, admitted))
+
+        # A failed scheduling pass does not undo the admission: the reaper's next pass decides.
+        self._jobs.schedule(admit)
         self.log.info("job %s/%s admitted for %s", namespace, name, owner)
-        try:
-            self.schedule()
-        except Exception:  # admitted and recorded: the reaper's next pass schedules it
-            self.log.exception("local backend: scheduling after admitting %s/%s failed", namespace, name)
         return self.get_job(profile, name)
 
     def list_jobs(self, profile) -> list[dict]:

@@ -9,6 +9,12 @@ durable under concurrent writers (threads and processes) and crashes:
   so an fsync per commit costs nothing that matters.
 - A ``meta`` table holds ``schema_version`` and ``generation``, a counter bumped by every
   transaction that changes a job, so readers can cache and revalidate with a one-row read.
+- Every job row carries ``rev``, the generation of the transaction that last changed it (set by
+  triggers, so no writer can forget it): ``changed_since(g)`` is exactly what changed after
+  generation ``g``, which lets the scheduler keep a copy of the live jobs current (``livejobs``).
+- Each thread keeps one connection and reuses it for its transactions: opening and closing a
+  connection per transaction cost more than the transaction (closing the last one checkpoints
+  the WAL).
 - Columns that make a row meaningful are NOT NULL: a row is either complete or absent.
 """
 
@@ -21,7 +27,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 LIVE = ("Pending", "Running")
 
 _SCHEMA = """
@@ -53,14 +59,30 @@ CREATE TABLE IF NOT EXISTS jobs (
     exit_code    INTEGER,
     cancelled_by TEXT,
     kill_after   REAL,            -- epoch seconds: SIGKILL the group if still alive then
+    rev          INTEGER NOT NULL DEFAULT 0,  -- generation that last changed the row (triggers)
     UNIQUE (namespace, name),
     CHECK (phase = 'Pending' OR phase = 'Failed' OR pid IS NOT NULL)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_phase ON jobs (phase, id);
+CREATE INDEX IF NOT EXISTS jobs_by_rev ON jobs (rev);
+CREATE INDEX IF NOT EXISTS jobs_by_namespace ON jobs (namespace, phase, id);
 """
 
-# Ordered migrations: _MIGRATIONS[v] upgrades a ledger from version v to v+1.
-_MIGRATIONS: dict[int, str] = {}
+# A trigger body holds semicolons, so these are statements of their own. A row's ``rev`` is the
+# generation its transaction commits as (``write`` bumps it by one at the end); the WHEN clause
+# keeps the trigger's own UPDATE from firing it again.
+_REV = "UPDATE jobs SET rev = (SELECT value FROM meta WHERE key = 'generation') + 1 WHERE id = NEW.id;"
+_TRIGGERS = (
+    f"CREATE TRIGGER IF NOT EXISTS jobs_rev_on_insert AFTER INSERT ON jobs BEGIN {_REV} END",
+    f"CREATE TRIGGER IF NOT EXISTS jobs_rev_on_update AFTER UPDATE ON jobs WHEN NEW.rev = OLD.rev"
+    f" BEGIN {_REV} END",
+)
+
+# Ordered migrations: _MIGRATIONS[v] upgrades a ledger from version v to v+1; they run before
+# ``_SCHEMA``, whose ``IF NOT EXISTS`` statements then add new tables, indexes and triggers.
+_MIGRATIONS: dict[int, str] = {
+    1: "ALTER TABLE jobs ADD COLUMN rev INTEGER NOT NULL DEFAULT 0",
+}
 
 
 class LedgerError(RuntimeError):
@@ -91,12 +113,24 @@ class Ledger:
 
     @contextmanager
     def _immediate(self, *pragmas: str) -> Iterator[sqlite3.Connection]:
-        """A fresh connection in ``BEGIN IMMEDIATE``: committed on success, rolled back on error."""
-        con = self._connect()
+        """The thread's connection in ``BEGIN IMMEDIATE``: committed on success, rolled back on error."""
+        with self._transaction("BEGIN IMMEDIATE", pragmas) as con:
+            yield con
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every statement inside sees the same snapshot."""
+        with self._transaction("BEGIN", ()) as con:
+            yield con
+
+    @contextmanager
+    def _transaction(self, begin: str, pragmas) -> Iterator[sqlite3.Connection]:
+        own = self._connection()
+        con = own if not own.in_transaction else self._connect()  # a nested transaction: its own
         try:
             for pragma in pragmas:
                 con.execute(pragma)
-            con.execute("BEGIN IMMEDIATE")
+            con.execute(begin)
             yield con
             con.execute("COMMIT")
         except BaseException:
@@ -104,30 +138,24 @@ class Ledger:
                 con.execute("ROLLBACK")
             raise
         finally:
-            con.close()
-
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: every statement inside sees the same snapshot."""
-        con = self._connect()
-        try:
-            con.execute("BEGIN")
-            yield con
-            con.execute("COMMIT")
-        finally:
-            con.close()
+            if con is not own:
+                con.close()
 
     def generation(self) -> int:
         """The change counter: equal values mean no job changed in between.
 
-        Read on a connection kept per thread: this is the hot path of every balance read, and
-        opening a connection costs ten times the one-row read (autocommit, so each read sees the
-        latest commit of any process).
+        The hot path of every balance read: one row, on the thread's connection (autocommit
+        outside a transaction, so each read sees the latest commit of any process).
         """
-        con = getattr(self._local, "con", None)
-        if con is None:
-            con = self._local.con = self._connect()
-        return generation(con)
+        return generation(self._connection())
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use (again in a forked child)."""
+        pid, con = getattr(self._local, "con", (None, None))
+        if pid != os.getpid():  # a connection must not cross a fork
+            con = self._connect()
+            self._local.con = (os.getpid(), con)
+        return con
 
     def _connect(self) -> sqlite3.Connection:
         con = sqlite3.connect(
@@ -153,11 +181,11 @@ class Ledger:
                     f"ledger {self.path} has schema version {version}; this jupyter_quota "
                     f"understands up to {SCHEMA_VERSION}: upgrade jupyter_quota"
                 )
-            for statement in _statements(_SCHEMA):
-                con.execute(statement)
             for v in range(version, SCHEMA_VERSION):
                 for statement in _statements(_MIGRATIONS[v]):
                     con.execute(statement)
+            for statement in (*_statements(_SCHEMA), *_TRIGGERS):
+                con.execute(statement)
             con.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
                 " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -179,6 +207,10 @@ def find(con: sqlite3.Connection, namespace: str, name: str) -> sqlite3.Row | No
     ).fetchone()
 
 
+def find_id(con: sqlite3.Connection, job_id: int) -> sqlite3.Row | None:
+    return con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+
+
 def live_in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.Row]:
     """Pending and Running jobs of a namespace: what its quota counts."""
     return con.execute(
@@ -195,6 +227,25 @@ def in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.Row]:
 def in_phase(con: sqlite3.Connection, phase: str) -> list[sqlite3.Row]:
     """Jobs of every namespace in one phase, oldest first."""
     return con.execute("SELECT * FROM jobs WHERE phase = ? ORDER BY id", (phase,)).fetchall()
+
+
+def live(con: sqlite3.Connection) -> list[sqlite3.Row]:
+    """What the scheduler needs of every Pending and Running job, oldest first."""
+    return con.execute(
+        f"SELECT {_SCHEDULING} FROM jobs WHERE phase IN (?, ?) ORDER BY id", LIVE
+    ).fetchall()
+
+
+def changed_since(con: sqlite3.Connection, generation: int) -> list[sqlite3.Row]:
+    """What the scheduler needs of every job changed after ``generation``, oldest first."""
+    # The index, not a scan in id order (what the planner picks without statistics).
+    rows = con.execute(
+        f"SELECT {_SCHEDULING} FROM jobs INDEXED BY jobs_by_rev WHERE rev > ?", (generation,)
+    ).fetchall()
+    return sorted(rows, key=lambda row: row["id"])
+
+
+_SCHEDULING = "id, namespace, name, phase, reason, message, gpu_indices, pod"
 
 
 def insert(con: sqlite3.Connection, row: dict) -> None:

@@ -19,9 +19,9 @@ import sqlite3
 import subprocess
 import threading
 import time
+from typing import Callable
 
-from ... import quota
-from . import clock, jobview, ledger, logtail, procfs, runner, scheduler
+from . import clock, jobview, ledger, livejobs, logtail, procfs, runner, scheduler
 
 
 class Lifecycle:
@@ -36,36 +36,43 @@ class Lifecycle:
         self._log = log
         self._children: dict[procfs.ProcessId, subprocess.Popen] = {}  # supervisors we started
         self._lock = threading.RLock()  # one schedule/reap pass at a time in this process
-        self._scheduled_at: int | None = None  # ledger generation of the last complete pass
-        self._pending_requests: dict[int, dict] = {}  # job id -> pod requests (exact), Pending jobs
+        self._live = livejobs.LiveJobs()  # the scheduler's copy of the live jobs
 
-    def schedule(self) -> None:
+    def schedule(self, admit: Callable[[sqlite3.Connection], object] | None = None):
         """Start every Pending job that fits now; note why the others wait.
 
-        Skipped when no job changed since the last pass (the inventory is fixed, so the
-        decisions would be the same): an idle server does not take the write lock every poll.
+        ``admit(con)``, when given, runs first in the same write transaction and its result is
+        returned: a job and its scheduling decision are committed together (one fsync). A pass
+        that fails then rolls back alone (a savepoint), so the admission stands and the reaper's
+        next pass decides; ``admit``'s own errors roll back everything.
+
+        A pass costs what changed since the last one (see ``livejobs``). With no job changed and
+        nothing left to try it is skipped: an idle server does not take the write lock every poll.
         """
         with self._lock:
-            with self._ledger.read() as con:
-                seen = ledger.generation(con)
-                if seen == self._scheduled_at or not ledger.in_phase(con, "Pending"):
-                    self._scheduled_at = seen
-                    return
+            if admit is None and not self._live.has_work() and self._ledger.generation() == self._live.generation:
+                return None
             launches: list[runner.Launch] = []
             try:
                 with self._ledger.write() as con:
-                    seen = ledger.generation(con)
-                    self._schedule_in(con, launches)
+                    before = con.total_changes
+                    result = admit(con) if admit is not None else None
+                    seen = self._guarded_pass(con, launches) if admit is not None else self._schedule_in(con, launches)
+                    changed = con.total_changes != before
             except BaseException:
                 for launch in launches:  # the ledger did not record them: they must not run
                     runner.abort(launch)
+                if launches or admit is None:
+                    self._live = livejobs.LiveJobs()  # it may hold what was rolled back: read anew
                 raise
             for launch in launches:
                 self._children[launch.proc] = launch.popen
                 runner.release(launch)
-            # Our own changes bump the generation past ``seen``: the next pass runs once more
-            # and finds nothing to do, while a change by anyone else is never skipped.
-            self._scheduled_at = seen
+            if seen is not None:
+                # The copy holds every change of this transaction; ``write`` commits it as the
+                # next generation, and a change by anyone else comes later and is read then.
+                self._live.generation = seen + 1 if changed else seen
+            return result
 
     def reap(self) -> None:
         """Record the end of every Running job whose process is gone, then schedule."""
@@ -99,58 +106,75 @@ class Lifecycle:
     def job_dir(self, row: sqlite3.Row) -> str:
         return runner.job_dir(self._state_dir, row["namespace"], row["name"])
 
-    def _schedule_in(self, con: sqlite3.Connection, launches: list) -> None:
-        """Decide and start inside the write transaction; launched supervisors wait at their gate."""
-        running = ledger.in_phase(con, "Running")
-        pending = ledger.in_phase(con, "Pending")
-        # A pending job's pod never changes, so its requests are parsed once, not on every pass
-        # (a long queue would otherwise cost every submission a full re-parse).
-        known, self._pending_requests = self._pending_requests, {}
-        for row in pending:
-            try:
-                self._pending_requests[row["id"]] = known.get(row["id"]) or _exact_requests(row)
-            except Exception as e:  # noqa: BLE001 - one bad row must not stop every team's jobs
-                self._fail_invalid(con, row, e)
-        decisions = scheduler.schedule(
-            self._inventory,
-            [self._held(r) for r in running],
-            [scheduler.Pending(r, self._pending_requests[r["id"]]) for r in pending
-             if r["id"] in self._pending_requests],
-        )
+    def _guarded_pass(self, con: sqlite3.Connection, launches: list) -> int | None:
+        """``_schedule_in`` after an admission: on failure, roll back the pass only (logged)."""
+        con.execute("SAVEPOINT pass")
+        try:
+            seen = self._schedule_in(con, launches)
+        except Exception:
+            con.execute("ROLLBACK TO pass")
+            for launch in launches:
+                runner.abort(launch)
+            launches.clear()
+            self._live = livejobs.LiveJobs()
+            self._log.exception("local backend: the scheduling pass after an admission failed")
+            return None
+        finally:
+            con.execute("RELEASE pass")
+        return seen
+
+    def _schedule_in(self, con: sqlite3.Connection, launches: list) -> int:
+        """Decide and start inside the write transaction; launched supervisors wait at their gate.
+
+        Returns the generation the pass read the ledger at (before its own changes).
+        """
+        live = self._live
+        seen = live.refresh(con, self._held)
+        for job_id, (job, error) in list(live.invalid.items()):
+            self._fail_invalid(con, job_id, job, error)
+            live.ended(job_id)
+        decisions = scheduler.schedule(self._inventory, list(live.running.values()), live.candidates())
+        live.tried()
         for decision in decisions:
-            row = decision.key
+            job_id = decision.key
             if not decision.start:
-                if (row["reason"], row["message"]) != (decision.reason, decision.message):
-                    ledger.update(con, row["id"], "Pending", reason=decision.reason, message=decision.message)
+                job = live.pending[job_id]
+                if (job.reason, job.message) != (decision.reason, decision.message):
+                    ledger.update(con, job_id, "Pending", reason=decision.reason, message=decision.message)
+                live.decided(job_id, decision.reason, decision.message)
                 continue
+            row = ledger.find_id(con, job_id)
             try:
                 launch = self._launch(row, decision.gpu_indices)
             except OSError as e:
                 self._log.warning("job %s/%s cannot start: %s", row["namespace"], row["name"], e)
-                ledger.update(con, row["id"], "Pending", phase="Failed", reason="StartError",
+                ledger.update(con, job_id, "Pending", phase="Failed", reason="StartError",
                               message=f"cannot start the job: {e}", finished_at=clock.now())
+                live.ended(job_id, freed=True)  # the later decisions counted it as started
                 continue
             launches.append(launch)
             ledger.update(
-                con, row["id"], "Pending",
+                con, job_id, "Pending",
                 phase="Running", reason=None, message=None,
                 gpu_indices=ledger.dumps(decision.gpu_indices),
                 pid=launch.proc.pid, pid_start=launch.proc.start, boot_id=launch.proc.boot,
                 started_at=clock.now(),
             )
+            live.started(job_id, scheduler.Running(live.pending[job_id].requests, decision.gpu_indices))
+        return seen
 
-    def _fail_invalid(self, con: sqlite3.Connection, row: sqlite3.Row, error: Exception) -> None:
+    def _fail_invalid(self, con: sqlite3.Connection, job_id: int, job: str, error: Exception) -> None:
         """Fail a Pending job whose requests cannot be read (``scheduler.INVALID``)."""
         message = scheduler.invalid_message(error)
-        self._log.warning("job %s/%s failed: %s", row["namespace"], row["name"], message)
-        ledger.update(con, row["id"], "Pending", phase="Failed", reason=scheduler.INVALID,
+        self._log.warning("job %s failed: %s", job, message)
+        ledger.update(con, job_id, "Pending", phase="Failed", reason=scheduler.INVALID,
                       message=message, finished_at=clock.now())
 
     def _held(self, row: sqlite3.Row) -> scheduler.Running:
         """What a Running job holds; requests that cannot be read count as none (logged)."""
         gpu_indices = ledger.loads(row["gpu_indices"], [])
         try:
-            return scheduler.Running(_exact_requests(row), gpu_indices)
+            return scheduler.Running(livejobs.exact_requests(row), gpu_indices)
         except Exception as e:  # noqa: BLE001 - it runs already: keep its GPUs, go on
             self._log.warning("job %s/%s: %s; counted as holding only its GPUs",
                               row["namespace"], row["name"], e)
@@ -215,7 +239,3 @@ class Lifecycle:
 def process_of(row: sqlite3.Row) -> procfs.ProcessId:
     return procfs.ProcessId(row["pid"], row["pid_start"], row["boot_id"])
 
-
-def _exact_requests(row: sqlite3.Row) -> dict:
-    """The job's pod requests as exact numbers; raises for a row they cannot be read from."""
-    return scheduler.amounts(quota.pod_requests(ledger.loads(row["pod"])))
