@@ -432,6 +432,24 @@ def test_sigkill_during_a_burst_of_submissions_leaves_a_consistent_ledger(make_b
     backend.submit(big, make_job("after-crash"), owner="alice")
 
 
+def test_pages_are_keyset_pages_a_job_submitted_meanwhile_shows_on_no_later_page(make_backend):
+    backend, profile = make_backend(NO_GPUS), Profile(hard={GPU_KEY: "100"})
+    other = Profile(team="b", namespace="team-b", hard={GPU_KEY: "100"})
+    for i in range(7):
+        backend.submit(profile, make_job(f"j-{i}"), owner="alice")
+        backend.submit(other, make_job(f"o-{i}", namespace="team-b"), owner="bob")
+    first = backend.page_jobs(profile, 3)
+    assert [j["name"] for j in first.items] == ["j-6", "j-5", "j-4"] and first.remaining == 4
+    backend.submit(profile, make_job("late"), owner="alice")
+    backend.cancel(profile, "j-3", by="alice")
+    second = backend.page_jobs(profile, 3, first.next_start)
+    assert [(j["name"], j["phase"]) for j in second.items] == [("j-3", "Failed"), ("j-2", "Pending"), ("j-1", "Pending")]
+    assert second.remaining == 1
+    third = backend.page_jobs(profile, 3, second.next_start)
+    assert [j["name"] for j in third.items] == ["j-0"] and third.next_start is None
+    assert [j["name"] for j in backend.page_jobs(profile, 1).items] == ["late"]
+
+
 # Balance
 
 
