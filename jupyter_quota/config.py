@@ -13,6 +13,8 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Dict, Float, Int, List, Unicode, default, validate
 from traitlets.config import Configurable
 
+from .paging import MAX_LIMIT
+
 BACKENDS = ("local", "kube")
 
 
@@ -117,6 +119,19 @@ class JupyterQuota(Configurable):
     reap_interval = Float(
         1.0, help="Local backend: seconds between checks for ended jobs. Default: 1."
     ).tag(config=True)
+
+    job_list_limit = Int(
+        100,
+        help="Jobs in one page of ``GET .../jobs`` when the request names no ``limit`` (newest "
+        "first; the answer's ``metadata.continue`` fetches the next page). A request may ask for "
+        "1 to 1000. Default: 100.",
+    ).tag(config=True)
+
+    @validate("job_list_limit")
+    def _valid_job_list_limit(self, proposal):
+        if not 1 <= proposal["value"] <= MAX_LIMIT:
+            raise ValueError(f"JupyterQuota.job_list_limit must be from 1 to {MAX_LIMIT}, not {proposal['value']}")
+        return proposal["value"]
 
     log_tail_lines = Int(
         200, help="Lines of a job's log returned when the request names no ``tailLines``. Default: 200."

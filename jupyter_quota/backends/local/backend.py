@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ... import errors, quota
+from ... import errors, paging, quota
 from ..base import Backend
 from . import admission, clock, jobview, ledger, lifecycle, logtail, runner
 
@@ -132,10 +132,20 @@ class LocalBackend(Backend):
         self.log.info("job %s/%s admitted for %s", namespace, name, owner)
         return self.get_job(profile, name)
 
-    def list_jobs(self, profile) -> list[dict]:
+    def page_jobs(self, profile, limit: int, start: str | None = None) -> paging.Page:
+        """Keyset pages on the job's id (submission order), newest first; ``start`` is an id."""
+        before = None
+        if start is not None:
+            if not (start.isascii() and start.isdigit() and len(start) < 19):
+                raise paging.invalid_start(start)
+            before = int(start)
         with self._ledger.read() as con:
-            rows = ledger.in_namespace(con, profile.namespace)
-        return [jobview.job_json(r) for r in rows]
+            rows = ledger.page_in_namespace(con, profile.namespace, limit + 1, before)
+            if len(rows) <= limit:
+                return paging.Page([jobview.job_json(r) for r in rows])
+            rows = rows[:limit]
+            remaining = ledger.count_in_namespace(con, profile.namespace, rows[-1]["id"])
+        return paging.Page([jobview.job_json(r) for r in rows], str(rows[-1]["id"]), remaining)
 
     def get_job(self, profile, name: str) -> dict:
         return jobview.job_json(self._row(profile.namespace, name))

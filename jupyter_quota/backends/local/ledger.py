@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_by_phase ON jobs (phase, id);
 CREATE INDEX IF NOT EXISTS jobs_by_rev ON jobs (rev);
 CREATE INDEX IF NOT EXISTS jobs_by_namespace ON jobs (namespace, phase, id);
+CREATE INDEX IF NOT EXISTS jobs_in_namespace ON jobs (namespace, id);
 """
 
 # A trigger body holds semicolons, so these are statements of their own. A row's ``rev`` is the
@@ -218,10 +219,23 @@ def live_in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.R
     ).fetchall()
 
 
-def in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.Row]:
+def page_in_namespace(con: sqlite3.Connection, namespace: str, limit: int, before: int | None) -> list[sqlite3.Row]:
+    """At most ``limit`` jobs of a namespace, newest first, with ids below ``before`` (if given)."""
     return con.execute(
-        "SELECT * FROM jobs WHERE namespace = ? ORDER BY id DESC", (namespace,)
+        "SELECT * FROM jobs INDEXED BY jobs_in_namespace WHERE namespace = ? AND id < ?"
+        " ORDER BY id DESC LIMIT ?", (namespace, _NO_ID if before is None else before, limit)
     ).fetchall()
+
+
+def count_in_namespace(con: sqlite3.Connection, namespace: str, before: int) -> int:
+    """How many jobs of a namespace have ids below ``before``."""
+    return con.execute(
+        "SELECT count(*) FROM jobs INDEXED BY jobs_in_namespace WHERE namespace = ? AND id < ?",
+        (namespace, before),
+    ).fetchone()[0]
+
+
+_NO_ID = 2**63 - 1  # above every id: SQLite's largest integer
 
 
 def in_phase(con: sqlite3.Connection, phase: str) -> list[sqlite3.Row]:
