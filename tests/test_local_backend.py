@@ -796,6 +796,64 @@ def test_an_idle_reaper_takes_no_write_lock(make_backend, monkeypatch):
     assert backend.get_job(profile, "other")["reason"] == "Unschedulable"
 
 
+# Retention of finished jobs
+
+
+def _history(ledger_path):
+    con = sqlite3.connect(ledger_path)
+    con.row_factory = sqlite3.Row
+    try:
+        return {r["name"]: dict(r) for r in con.execute("SELECT * FROM job_history")}
+    finally:
+        con.close()
+
+
+def test_finished_jobs_past_their_retention_are_pruned_with_their_logs_and_kept_in_history(make_backend):
+    backend, profile = make_backend(retention_seconds=3600, retention_count=-1), Profile()
+    backend.submit(profile, make_job("done", "--lines", "1"), owner="alice")
+    wait_for(backend, profile, "done", phase_is("Succeeded"))
+    backend.submit(profile, make_job("recent", "--lines", "1"), owner="alice")
+    wait_for(backend, profile, "recent", phase_is("Succeeded"))
+    backend.submit(profile, make_job("live", "--sleep", "30"), owner="alice")
+    done_dir = make_backend.state_dir / "jobs" / NS / "done"
+    assert done_dir.is_dir()
+    assert backend.prune() == 0  # nothing finished an hour ago yet
+    con = sqlite3.connect(make_backend.ledger_path)
+    with con:  # as if "done" had finished two hours ago
+        con.execute("UPDATE jobs SET finished_at = '2000-01-01T00:00:00Z' WHERE name = 'done'")
+        con.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+    con.close()
+    assert backend.prune() == 1
+    assert [j["name"] for j in backend.list_jobs(profile)] == ["live", "recent"]
+    assert not done_dir.exists()
+    kept = _history(make_backend.ledger_path)["done"]
+    assert (kept["namespace"], kept["team"], kept["owner"], kept["phase"], kept["exit_code"]) == (NS, "a", "alice", "Succeeded", 0)
+    assert kept["finished_at"] == "2000-01-01T00:00:00Z" and kept["started_at"] and kept["created_at"]
+    assert kept["gpus"] == 1 and json.loads(kept["gpu_indices"]) == [0]
+    assert json.loads(kept["resources"])["requests"] == {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}
+    assert json.loads(kept["usage"])["requests.nvidia.com/gpu"] == "1"
+    again = backend.submit(profile, make_job("done", "--lines", "1"), owner="alice")  # the name is free again
+    assert again["phase"] == "Running"
+
+
+def test_each_namespace_keeps_its_newest_finished_jobs_pruned_in_bounded_batches(make_backend):
+    backend = make_backend(NO_GPUS, retention_seconds=-1, retention_count=2, prune_batch=2)
+    a, b = Profile(), Profile(team="b", namespace="team-b")
+    for i in range(5):
+        backend.submit(a, make_job(f"a-{i}"), owner="alice")
+        backend.cancel(a, f"a-{i}", by="alice")
+    backend.submit(a, make_job("waiting"), owner="alice")
+    backend.submit(b, make_job("b-0", namespace="team-b"), owner="bob")
+    backend.cancel(b, "b-0", by="bob")
+    assert backend.prune() == 2  # a batch at most
+    assert backend.prune() == 1
+    assert backend.prune() == 0
+    assert [j["name"] for j in backend.list_jobs(a)] == ["waiting", "a-4", "a-3"]
+    assert [j["name"] for j in backend.list_jobs(b)] == ["b-0"]
+    assert sorted(_history(make_backend.ledger_path)) == ["a-0", "a-1", "a-2"]
+    assert _history(make_backend.ledger_path)["a-0"]["reason"] == "Cancelled"
+
+
 # Logs and inventory
 
 
