@@ -120,6 +120,22 @@ class JupyterQuota(Configurable):
         1.0, help="Local backend: seconds between checks for ended jobs. Default: 1."
     ).tag(config=True)
 
+    job_retention_seconds = Int(
+        86400,
+        help="Local backend: seconds a Succeeded or Failed job (its record and log) is kept after "
+        "it finished, as a Job's ``ttlSecondsAfterFinished`` on a cluster; then the reaper deletes "
+        "it, its name is free again, and a compact record (owner, team, requests, usage, GPUs, "
+        "times, phase, reason) stays in the ledger's ``job_history`` table. -1 keeps finished jobs "
+        "forever. Default: 86400 (one day, as ``kube_ttl_seconds_after_finished``).",
+    ).tag(config=True)
+
+    job_retention_count = Int(
+        1000,
+        help="Local backend: finished jobs kept per namespace; beyond it the oldest submitted are "
+        "pruned as ``job_retention_seconds`` prunes (a record stays in ``job_history``). -1: no "
+        "limit. Default: 1000.",
+    ).tag(config=True)
+
     job_list_limit = Int(
         100,
         help="Jobs in one page of ``GET .../jobs`` when the request names no ``limit`` (newest "

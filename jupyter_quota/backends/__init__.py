@@ -17,6 +17,8 @@ def make_backend(config, log=None, root_dir: str = ""):
             grace_period=config.cancel_grace_period,
             poll_interval=config.reap_interval,
             workdir=config.job_workdir or root_dir or None,
+            retention_seconds=config.job_retention_seconds,
+            retention_count=config.job_retention_count,
             log=log,
         )
     if config.backend == "kube":

@@ -13,6 +13,9 @@ the ledger, so a restart keeps it). Cancelling a Pending job marks it Failed/Can
 Cancelling a job that already finished, or is already terminating, returns it unchanged (and
 one whose process ended before the reaper noticed is returned as it really ended).
 
+Finished jobs are pruned by the reaper once past ``retention_seconds`` or beyond
+``retention_count`` per namespace, a compact record kept for accounting (see ``retention``).
+
 Balance is served from a per-namespace cache of live pods, revalidated on every call by the
 ledger's ``generation`` counter (one single-row read), so writes by other processes show at once.
 """
@@ -29,9 +32,10 @@ from dataclasses import dataclass
 
 from ... import errors, paging, quota
 from ..base import Backend
-from . import admission, clock, jobview, ledger, lifecycle, logtail, runner
+from . import admission, clock, jobview, ledger, lifecycle, logtail, retention, runner
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
+PRUNE_INTERVAL = 60.0  # seconds between the reaper's looks for finished jobs past retention
 
 
 class LocalBackend(Backend):
@@ -48,8 +52,15 @@ class LocalBackend(Backend):
         poll_interval: float = 0.5,
         log: logging.Logger | None = None,
         workdir: str | os.PathLike | None = None,
+        retention_seconds: float = 86400,
+        retention_count: int = 1000,
+        prune_batch: int = 500,
     ):
         self.grace_period = grace_period
+        self.retention_seconds = retention_seconds
+        self.retention_count = retention_count
+        self.prune_batch = prune_batch
+        self._pruned_at = 0.0  # monotonic time of the last prune that found less than a batch
         self.poll_interval = poll_interval
         self.log = log or logging.getLogger(__name__)
         self.state_dir = os.path.abspath(state_dir)
@@ -89,6 +100,11 @@ class LocalBackend(Backend):
     def schedule(self) -> None:
         """Start Pending jobs that fit the machine now."""
         self._jobs.schedule()
+
+    def prune(self) -> int:
+        """Prune one batch of finished jobs past their retention (see ``retention``)."""
+        return retention.prune(self._ledger, self.state_dir, keep_seconds=self.retention_seconds,
+                               keep_count=self.retention_count, batch=self.prune_batch, log=self.log)
 
     # Backend API
 
@@ -222,6 +238,13 @@ class LocalBackend(Backend):
                 self.reap()
             except Exception:  # keep reaping; a bad pass is logged, the next may succeed
                 self.log.exception("local backend: reaping failed")
+            if time.monotonic() - self._pruned_at >= PRUNE_INTERVAL:
+                try:
+                    if self.prune() < self.prune_batch:  # a full batch: more may be due, go on
+                        self._pruned_at = time.monotonic()
+                except Exception:  # pruning waits for the next interval; reaping goes on
+                    self._pruned_at = time.monotonic()
+                    self.log.exception("local backend: pruning finished jobs failed")
 
 
 @dataclass

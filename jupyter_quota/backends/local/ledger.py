@@ -67,6 +67,27 @@ CREATE INDEX IF NOT EXISTS jobs_by_phase ON jobs (phase, id);
 CREATE INDEX IF NOT EXISTS jobs_by_rev ON jobs (rev);
 CREATE INDEX IF NOT EXISTS jobs_by_namespace ON jobs (namespace, phase, id);
 CREATE INDEX IF NOT EXISTS jobs_in_namespace ON jobs (namespace, id);
+CREATE INDEX IF NOT EXISTS jobs_by_finish ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS job_history (  -- finished jobs pruned from jobs: see retention.py
+    id           INTEGER PRIMARY KEY,     -- the job's id in jobs
+    namespace    TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    team         TEXT NOT NULL,
+    owner        TEXT NOT NULL,
+    phase        TEXT NOT NULL,
+    reason       TEXT,
+    message      TEXT,
+    exit_code    INTEGER,
+    gpus         INTEGER NOT NULL,
+    gpu_indices  TEXT,                    -- JSON list
+    resources    TEXT NOT NULL,           -- JSON: the train container's requests and limits
+    usage        TEXT NOT NULL,           -- JSON: quota usage charged at admission
+    created_at   TEXT NOT NULL,
+    started_at   TEXT,
+    finished_at  TEXT,
+    pruned_at    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS job_history_by_namespace ON job_history (namespace, finished_at);
 """
 
 # A trigger body holds semicolons, so these are statements of their own. A row's ``rev`` is the
