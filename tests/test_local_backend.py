@@ -636,6 +636,36 @@ def test_a_pass_tries_only_new_jobs_until_capacity_frees(make_backend, monkeypat
     assert backend.get_job(profile, "wait-1")["reason"] == "WaitingForResources"
 
 
+def test_admissions_waiting_for_the_ledger_share_one_transaction_and_a_refusal_stays_alone(make_backend, monkeypatch):
+    backend, profile = make_backend(NO_GPUS), Profile(hard={GPU_KEY: "2"})
+    backend.submit(profile, make_job("taken"), owner="alice")
+    writes = []
+    real = backend._ledger.write
+    monkeypatch.setattr(backend._ledger, "write", lambda: writes.append(1) or real())
+    outcomes = {}
+
+    def submit(name, gpus):
+        try:
+            outcomes[name] = backend.submit(profile, make_job(name, gpus=gpus), owner="alice")["phase"]
+        except errors.QuotaError as e:
+            outcomes[name] = e.reason
+
+    jobs = [("one", 1), ("taken", 1), ("two", 1)]  # "two" would exceed the quota of 2 GPUs
+    with backend._jobs._lock:  # a transaction in progress: the three wait for the next one
+        threads = [threading.Thread(target=submit, args=job) for job in jobs]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while len(backend._jobs._queue) < 3:
+            assert time.monotonic() < deadline, "the submissions never queued"
+            time.sleep(0.01)
+    for thread in threads:
+        thread.join(30)
+    assert outcomes == {"one": "Pending", "taken": "AlreadyExists", "two": "ExceededQuota"}
+    assert writes == [1]  # one transaction (one fsync) for the three
+    assert [j["name"] for j in backend.list_jobs(profile)] == ["one", "taken"]
+
+
 def test_scheduler_fit_is_pure_and_skips_what_does_not_fit():
     running = [scheduler.Running({"nvidia.com/gpu": "1", "cpu": "6"}, [1])]
     pending = [
