@@ -1,22 +1,24 @@
 #!/usr/bin/env python
 """Admissions through the local backend's ledger, by length of the queue of Pending jobs.
 
-    python benchmarks/schedule_bench.py [--queues 0,2000,10000] [--submits 300] [--teams 100]
+    python benchmarks/schedule_bench.py [--queues 0,2000,10000] [--submits 400] [--clients 1,8] [--teams 100]
 
 For each queue length N: a fresh ledger gets N Pending jobs spread over ``--teams`` namespaces
 (written straight into the ledger as admission writes them, with their scheduling decision, so
 filling is quick), then a new backend (a fresh server process's view) takes one scheduling pass
 and ``--submits`` jobs go through the real ``submit``: admission and the scheduling pass in one
 ledger transaction, until the job's decision (reason and message) is committed. The submissions
-go, in turn, to 10 namespaces of their own, so the admission's quota check (which reads its own
-namespace's live jobs) costs the same at every queue length and the figures show the scheduler.
+go, in turn, to as many namespaces of their own, so the admission's quota check (which reads its
+own namespace's live jobs) costs the same at every queue length and the figures show the scheduler.
 A second series submits into the queue's own namespaces instead, for comparison: there the
 admission also grows with the live jobs of its namespace (N / ``--teams``).
 The machine declares no GPUs and every job asks for one, so each decision is ``Unschedulable``
 and no process is started: what is measured is the ledger and the scheduler.
 
-One commit with ``synchronous=FULL`` (an fsync) is the floor of an admission: the benchmark
-measures it on the same disk first and prints the rate it allows.
+One commit with ``synchronous=FULL`` (an fsync) is the floor of an admission from one client:
+the benchmark measures it on the same disk first and prints the rate it allows. With several
+clients (threads, as the server's request threads), admissions that wait for the ledger share a
+transaction (group commit), so the rate can pass that floor.
 
 Prints admissions per second per queue length, and the ratio to the empty queue; asserts nothing.
 """
@@ -27,6 +29,7 @@ import argparse
 import getpass
 import sqlite3
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -82,26 +85,42 @@ def commit_floor(directory: Path, commits: int = 200) -> float:
     return (time.perf_counter() - started) / commits
 
 
-def rate(state: Path, teams: list[TeamProfile], queue: int, submits: int, among_queue: bool = False) -> dict:
+def rate(state: Path, teams: list[TeamProfile], queue: int, submits: int, clients: int,
+         among_queue: bool = False) -> dict:
     fill(state / "ledger.sqlite3", teams, queue)
     backend = LocalBackend(state / "ledger.sqlite3", state, INVENTORY)
     backend.schedule()  # a new server's first pass reads the whole queue once
     owner = getpass.getuser()
-    own = teams if among_queue else profiles(10, prefix="bench")
+    own = teams if among_queue else profiles(len(teams), prefix="bench")
     specs = [(own[i % len(own)], job(own[i % len(own)], f"new-{i:05d}")) for i in range(submits)]
+    errors = []
+
+    def client(mine):
+        try:
+            for profile, spec in mine:
+                got = backend.submit(profile, spec, owner)
+                assert got["reason"] == scheduler.UNSCHEDULABLE, got  # the decision is recorded
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=client, args=(specs[i::clients],)) for i in range(clients)]
     started = time.perf_counter()
-    for profile, spec in specs:
-        got = backend.submit(profile, spec, owner)
-        assert got["reason"] == scheduler.UNSCHEDULABLE, got  # the decision is recorded
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     elapsed = time.perf_counter() - started
     backend.close()
+    if errors:
+        raise errors[0]
     return {"queue": queue, "per_s": submits / elapsed, "ms": 1000 * elapsed / submits}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queues", default="0,2000,10000", help="queue lengths, comma-separated")
-    parser.add_argument("--submits", type=int, default=300, help="submissions measured per queue length")
+    parser.add_argument("--submits", type=int, default=400, help="submissions measured per queue length")
+    parser.add_argument("--clients", default="1,8", help="concurrent submitting threads, comma-separated")
     parser.add_argument("--teams", type=int, default=100, help="namespaces the jobs are spread over")
     args = parser.parse_args()
     teams = profiles(args.teams)
@@ -115,14 +134,15 @@ def main() -> None:
         if among_queue:
             print(f"the same, submitting into the queue's {args.teams} namespaces (admission reads "
                   f"its namespace's live jobs):")
-        base = None
-        for queue in (int(q) for q in args.queues.split(",")):
-            with tempfile.TemporaryDirectory(prefix="jq-schedule-bench-") as tmp:
-                row = rate(Path(tmp), teams, queue, args.submits, among_queue)
-            base = base or row["per_s"]
-            print(f"  queue of {queue:6d} Pending: {row['per_s']:7.0f} admissions/s ({row['ms']:.2f} ms each, "
-                  f"{row['ms'] - 1000 * floor:.2f} ms beyond the commit floor), {row['per_s'] / base:.2f}x "
-                  f"the empty queue", flush=True)
+        for clients in (int(c) for c in args.clients.split(",")):
+            base = None
+            for queue in (int(q) for q in args.queues.split(",")):
+                with tempfile.TemporaryDirectory(prefix="jq-schedule-bench-") as tmp:
+                    row = rate(Path(tmp), teams, queue, args.submits, clients, among_queue)
+                base = base or row["per_s"]
+                print(f"  {clients} client{'s' if clients > 1 else ''}, queue of {queue:6d} Pending: "
+                      f"{row['per_s']:5.0f} admissions/s ({row['ms']:.2f} ms each), {row['per_s'] / base:.2f}x "
+                      f"the empty queue", flush=True)
 
 
 if __name__ == "__main__":

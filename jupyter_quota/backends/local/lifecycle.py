@@ -37,42 +37,38 @@ class Lifecycle:
         self._children: dict[procfs.ProcessId, subprocess.Popen] = {}  # supervisors we started
         self._lock = threading.RLock()  # one schedule/reap pass at a time in this process
         self._live = livejobs.LiveJobs()  # the scheduler's copy of the live jobs
+        self._queue: list[_Admission] = []  # admissions waiting for the next transaction
+        self._queue_lock = threading.Lock()
 
     def schedule(self, admit: Callable[[sqlite3.Connection], object] | None = None):
         """Start every Pending job that fits now; note why the others wait.
 
         ``admit(con)``, when given, runs first in the same write transaction and its result is
-        returned: a job and its scheduling decision are committed together (one fsync). A pass
-        that fails then rolls back alone (a savepoint), so the admission stands and the reaper's
-        next pass decides; ``admit``'s own errors roll back everything.
+        returned (its error raised): a job and its scheduling decision are committed together.
+        Admissions that arrive while a transaction runs wait and then share the next one (group
+        commit: one fsync for all of them); each runs in a savepoint, so one refused rolls back
+        alone, and a pass that fails rolls back alone (logged), so the admissions stand and the
+        reaper's next pass decides.
 
         A pass costs what changed since the last one (see ``livejobs``). With no job changed and
         nothing left to try it is skipped: an idle server does not take the write lock every poll.
         """
+        if admit is None:
+            with self._lock:
+                if self._live.has_work() or self._ledger.generation() != self._live.generation:
+                    self._transact([])
+            return None
+        ticket = _Admission(admit)
+        with self._queue_lock:
+            self._queue.append(ticket)
         with self._lock:
-            if admit is None and not self._live.has_work() and self._ledger.generation() == self._live.generation:
-                return None
-            launches: list[runner.Launch] = []
-            try:
-                with self._ledger.write() as con:
-                    before = con.total_changes
-                    result = admit(con) if admit is not None else None
-                    seen = self._guarded_pass(con, launches) if admit is not None else self._schedule_in(con, launches)
-                    changed = con.total_changes != before
-            except BaseException:
-                for launch in launches:  # the ledger did not record them: they must not run
-                    runner.abort(launch)
-                if launches or admit is None:
-                    self._live = livejobs.LiveJobs()  # it may hold what was rolled back: read anew
-                raise
-            for launch in launches:
-                self._children[launch.proc] = launch.popen
-                runner.release(launch)
-            if seen is not None:
-                # The copy holds every change of this transaction; ``write`` commits it as the
-                # next generation, and a change by anyone else comes later and is read then.
-                self._live.generation = seen + 1 if changed else seen
-            return result
+            if not ticket.done:  # no transaction took it yet: this thread runs the next one
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                self._transact(batch)
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.result
 
     def reap(self) -> None:
         """Record the end of every Running job whose process is gone, then schedule."""
@@ -105,6 +101,43 @@ class Lifecycle:
 
     def job_dir(self, row: sqlite3.Row) -> str:
         return runner.job_dir(self._state_dir, row["namespace"], row["name"])
+
+    def _transact(self, batch: list[_Admission]) -> None:
+        """One write transaction: the admissions of ``batch``, then a scheduling pass.
+
+        With admissions, an error of the transaction itself is given to each of them (none was
+        admitted); without, it is raised.
+        """
+        launches: list[runner.Launch] = []
+        passing = False
+        try:
+            with self._ledger.write() as con:
+                before = con.total_changes
+                for ticket in batch:
+                    ticket.run(con)
+                passing = True
+                seen = self._guarded_pass(con, launches) if batch else self._schedule_in(con, launches)
+                changed = con.total_changes != before
+        except BaseException as e:
+            for launch in launches:  # the ledger did not record them: they must not run
+                runner.abort(launch)
+            if passing:
+                self._live = livejobs.LiveJobs()  # it may hold what was rolled back: read anew
+            for ticket in batch:
+                ticket.fail(e)
+            if not batch or not isinstance(e, Exception):
+                raise
+            return
+        finally:
+            for ticket in batch:
+                ticket.done = True
+        for launch in launches:
+            self._children[launch.proc] = launch.popen
+            runner.release(launch)
+        if seen is not None:
+            # The copy holds every change of this transaction; ``write`` commits it as the next
+            # generation, and a change by anyone else comes later and is read then.
+            self._live.generation = seen + 1 if changed else seen
 
     def _guarded_pass(self, con: sqlite3.Connection, launches: list) -> int | None:
         """``_schedule_in`` after an admission: on failure, roll back the pass only (logged)."""
@@ -234,6 +267,32 @@ class Lifecycle:
         for proc, child in list(self._children.items()):
             if proc not in keep and child.poll() is not None:
                 del self._children[proc]
+
+
+class _Admission:
+    """An admission waiting for a transaction: what to run, then how it went."""
+
+    def __init__(self, admit: Callable[[sqlite3.Connection], object]):
+        self.admit = admit
+        self.done = False  # set under the lifecycle's lock
+        self.result = None
+        self.error: BaseException | None = None
+
+    def run(self, con: sqlite3.Connection) -> None:
+        """Run in a savepoint: a refusal (any ``Exception``) rolls back this admission only."""
+        con.execute("SAVEPOINT admission")
+        try:
+            self.result = self.admit(con)
+        except Exception as e:  # noqa: BLE001 - given to the submitting thread, raised there
+            con.execute("ROLLBACK TO admission")
+            self.error = e
+        finally:
+            con.execute("RELEASE admission")
+
+    def fail(self, error: BaseException) -> None:
+        """The transaction was rolled back: nothing of this admission stands."""
+        self.result = None
+        self.error = self.error or error
 
 
 def process_of(row: sqlite3.Row) -> procfs.ProcessId:
