@@ -177,6 +177,9 @@ class Lifecycle:
                 live.decided(job_id, decision.reason, decision.message)
                 continue
             row = ledger.find_id(con, job_id)
+            if row is None or row["phase"] != "Pending":  # deleted behind the ledger's back
+                live.ended(job_id, freed=True)
+                continue
             try:
                 launch = self._launch(row, decision.gpu_indices)
             except OSError as e:
