@@ -72,7 +72,7 @@ def fill_ledger(state: Path, profiles: list[TeamProfile], jobs: int) -> dict:
             "window": window}
 
 
-def start_server(state: Path, root: Path, teams: int) -> tuple[subprocess.Popen, int, str]:
+def start_server(state: Path, root: Path, teams: int, extra_config: str = "") -> tuple[subprocess.Popen, int, str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -85,7 +85,7 @@ def start_server(state: Path, root: Path, teams: int) -> tuple[subprocess.Popen,
         f"c.JupyterQuota.state_dir = {str(state)!r}\n"
         f"c.JupyterQuota.profiles = {team_profiles(teams)!r}\n"
         "c.JupyterQuota.inventory = {'gpus': 0, 'cpu': '32', 'memory': '256Gi'}\n"
-        "c.ServerApp.log_level = 'WARN'\n"
+        "c.ServerApp.log_level = 'WARN'\n" + extra_config
     )
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyter_server", f"--config={config}", f"--port={port}", "--ip=127.0.0.1",

@@ -13,6 +13,8 @@ from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Dict, Float, Int, List, Unicode, default, validate
 from traitlets.config import Configurable
 
+from .paging import MAX_LIMIT
+
 BACKENDS = ("local", "kube")
 
 
@@ -143,6 +145,35 @@ class JupyterQuota(Configurable):
         "a delegated subtree). It finds and kills processes of a job that left no other trace. "
         "Every job's processes are also tracked through /proc either way. Default: True.",
     ).tag(config=True)
+
+    job_retention_seconds = Int(
+        86400,
+        help="Local backend: seconds a Succeeded or Failed job (its record and log) is kept after "
+        "it finished, as a Job's ``ttlSecondsAfterFinished`` on a cluster; then the reaper deletes "
+        "it, its name is free again, and a compact record (owner, team, requests, usage, GPUs, "
+        "times, phase, reason) stays in the ledger's ``job_history`` table. -1 keeps finished jobs "
+        "forever. Default: 86400 (one day, as ``kube_ttl_seconds_after_finished``).",
+    ).tag(config=True)
+
+    job_retention_count = Int(
+        1000,
+        help="Local backend: finished jobs kept per namespace; beyond it the oldest submitted are "
+        "pruned as ``job_retention_seconds`` prunes (a record stays in ``job_history``). -1: no "
+        "limit. Default: 1000.",
+    ).tag(config=True)
+
+    job_list_limit = Int(
+        100,
+        help="Jobs in one page of ``GET .../jobs`` when the request names no ``limit`` (newest "
+        "first; the answer's ``metadata.continue`` fetches the next page). A request may ask for "
+        "1 to 1000. Default: 100.",
+    ).tag(config=True)
+
+    @validate("job_list_limit")
+    def _valid_job_list_limit(self, proposal):
+        if not 1 <= proposal["value"] <= MAX_LIMIT:
+            raise ValueError(f"JupyterQuota.job_list_limit must be from 1 to {MAX_LIMIT}, not {proposal['value']}")
+        return proposal["value"]
 
     log_tail_lines = Int(
         200, help="Lines of a job's log returned when the request names no ``tailLines``. Default: 200."

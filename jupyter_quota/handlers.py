@@ -174,7 +174,8 @@ class JobsHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self, namespace):
-        self.reply(await self.run(self.service.list_jobs, self.who, namespace))
+        limit, token = self.get_query_argument("limit", None), self.get_query_argument("continue", None)
+        self.reply(await self.run(self.service.list_jobs, self.who, namespace, limit, token))
 
     @tornado.web.authenticated
     @authorized

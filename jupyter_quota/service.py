@@ -7,6 +7,7 @@ backend is touched, so a foreign namespace never yields data.
 
 from __future__ import annotations
 
+from . import paging
 from .access import TeamRegistry
 from .backends.base import Backend
 from .config import JupyterQuota
@@ -81,8 +82,12 @@ class QuotaService:
 
         return create_named(request, create)
 
-    def list_jobs(self, who: Identity, namespace: str) -> dict:
-        return {"jobs": self.backend.list_jobs(self.registry.for_namespace(who, namespace))}
+    def list_jobs(self, who: Identity, namespace: str, limit=None, token=None) -> dict:
+        """A page of the namespace's jobs, newest first; ``limit`` and ``token`` as in ``paging``."""
+        profile = self.registry.for_namespace(who, namespace)
+        size = paging.parse_limit(limit, self.config.job_list_limit)
+        page = self.backend.page_jobs(profile, size, paging.decode(token))
+        return paging.list_json("jobs", page)
 
     def get_job(self, who: Identity, namespace: str, name: str) -> dict:
         return self.backend.get_job(self.registry.for_namespace(who, namespace), name)

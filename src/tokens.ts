@@ -132,6 +132,8 @@ export interface IApiError {
  */
 export interface IJobList {
   jobs: IJob[];
+  /** Kubernetes' ListMeta: both absent on the last page. */
+  metadata?: { continue?: string; remainingItemCount?: number };
 }
 
 /**

@@ -187,6 +187,27 @@ async def test_logs_tail_lines_is_validated(api):
         assert status == 400, answer
 
 
+async def test_jobs_are_listed_in_pages_with_a_continue_token(api):
+    for name in ("page-1", "page-2", "page-3"):
+        status, job = await api("POST", "namespaces", "team-alpha", "jobs", body={"name": name, "args": [], "gpus": 0})
+        assert status == 201, job
+    status, first = await api("GET", "namespaces", "team-alpha", "jobs", params={"limit": "2"})
+    assert status == 200, first
+    assert [j["name"] for j in first["jobs"]] == ["page-3", "page-2"]
+    assert first["metadata"]["remainingItemCount"] == 1
+    status, last = await api("GET", "namespaces", "team-alpha", "jobs",
+                             params={"limit": "2", "continue": first["metadata"]["continue"]})
+    assert status == 200 and [j["name"] for j in last["jobs"]] == ["page-1"]
+    assert last["metadata"] == {}
+    status, every = await api("GET", "namespaces", "team-alpha", "jobs")  # the default page holds 100
+    assert [j["name"] for j in every["jobs"]] == ["page-3", "page-2", "page-1"] and every["metadata"] == {}
+    for params, text in (({"continue": "garbage"}, "invalid continue token: continue key is not valid"),
+                         ({"limit": "0"}, "limit must be a whole number from 1 to 1000"),
+                         ({"limit": "99999"}, "limit must be a whole number from 1 to 1000")):
+        status, refused = await api("GET", "namespaces", "team-alpha", "jobs", params=params)
+        assert status == 400 and refused["reason"] == "BadRequest" and text in refused["message"], refused
+
+
 async def test_unknown_job_is_404(api):
     for method in ("GET", "DELETE"):
         status, answer = await api(method, "namespaces", "team-alpha", "jobs", "nope")

@@ -210,6 +210,29 @@ def test_ledger_from_a_newer_version_is_refused(tmp_path):
         ledger_mod.Ledger(path)
 
 
+def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger_mod.Ledger(path)
+    con = sqlite3.connect(path)  # back to version 1: no rev column, index or triggers
+    with con:
+        for trigger in ("jobs_rev_on_insert", "jobs_rev_on_update"):
+            con.execute(f"DROP TRIGGER {trigger}")
+        con.execute("DROP INDEX jobs_by_rev")
+        con.execute("ALTER TABLE jobs DROP COLUMN rev")
+        con.execute("UPDATE meta SET value = 1 WHERE key = 'schema_version'")
+    con.close()
+    _insert_raw(path, "old", {"cpu": "1"}, namespace=NS)
+    book = ledger_mod.Ledger(path)
+    with book.read() as con:
+        assert [r["name"] for r in ledger_mod.changed_since(con, -1)] == ["old"]
+        assert ledger_mod.changed_since(con, 0) == []  # written before rev existed
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 2
+    with book.write() as con:
+        ledger_mod.update(con, 1, "Pending", reason="Seen")
+    with book.read() as con:
+        assert [r["rev"] for r in con.execute("SELECT rev FROM jobs")] == [book.generation()]
+
+
 def test_failed_transaction_leaves_nothing_and_keeps_the_generation(tmp_path):
     book = ledger_mod.Ledger(tmp_path / "ledger.sqlite")
     with pytest.raises(RuntimeError):
@@ -217,7 +240,7 @@ def test_failed_transaction_leaves_nothing_and_keeps_the_generation(tmp_path):
             con.execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'")
             raise RuntimeError("crash mid-transaction")
     with book.read() as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 1
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == ledger_mod.SCHEMA_VERSION
     assert book.generation() == 0
 
 
@@ -416,6 +439,24 @@ def test_sigkill_during_a_burst_of_submissions_leaves_a_consistent_ledger(make_b
     backend.submit(big, make_job("after-crash"), owner="alice")
 
 
+def test_pages_are_keyset_pages_a_job_submitted_meanwhile_shows_on_no_later_page(make_backend):
+    backend, profile = make_backend(NO_GPUS), Profile(hard={GPU_KEY: "100"})
+    other = Profile(team="b", namespace="team-b", hard={GPU_KEY: "100"})
+    for i in range(7):
+        backend.submit(profile, make_job(f"j-{i}"), owner="alice")
+        backend.submit(other, make_job(f"o-{i}", namespace="team-b"), owner="bob")
+    first = backend.page_jobs(profile, 3)
+    assert [j["name"] for j in first.items] == ["j-6", "j-5", "j-4"] and first.remaining == 4
+    backend.submit(profile, make_job("late"), owner="alice")
+    backend.cancel(profile, "j-3", by="alice")
+    second = backend.page_jobs(profile, 3, first.next_start)
+    assert [(j["name"], j["phase"]) for j in second.items] == [("j-3", "Failed"), ("j-2", "Pending"), ("j-1", "Pending")]
+    assert second.remaining == 1
+    third = backend.page_jobs(profile, 3, second.next_start)
+    assert [j["name"] for j in third.items] == ["j-0"] and third.next_start is None
+    assert [j["name"] for j in backend.page_jobs(profile, 1).items] == ["late"]
+
+
 # Balance
 
 
@@ -532,6 +573,119 @@ def test_pending_jobs_start_fifo_on_freed_gpus_and_unschedulable_ones_say_why(ma
     c = wait_for(backend, profile, "c", phase_is("Running"))
     assert c["gpuIndices"] == [0] and "reason" not in c
     assert backend.get_job(profile, "big")["reason"] == "Unschedulable"
+
+
+def _insert_raw(ledger_path, name, requests, namespace="team-b"):
+    """A Pending row written straight into the ledger, as an older version admitted it.
+
+    In another team's namespace: the scheduler is shared by every team (admission and balance
+    of the row's own namespace are ``badinput``'s tests).
+    """
+    job = make_job(name, "--sleep", "30")
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"requests": requests, "limits": {}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace},
+           "spec": job["spec"]["template"]["spec"]}
+    con = sqlite3.connect(ledger_path)
+    with con:
+        con.execute(
+            "INSERT INTO jobs (namespace, name, team, owner, phase, args, gpus, pod, usage, job, created_at)"
+            " VALUES (?, ?, 'a', 'mallory', 'Pending', '[]', 0, ?, '{}', ?, '2026-11-29T08:30:00Z')",
+            (namespace, name, json.dumps(pod), json.dumps(job)),
+        )
+        con.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+    con.close()
+
+
+@pytest.mark.parametrize("requests", [
+    {"ephemeral-storage": "1e200000"},
+    {"cpu": "1e200000", "memory": "1Gi"},
+    {"nvidia.com/gpu": "1e2147483647"},
+])
+def test_a_row_the_arithmetic_cannot_carry_fails_and_the_others_start(make_backend, requests):
+    backend, profile = make_backend(NO_GPUS), Profile(hard={GPU_KEY: "8"})
+    backend.submit(profile, make_job("first", "--sleep", "30"), owner="alice")  # waits: no GPUs here
+    _insert_raw(make_backend.ledger_path, "bad", requests)
+    backend.submit(profile, make_job("second", "--sleep", "30"), owner="alice")
+    assert backend.get_job(profile, "second")["reason"] == "Unschedulable"  # its pass was not stopped
+
+    restarted = make_backend()  # a server with GPUs, starting on this ledger
+    restarted.reap()
+    assert [restarted.get_job(profile, n)["phase"] for n in ("first", "second")] == ["Running", "Running"]
+    bad = restarted.get_job(Profile(team="b", namespace="team-b"), "bad")
+    assert (bad["phase"], bad["reason"]) == ("Failed", "InvalidJob")
+    resource = next(iter(requests))
+    assert bad["message"].startswith(f"the job cannot be scheduled: resources.requests[{resource}]")
+    assert "out of range" in bad["message"] and "finishedAt" in bad
+
+
+def test_a_bad_row_written_while_a_server_runs_fails_without_stopping_its_passes(make_backend):
+    backend, profile = make_backend(), Profile(hard={GPU_KEY: "8"})
+    backend.submit(profile, make_job("first", "--sleep", "30"), owner="alice")
+    _insert_raw(make_backend.ledger_path, "bad", {"cpu": "1e200000"})
+    second = backend.submit(profile, make_job("second", "--sleep", "30"), owner="alice")
+    assert (second["phase"], second["gpuIndices"]) == ("Running", [1])
+    assert backend.get_job(Profile(team="b", namespace="team-b"), "bad")["reason"] == "InvalidJob"
+
+
+def test_a_pass_tries_only_new_jobs_until_capacity_frees(make_backend, monkeypatch):
+    """Incremental scheduling: waiting jobs are not re-decided on every submission, and an end
+    recorded by another server process (one without GPUs, so it starts nothing) is not missed."""
+    backend, profile = make_backend(), Profile(hard={GPU_KEY: "100"})
+    for name in ("a", "b"):
+        backend.submit(profile, make_job(name, "--sleep", "30"), owner="alice")
+    for i in range(5):
+        backend.submit(profile, make_job(f"wait-{i}"), owner="alice")
+    tried = []  # the jobs each pass of ``backend`` (the one with GPUs) tried
+    real = scheduler.schedule
+
+    def spy(inventory, running, pending):
+        if inventory["gpus"]:
+            tried.append([p.key for p in pending])
+        return real(inventory, running, pending)
+
+    monkeypatch.setattr(scheduler, "schedule", spy)
+    late = backend.submit(profile, make_job("late"), owner="alice")
+    assert late["reason"] == "WaitingForResources"
+    assert [len(keys) for keys in tried] == [1]  # the new job only, not the five before it
+
+    other = make_backend(NO_GPUS)
+    other.cancel(profile, "a", by="alice")
+    wait_for(other, profile, "a", phase_is("Failed"))
+    job = wait_for(backend, profile, "wait-0", phase_is("Running"))
+    assert job["gpuIndices"] == [0]
+    assert len(tried[-1]) == 6  # capacity freed: every waiting job was tried, oldest first
+    assert backend.get_job(profile, "wait-1")["reason"] == "WaitingForResources"
+
+
+def test_admissions_waiting_for_the_ledger_share_one_transaction_and_a_refusal_stays_alone(make_backend, monkeypatch):
+    backend, profile = make_backend(NO_GPUS), Profile(hard={GPU_KEY: "2"})
+    backend.submit(profile, make_job("taken"), owner="alice")
+    writes = []
+    real = backend._ledger.write
+    monkeypatch.setattr(backend._ledger, "write", lambda: writes.append(1) or real())
+    outcomes = {}
+
+    def submit(name, gpus):
+        try:
+            outcomes[name] = backend.submit(profile, make_job(name, gpus=gpus), owner="alice")["phase"]
+        except errors.QuotaError as e:
+            outcomes[name] = e.reason
+
+    jobs = [("one", 1), ("taken", 1), ("two", 1)]  # "two" would exceed the quota of 2 GPUs
+    with backend._jobs._lock:  # a transaction in progress: the three wait for the next one
+        threads = [threading.Thread(target=submit, args=job) for job in jobs]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 30
+        while len(backend._jobs._queue) < 3:
+            assert time.monotonic() < deadline, "the submissions never queued"
+            time.sleep(0.01)
+    for thread in threads:
+        thread.join(30)
+    assert outcomes == {"one": "Pending", "taken": "AlreadyExists", "two": "ExceededQuota"}
+    assert writes == [1]  # one transaction (one fsync) for the three
+    assert [j["name"] for j in backend.list_jobs(profile)] == ["one", "taken"]
 
 
 def test_scheduler_fit_is_pure_and_skips_what_does_not_fit():
@@ -692,6 +846,64 @@ def test_an_idle_reaper_takes_no_write_lock(make_backend, monkeypatch):
     backend.reap()  # the ledger changed: the next pass looks again
     assert len(writes) == 1
     assert backend.get_job(profile, "other")["reason"] == "Unschedulable"
+
+
+# Retention of finished jobs
+
+
+def _history(ledger_path):
+    con = sqlite3.connect(ledger_path)
+    con.row_factory = sqlite3.Row
+    try:
+        return {r["name"]: dict(r) for r in con.execute("SELECT * FROM job_history")}
+    finally:
+        con.close()
+
+
+def test_finished_jobs_past_their_retention_are_pruned_with_their_logs_and_kept_in_history(make_backend):
+    backend, profile = make_backend(retention_seconds=3600, retention_count=-1), Profile()
+    backend.submit(profile, make_job("done", "--lines", "1"), owner="alice")
+    wait_for(backend, profile, "done", phase_is("Succeeded"))
+    backend.submit(profile, make_job("recent", "--lines", "1"), owner="alice")
+    wait_for(backend, profile, "recent", phase_is("Succeeded"))
+    backend.submit(profile, make_job("live", "--sleep", "30"), owner="alice")
+    done_dir = make_backend.state_dir / "jobs" / NS / "done"
+    assert done_dir.is_dir()
+    assert backend.prune() == 0  # nothing finished an hour ago yet
+    con = sqlite3.connect(make_backend.ledger_path)
+    with con:  # as if "done" had finished two hours ago
+        con.execute("UPDATE jobs SET finished_at = '2000-01-01T00:00:00Z' WHERE name = 'done'")
+        con.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+    con.close()
+    assert backend.prune() == 1
+    assert [j["name"] for j in backend.list_jobs(profile)] == ["live", "recent"]
+    assert not done_dir.exists()
+    kept = _history(make_backend.ledger_path)["done"]
+    assert (kept["namespace"], kept["team"], kept["owner"], kept["phase"], kept["exit_code"]) == (NS, "a", "alice", "Succeeded", 0)
+    assert kept["finished_at"] == "2000-01-01T00:00:00Z" and kept["started_at"] and kept["created_at"]
+    assert kept["gpus"] == 1 and json.loads(kept["gpu_indices"]) == [0]
+    assert json.loads(kept["resources"])["requests"] == {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}
+    assert json.loads(kept["usage"])["requests.nvidia.com/gpu"] == "1"
+    again = backend.submit(profile, make_job("done", "--lines", "1"), owner="alice")  # the name is free again
+    assert again["phase"] == "Running"
+
+
+def test_each_namespace_keeps_its_newest_finished_jobs_pruned_in_bounded_batches(make_backend):
+    backend = make_backend(NO_GPUS, retention_seconds=-1, retention_count=2, prune_batch=2)
+    a, b = Profile(), Profile(team="b", namespace="team-b")
+    for i in range(5):
+        backend.submit(a, make_job(f"a-{i}"), owner="alice")
+        backend.cancel(a, f"a-{i}", by="alice")
+    backend.submit(a, make_job("waiting"), owner="alice")
+    backend.submit(b, make_job("b-0", namespace="team-b"), owner="bob")
+    backend.cancel(b, "b-0", by="bob")
+    assert backend.prune() == 2  # a batch at most
+    assert backend.prune() == 1
+    assert backend.prune() == 0
+    assert [j["name"] for j in backend.list_jobs(a)] == ["waiting", "a-4", "a-3"]
+    assert [j["name"] for j in backend.list_jobs(b)] == ["b-0"]
+    assert sorted(_history(make_backend.ledger_path)) == ["a-0", "a-1", "a-2"]
+    assert _history(make_backend.ledger_path)["a-0"]["reason"] == "Cancelled"
 
 
 # Logs and inventory

@@ -154,7 +154,7 @@ def test_dry_run_of_the_tutorial_command_plans_and_submits_nothing(magics, ip, s
     assert "Recommended: QLoRA 4-bit, 1 GPU" in shown
     assert "Dry run: nothing submitted" in shown
     assert any("text/html" in o.data and "Recommended:" in o.data["text/html"] for o in out.outputs)
-    assert server.call("GET", "/namespaces/team-alpha/jobs") == (200, {"jobs": []})
+    assert server.call("GET", "/namespaces/team-alpha/jobs") == (200, {"jobs": [], "metadata": {}})
 
 
 def test_as_is_shows_the_quota_refusal(magics, ip):

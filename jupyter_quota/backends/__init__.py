@@ -20,6 +20,8 @@ def make_backend(config, log=None, root_dir: str = ""):
             log_max_bytes=config.job_log_max_bytes,
             log_backups=config.job_log_backups,
             cgroups=config.job_cgroups,
+            retention_seconds=config.job_retention_seconds,
+            retention_count=config.job_retention_count,
             log=log,
         )
     if config.backend == "kube":

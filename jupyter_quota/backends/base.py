@@ -16,6 +16,8 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING
 
+from ..paging import MAX_LIMIT, Page
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..profiles import TeamProfile
 
@@ -48,8 +50,22 @@ class Backend(abc.ABC):
         """
 
     @abc.abstractmethod
+    def page_jobs(self, profile: TeamProfile, limit: int, start: str | None = None) -> Page:
+        """At most ``limit`` jobs of the namespace, newest first, after the position ``start``.
+
+        ``start`` is a ``Page.next_start`` this backend returned; one it cannot use raises
+        ``paging.invalid_start``. See ``paging`` for the semantics.
+        """
+
     def list_jobs(self, profile: TeamProfile) -> list[dict]:
-        """Jobs of the namespace, newest first."""
+        """Every job of the namespace, newest first (all pages)."""
+        jobs, start = [], None
+        while True:
+            page = self.page_jobs(profile, MAX_LIMIT, start)
+            jobs += page.items
+            if page.next_start is None:
+                return jobs
+            start = page.next_start
 
     @abc.abstractmethod
     def get_job(self, profile: TeamProfile, name: str) -> dict:

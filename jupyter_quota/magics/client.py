@@ -98,7 +98,15 @@ class QuotaClient:
         return self.call("GET", f"/namespaces/{_seg(namespace)}/jobs/{_seg(name)}")
 
     def jobs(self, namespace: str) -> list[dict]:
-        return self.call("GET", f"/namespaces/{_seg(namespace)}/jobs")["jobs"]
+        """Every job of the namespace, newest first: the pages one after the other."""
+        jobs, params = [], None
+        while True:
+            page = self.call("GET", f"/namespaces/{_seg(namespace)}/jobs", params=params)
+            jobs += page["jobs"]
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return jobs
+            params = {"continue": token}
 
     def logs(self, namespace: str, name: str, tail_lines: int | None = None) -> str:
         params = {"tailLines": str(tail_lines)} if tail_lines else None

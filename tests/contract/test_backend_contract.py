@@ -159,3 +159,23 @@ def test_names_are_unique_and_unknown_jobs_are_not_found(harness):
             call()
         assert missing.value.message == 'jobs.batch "nope" not found'
     backend.cancel(profile, "same", by="alice")
+
+
+def test_jobs_come_in_pages_newest_first_and_a_bad_position_is_a_400(harness):
+    profile = harness.profile(hard={GPU_KEY: "10"})
+    backend = harness.backend(profile)
+    for name in ("p-1", "p-2", "p-3"):
+        backend.submit(profile, harness.job(profile, name, "--sleep", "60", gpus=0), owner="alice")
+    first = backend.page_jobs(profile, 2)
+    assert [j["name"] for j in first.items] == ["p-3", "p-2"]
+    assert first.remaining == 1 and first.next_start
+    second = backend.page_jobs(profile, 2, first.next_start)
+    assert [j["name"] for j in second.items] == ["p-1"]
+    assert second.next_start is None and second.remaining is None
+    assert [j["name"] for j in backend.page_jobs(profile, 3).items] == ["p-3", "p-2", "p-1"]
+    assert backend.page_jobs(profile, 3).next_start is None
+    assert [j["name"] for j in backend.list_jobs(profile)] == ["p-3", "p-2", "p-1"]
+    with pytest.raises(errors.InvalidRequest, match="invalid continue token"):
+        backend.page_jobs(profile, 2, "not a position")
+    for name in ("p-1", "p-2", "p-3"):
+        backend.cancel(profile, name, by="alice")

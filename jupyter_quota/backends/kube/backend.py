@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 
-from ... import errors, quota
+from ... import errors, paging, quota
 from ...jobspec import label_value
 from ..base import Backend
 from . import jobview
@@ -124,14 +124,29 @@ class KubeBackend(Backend):
             "stale": self.cache.stale(BALANCE_KINDS),
         }
 
-    def list_jobs(self, profile) -> list[dict]:
+    def page_jobs(self, profile, limit: int, start: str | None = None) -> paging.Page:
+        """Keyset pages of the watch cache, newest first by (creationTimestamp, name).
+
+        ``start`` is the last shown job's key, ``<creationTimestamp>/<name>``; the cache changes
+        between pages, but a key order is stable, so no job shows twice or is skipped (one
+        created since the first page is newer than every key and is not shown).
+        """
         namespace = profile.namespace
+        after = _start_key(start) if start is not None else None
         jobs = {_name(j): j for j in self.cache["jobs"].items(namespace)}
-        views = [self._view(profile, j) for j in jobs.values() if not _is_cancelled_copy(j, self._cancelled)]
-        with self._lock:
-            views += [_shown(v) for (ns, n), v in self._cancelled.items()
-                      if ns == namespace and not _replaced(jobs.get(n), v)]
-        return sorted(views, key=lambda v: v.get("createdAt") or "", reverse=True)
+        entries = [((_created(j), _name(j)), lambda j=j: self._view(profile, j))
+                   for j in jobs.values() if not _is_cancelled_copy(j, self._cancelled)]
+        with self._lock:  # cancelled jobs this process remembers, shown as they were
+            entries += [((v.get("createdAt") or "", n), lambda v=v: _shown(v)) for (ns, n), v in self._cancelled.items()
+                        if ns == namespace and not _replaced(jobs.get(n), v)]
+        entries.sort(key=lambda entry: entry[0], reverse=True)
+        if after is not None:
+            entries = [entry for entry in entries if entry[0] < after]
+        shown, rest = entries[:limit], entries[limit:]
+        views = [view() for _, view in shown]  # only the page's jobs are joined with pods and events
+        if not rest:
+            return paging.Page(views)
+        return paging.Page(views, "/".join(shown[-1][0]), len(rest))
 
     def get_job(self, profile, name: str) -> dict:
         job = self.cache["jobs"].get(profile.namespace, name)
@@ -366,6 +381,18 @@ def _shown(cancelled: dict) -> dict:
 
 def _name(obj: dict) -> str:
     return (obj.get("metadata") or {}).get("name", "")
+
+
+def _created(obj: dict) -> str:
+    return (obj.get("metadata") or {}).get("creationTimestamp") or ""
+
+
+def _start_key(start: str) -> tuple[str, str]:
+    """A page's ``start`` back into its (creationTimestamp, name) key; names hold no '/'."""
+    created, slash, name = start.rpartition("/")
+    if not slash or not name:
+        raise paging.invalid_start(start)
+    return created, name
 
 
 def _replaced(job: dict | None, cancelled: dict) -> bool:

@@ -28,6 +28,9 @@ the reaper noticed is returned as it really ended).
 Job output goes to ``<state_dir>/jobs/<namespace>/<name>/output.log``, rotated at
 ``log_max_bytes`` into ``log_backups`` older files; ``logs`` reads across them.
 
+Finished jobs are pruned by the reaper once past ``retention_seconds`` or beyond
+``retention_count`` per namespace, a compact record kept for accounting (see ``retention``).
+
 Balance is served from a per-namespace cache of live pods, revalidated on every call by the
 ledger's ``generation`` counter (one single-row read), so writes by other processes show at once.
 """
@@ -42,11 +45,12 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ... import errors, quota, statedir
+from ... import errors, paging, quota, statedir
 from ..base import Backend
-from . import admission, clock, jobview, ledger, lifecycle, logtail, runner, tracking
+from . import admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
+PRUNE_INTERVAL = 60.0  # seconds between the reaper's looks for finished jobs past retention
 
 
 class LocalBackend(Backend):
@@ -66,8 +70,15 @@ class LocalBackend(Backend):
         log_max_bytes: int = runner.Settings.log_max_bytes,
         log_backups: int = runner.Settings.log_backups,
         cgroups: bool = True,
+        retention_seconds: float = 86400,
+        retention_count: int = 1000,
+        prune_batch: int = 500,
     ):
         self.grace_period = grace_period
+        self.retention_seconds = retention_seconds
+        self.retention_count = retention_count
+        self.prune_batch = prune_batch
+        self._pruned_at = 0.0  # monotonic time of the last prune that found less than a batch
         self.poll_interval = poll_interval
         self.log = log or logging.getLogger(__name__)
         self.state_dir = os.path.abspath(state_dir)
@@ -125,6 +136,11 @@ class LocalBackend(Backend):
         """Start Pending jobs that fit the machine now."""
         self._jobs.schedule()
 
+    def prune(self) -> int:
+        """Prune one batch of finished jobs past their retention (see ``retention``)."""
+        return retention.prune(self._ledger, self.state_dir, keep_seconds=self.retention_seconds,
+                               keep_count=self.retention_count, batch=self.prune_batch, log=self.log)
+
     # Backend API
 
     def balance(self, profile) -> dict:
@@ -149,28 +165,38 @@ class LocalBackend(Backend):
         return {**copy.deepcopy(usage.summary[1]), "observedAt": clock.now(), "stale": False}
 
     def submit(self, profile, job: dict, owner: str) -> dict:
-        """Admit ``job`` against the namespace's live usage in one transaction, then schedule."""
+        """Admit ``job`` against the namespace's live usage and schedule, in one transaction."""
         namespace = profile.namespace
         name = admission.validate_job(job, namespace)
         quotas = profile.resource_quotas()
         limit_ranges = profile.limit_ranges()
-        with self._ledger.write() as con:
+
+        def admit(con):
             if ledger.find(con, namespace, name) is not None:
                 raise errors.Conflict(f'jobs.batch "{name}" already exists')
             live = ledger.live_in_namespace(con, namespace)
             admitted = quota.admit_job(job, admission.quotas_with_status(quotas, live), limit_ranges)
             ledger.insert(con, admission.job_row(profile, job, owner, admitted))
+
+        # A failed scheduling pass does not undo the admission: the reaper's next pass decides.
+        self._jobs.schedule(admit)
         self.log.info("job %s/%s admitted for %s", namespace, name, owner)
-        try:
-            self.schedule()
-        except Exception:  # admitted and recorded: the reaper's next pass schedules it
-            self.log.exception("local backend: scheduling after admitting %s/%s failed", namespace, name)
         return self.get_job(profile, name)
 
-    def list_jobs(self, profile) -> list[dict]:
+    def page_jobs(self, profile, limit: int, start: str | None = None) -> paging.Page:
+        """Keyset pages on the job's id (submission order), newest first; ``start`` is an id."""
+        before = None
+        if start is not None:
+            if not (start.isascii() and start.isdigit() and len(start) < 19):
+                raise paging.invalid_start(start)
+            before = int(start)
         with self._ledger.read() as con:
-            rows = ledger.in_namespace(con, profile.namespace)
-        return [jobview.job_json(r) for r in rows]
+            rows = ledger.page_in_namespace(con, profile.namespace, limit + 1, before)
+            if len(rows) <= limit:
+                return paging.Page([jobview.job_json(r) for r in rows])
+            rows = rows[:limit]
+            remaining = ledger.count_in_namespace(con, profile.namespace, rows[-1]["id"])
+        return paging.Page([jobview.job_json(r) for r in rows], str(rows[-1]["id"]), remaining)
 
     def get_job(self, profile, name: str) -> dict:
         return jobview.job_json(self._row(profile.namespace, name))
@@ -248,6 +274,14 @@ class LocalBackend(Backend):
             except Exception as e:  # keep reaping; a bad pass is logged, the next may succeed
                 if not self._warn_storage(e):
                     self.log.exception("local backend: reaping failed")
+            if time.monotonic() - self._pruned_at >= PRUNE_INTERVAL:
+                try:
+                    if self.prune() < self.prune_batch:  # a full batch: more may be due, go on
+                        self._pruned_at = time.monotonic()
+                except Exception as e:  # pruning waits for the next interval; reaping goes on
+                    self._pruned_at = time.monotonic()
+                    if not self._warn_storage(e):
+                        self.log.exception("local backend: pruning finished jobs failed")
 
     def _warn_storage(self, e: BaseException) -> bool:
         """Log a full or read-only state dir, once rather than every pass; False for other errors."""

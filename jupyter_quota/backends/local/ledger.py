@@ -9,6 +9,12 @@ durable under concurrent writers (threads and processes) and crashes:
   so an fsync per commit costs nothing that matters.
 - A ``meta`` table holds ``schema_version`` and ``generation``, a counter bumped by every
   transaction that changes a job, so readers can cache and revalidate with a one-row read.
+- Every job row carries ``rev``, the generation of the transaction that last changed it (set by
+  triggers, so no writer can forget it): ``changed_since(g)`` is exactly what changed after
+  generation ``g``, which lets the scheduler keep a copy of the live jobs current (``livejobs``).
+- Each thread keeps one connection and reuses it for its transactions: opening and closing a
+  connection per transaction cost more than the transaction (closing the last one checkpoints
+  the WAL).
 - Columns that make a row meaningful are NOT NULL: a row is either complete or absent.
 - On a full or read-only file system the ledger still reads (see ``_reader``): balances and job
   lists keep working while writes fail with the error ``statedir.storage_error`` names.
@@ -26,7 +32,7 @@ from typing import Iterator
 
 from ...statedir import storage_error
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 LIVE = ("Pending", "Running")
 
 _SCHEMA = """
@@ -58,14 +64,52 @@ CREATE TABLE IF NOT EXISTS jobs (
     exit_code    INTEGER,
     cancelled_by TEXT,
     kill_after   REAL,            -- epoch seconds: SIGKILL the group if still alive then
+    rev          INTEGER NOT NULL DEFAULT 0,  -- generation that last changed the row (triggers)
     UNIQUE (namespace, name),
     CHECK (phase = 'Pending' OR phase = 'Failed' OR pid IS NOT NULL)
 );
 CREATE INDEX IF NOT EXISTS jobs_by_phase ON jobs (phase, id);
+CREATE INDEX IF NOT EXISTS jobs_by_rev ON jobs (rev);
+CREATE INDEX IF NOT EXISTS jobs_by_namespace ON jobs (namespace, phase, id);
+CREATE INDEX IF NOT EXISTS jobs_in_namespace ON jobs (namespace, id);
+CREATE INDEX IF NOT EXISTS jobs_by_finish ON jobs (finished_at) WHERE finished_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS job_history (  -- finished jobs pruned from jobs: see retention.py
+    id           INTEGER PRIMARY KEY,     -- the job's id in jobs
+    namespace    TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    team         TEXT NOT NULL,
+    owner        TEXT NOT NULL,
+    phase        TEXT NOT NULL,
+    reason       TEXT,
+    message      TEXT,
+    exit_code    INTEGER,
+    gpus         INTEGER NOT NULL,
+    gpu_indices  TEXT,                    -- JSON list
+    resources    TEXT NOT NULL,           -- JSON: the train container's requests and limits
+    usage        TEXT NOT NULL,           -- JSON: quota usage charged at admission
+    created_at   TEXT NOT NULL,
+    started_at   TEXT,
+    finished_at  TEXT,
+    pruned_at    TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS job_history_by_namespace ON job_history (namespace, finished_at);
 """
 
-# Ordered migrations: _MIGRATIONS[v] upgrades a ledger from version v to v+1.
-_MIGRATIONS: dict[int, str] = {}
+# A trigger body holds semicolons, so these are statements of their own. A row's ``rev`` is the
+# generation its transaction commits as (``write`` bumps it by one at the end); the WHEN clause
+# keeps the trigger's own UPDATE from firing it again.
+_REV = "UPDATE jobs SET rev = (SELECT value FROM meta WHERE key = 'generation') + 1 WHERE id = NEW.id;"
+_TRIGGERS = (
+    f"CREATE TRIGGER IF NOT EXISTS jobs_rev_on_insert AFTER INSERT ON jobs BEGIN {_REV} END",
+    f"CREATE TRIGGER IF NOT EXISTS jobs_rev_on_update AFTER UPDATE ON jobs WHEN NEW.rev = OLD.rev"
+    f" BEGIN {_REV} END",
+)
+
+# Ordered migrations: _MIGRATIONS[v] upgrades a ledger from version v to v+1; they run before
+# ``_SCHEMA``, whose ``IF NOT EXISTS`` statements then add new tables, indexes and triggers.
+_MIGRATIONS: dict[int, str] = {
+    1: "ALTER TABLE jobs ADD COLUMN rev INTEGER NOT NULL DEFAULT 0",
+}
 
 
 class LedgerError(RuntimeError):
@@ -104,12 +148,27 @@ class Ledger:
 
     @contextmanager
     def _immediate(self, *pragmas: str) -> Iterator[sqlite3.Connection]:
-        """A fresh connection in ``BEGIN IMMEDIATE``: committed on success, rolled back on error."""
-        con = self._connect()
+        """The thread's connection in ``BEGIN IMMEDIATE``: committed on success, rolled back on error."""
+        with self._transaction("BEGIN IMMEDIATE", pragmas) as con:
+            yield con
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction: every statement inside sees the same snapshot."""
+        with self._transaction("BEGIN", ()) as con:
+            yield con
+
+    @contextmanager
+    def _transaction(self, begin: str, pragmas) -> Iterator[sqlite3.Connection]:
+        own, kept = self._connection()
+        if not kept and begin != "BEGIN":  # never write to a fallback reader: the file gives the real error
+            own.close()
+            own = self._connect()
+        con = own if not (kept and own.in_transaction) else self._connect()  # a nested transaction: its own
         try:
             for pragma in pragmas:
                 con.execute(pragma)
-            con.execute("BEGIN IMMEDIATE")
+            con.execute(begin)
             yield con
             con.execute("COMMIT")
         except BaseException:
@@ -117,35 +176,36 @@ class Ledger:
                 con.execute("ROLLBACK")
             raise
         finally:
-            con.close()
-
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction: every statement inside sees the same snapshot."""
-        con, _ = self._reader()
-        try:
-            con.execute("BEGIN")
-            yield con
-            con.execute("COMMIT")
-        finally:
-            con.close()
+            if con is not own:
+                con.close()
+            if not kept:
+                own.close()
 
     def generation(self) -> int:
         """The change counter: equal values mean no job changed in between.
 
-        Read on a connection kept per thread: this is the hot path of every balance read, and
-        opening a connection costs ten times the one-row read (autocommit, so each read sees the
-        latest commit of any process).
+        The hot path of every balance read: one row, on the thread's connection (autocommit
+        outside a transaction, so each read sees the latest commit of any process).
         """
-        con = getattr(self._local, "con", None)
-        if con is not None:
-            return generation(con)
-        con, kept = self._reader()
+        con, kept = self._connection()
         if kept:
-            self._local.con = con
             return generation(con)
         with closing(con):
             return generation(con)
+
+    def _connection(self) -> tuple[sqlite3.Connection, bool]:
+        """This thread's connection, and whether it is kept (a caller closes one that is not).
+
+        Opened on first use (again in a forked child: a connection must not cross a fork). On a
+        full or read-only file system it may be a fallback reader that is not kept (``_reader``).
+        """
+        pid, con = getattr(self._local, "con", (None, None))
+        if pid == os.getpid():
+            return con, True
+        con, kept = self._reader()
+        if kept:
+            self._local.con = (os.getpid(), con)
+        return con, kept
 
     def _reader(self) -> tuple[sqlite3.Connection, bool]:
         """A connection to read with, and whether it follows later commits (may be kept).
@@ -203,12 +263,12 @@ class Ledger:
 
     @staticmethod
     def _create_schema(con: sqlite3.Connection, version: int = SCHEMA_VERSION) -> None:
-        """Tables, migrations from ``version`` and the meta rows, on ``con``."""
-        for statement in _statements(_SCHEMA):
-            con.execute(statement)
+        """Migrations from ``version``, then tables, indexes, triggers and the meta rows, on ``con``."""
         for v in range(version, SCHEMA_VERSION):
             for statement in _statements(_MIGRATIONS[v]):
                 con.execute(statement)
+        for statement in (*_statements(_SCHEMA), *_TRIGGERS):
+            con.execute(statement)
         con.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
@@ -230,6 +290,10 @@ def find(con: sqlite3.Connection, namespace: str, name: str) -> sqlite3.Row | No
     ).fetchone()
 
 
+def find_id(con: sqlite3.Connection, job_id: int) -> sqlite3.Row | None:
+    return con.execute("SELECT * FROM jobs WHERE id = ?", (job_id,)).fetchone()
+
+
 def live_in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.Row]:
     """Pending and Running jobs of a namespace: what its quota counts."""
     return con.execute(
@@ -237,15 +301,47 @@ def live_in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.R
     ).fetchall()
 
 
-def in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.Row]:
+def page_in_namespace(con: sqlite3.Connection, namespace: str, limit: int, before: int | None) -> list[sqlite3.Row]:
+    """At most ``limit`` jobs of a namespace, newest first, with ids below ``before`` (if given)."""
     return con.execute(
-        "SELECT * FROM jobs WHERE namespace = ? ORDER BY id DESC", (namespace,)
+        "SELECT * FROM jobs INDEXED BY jobs_in_namespace WHERE namespace = ? AND id < ?"
+        " ORDER BY id DESC LIMIT ?", (namespace, _NO_ID if before is None else before, limit)
     ).fetchall()
+
+
+def count_in_namespace(con: sqlite3.Connection, namespace: str, before: int) -> int:
+    """How many jobs of a namespace have ids below ``before``."""
+    return con.execute(
+        "SELECT count(*) FROM jobs INDEXED BY jobs_in_namespace WHERE namespace = ? AND id < ?",
+        (namespace, before),
+    ).fetchone()[0]
+
+
+_NO_ID = 2**63 - 1  # above every id: SQLite's largest integer
 
 
 def in_phase(con: sqlite3.Connection, phase: str) -> list[sqlite3.Row]:
     """Jobs of every namespace in one phase, oldest first."""
     return con.execute("SELECT * FROM jobs WHERE phase = ? ORDER BY id", (phase,)).fetchall()
+
+
+def live(con: sqlite3.Connection) -> list[sqlite3.Row]:
+    """What the scheduler needs of every Pending and Running job, oldest first."""
+    return con.execute(
+        f"SELECT {_SCHEDULING} FROM jobs WHERE phase IN (?, ?) ORDER BY id", LIVE
+    ).fetchall()
+
+
+def changed_since(con: sqlite3.Connection, generation: int) -> list[sqlite3.Row]:
+    """What the scheduler needs of every job changed after ``generation``, oldest first."""
+    # The index, not a scan in id order (what the planner picks without statistics).
+    rows = con.execute(
+        f"SELECT {_SCHEDULING} FROM jobs INDEXED BY jobs_by_rev WHERE rev > ?", (generation,)
+    ).fetchall()
+    return sorted(rows, key=lambda row: row["id"])
+
+
+_SCHEDULING = "id, namespace, name, phase, reason, message, gpu_indices, pod"
 
 
 def insert(con: sqlite3.Connection, row: dict) -> None:

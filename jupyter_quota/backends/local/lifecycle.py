@@ -19,9 +19,9 @@ import sqlite3
 import subprocess
 import threading
 import time
+from typing import Callable
 
-from ... import quota
-from . import clock, command, jobview, ledger, logtail, procfs, runner, scheduler, tracking
+from . import clock, command, jobview, ledger, livejobs, logtail, procfs, runner, scheduler, tracking
 
 
 class Lifecycle:
@@ -37,36 +37,39 @@ class Lifecycle:
         self._log = log
         self._children: dict[procfs.ProcessId, subprocess.Popen] = {}  # supervisors we started
         self._lock = threading.RLock()  # one schedule/reap pass at a time in this process
-        self._scheduled_at: int | None = None  # ledger generation of the last complete pass
-        self._pending_requests: dict[int, dict] = {}  # job id -> pod requests (exact), Pending jobs
+        self._live = livejobs.LiveJobs()  # the scheduler's copy of the live jobs
+        self._queue: list[_Admission] = []  # admissions waiting for the next transaction
+        self._queue_lock = threading.Lock()
 
-    def schedule(self) -> None:
+    def schedule(self, admit: Callable[[sqlite3.Connection], object] | None = None):
         """Start every Pending job that fits now; note why the others wait.
 
-        Skipped when no job changed since the last pass (the inventory is fixed, so the
-        decisions would be the same): an idle server does not take the write lock every poll.
+        ``admit(con)``, when given, runs first in the same write transaction and its result is
+        returned (its error raised): a job and its scheduling decision are committed together.
+        Admissions that arrive while a transaction runs wait and then share the next one (group
+        commit: one fsync for all of them); each runs in a savepoint, so one refused rolls back
+        alone, and a pass that fails rolls back alone (logged), so the admissions stand and the
+        reaper's next pass decides.
+
+        A pass costs what changed since the last one (see ``livejobs``). With no job changed and
+        nothing left to try it is skipped: an idle server does not take the write lock every poll.
         """
+        if admit is None:
+            with self._lock:
+                if self._live.has_work() or self._ledger.generation() != self._live.generation:
+                    self._transact([])
+            return None
+        ticket = _Admission(admit)
+        with self._queue_lock:
+            self._queue.append(ticket)
         with self._lock:
-            with self._ledger.read() as con:
-                seen = ledger.generation(con)
-                if seen == self._scheduled_at or not ledger.in_phase(con, "Pending"):
-                    self._scheduled_at = seen
-                    return
-            launches: list[runner.Launch] = []
-            try:
-                with self._ledger.write() as con:
-                    seen = ledger.generation(con)
-                    self._schedule_in(con, launches)
-            except BaseException:
-                for launch in launches:  # the ledger did not record them: they must not run
-                    runner.abort(launch)
-                raise
-            for launch in launches:
-                self._children[launch.proc] = launch.popen
-                runner.release(launch)
-            # Our own changes bump the generation past ``seen``: the next pass runs once more
-            # and finds nothing to do, while a change by anyone else is never skipped.
-            self._scheduled_at = seen
+            if not ticket.done:  # no transaction took it yet: this thread runs the next one
+                with self._queue_lock:
+                    batch, self._queue = self._queue, []
+                self._transact(batch)
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.result
 
     def reap(self) -> None:
         """Record the end of every Running job of which no process is left, then schedule."""
@@ -110,40 +113,119 @@ class Lifecycle:
     def job_dir(self, row: sqlite3.Row) -> str:
         return runner.job_dir(self._state_dir, row["namespace"], row["name"])
 
-    def _schedule_in(self, con: sqlite3.Connection, launches: list) -> None:
-        """Decide and start inside the write transaction; launched supervisors wait at their gate."""
-        running = ledger.in_phase(con, "Running")
-        pending = ledger.in_phase(con, "Pending")
-        # A pending job's pod never changes, so its requests are parsed once, not on every pass
-        # (a long queue would otherwise cost every submission a full re-parse).
-        known = self._pending_requests
-        self._pending_requests = {r["id"]: known.get(r["id"]) or scheduler.amounts(_requests(r)) for r in pending}
-        decisions = scheduler.schedule(
-            self._inventory,
-            [scheduler.Running(_requests(r), ledger.loads(r["gpu_indices"], [])) for r in running],
-            [scheduler.Pending(r, self._pending_requests[r["id"]]) for r in pending],
-        )
+    def _transact(self, batch: list[_Admission]) -> None:
+        """One write transaction: the admissions of ``batch``, then a scheduling pass.
+
+        With admissions, an error of the transaction itself is given to each of them (none was
+        admitted); without, it is raised.
+        """
+        launches: list[runner.Launch] = []
+        passing = False
+        try:
+            with self._ledger.write() as con:
+                before = con.total_changes
+                for ticket in batch:
+                    ticket.run(con)
+                passing = True
+                seen = self._guarded_pass(con, launches) if batch else self._schedule_in(con, launches)
+                changed = con.total_changes != before
+        except BaseException as e:
+            for launch in launches:  # the ledger did not record them: they must not run
+                runner.abort(launch)
+            if passing:
+                self._live = livejobs.LiveJobs()  # it may hold what was rolled back: read anew
+            for ticket in batch:
+                ticket.fail(e)
+            if not batch or not isinstance(e, Exception):
+                raise
+            return
+        finally:
+            for ticket in batch:
+                ticket.done = True
+        for launch in launches:
+            self._children[launch.proc] = launch.popen
+            runner.release(launch)
+        if seen is not None:
+            # The copy holds every change of this transaction; ``write`` commits it as the next
+            # generation, and a change by anyone else comes later and is read then.
+            self._live.generation = seen + 1 if changed else seen
+
+    def _guarded_pass(self, con: sqlite3.Connection, launches: list) -> int | None:
+        """``_schedule_in`` after an admission: on failure, roll back the pass only (logged)."""
+        con.execute("SAVEPOINT pass")
+        try:
+            seen = self._schedule_in(con, launches)
+        except Exception:
+            con.execute("ROLLBACK TO pass")
+            for launch in launches:
+                runner.abort(launch)
+            launches.clear()
+            self._live = livejobs.LiveJobs()
+            self._log.exception("local backend: the scheduling pass after an admission failed")
+            return None
+        finally:
+            con.execute("RELEASE pass")
+        return seen
+
+    def _schedule_in(self, con: sqlite3.Connection, launches: list) -> int:
+        """Decide and start inside the write transaction; launched supervisors wait at their gate.
+
+        Returns the generation the pass read the ledger at (before its own changes).
+        """
+        live = self._live
+        seen = live.refresh(con, self._held)
+        for job_id, (job, error) in list(live.invalid.items()):
+            self._fail_invalid(con, job_id, job, error)
+            live.ended(job_id)
+        decisions = scheduler.schedule(self._inventory, list(live.running.values()), live.candidates())
+        live.tried()
         for decision in decisions:
-            row = decision.key
+            job_id = decision.key
             if not decision.start:
-                if (row["reason"], row["message"]) != (decision.reason, decision.message):
-                    ledger.update(con, row["id"], "Pending", reason=decision.reason, message=decision.message)
+                job = live.pending[job_id]
+                if (job.reason, job.message) != (decision.reason, decision.message):
+                    ledger.update(con, job_id, "Pending", reason=decision.reason, message=decision.message)
+                live.decided(job_id, decision.reason, decision.message)
+                continue
+            row = ledger.find_id(con, job_id)
+            if row is None or row["phase"] != "Pending":  # deleted behind the ledger's back
+                live.ended(job_id, freed=True)
                 continue
             try:
                 launch = self._launch(row, decision.gpu_indices)
             except OSError as e:
                 self._log.warning("job %s/%s cannot start: %s", row["namespace"], row["name"], e)
-                ledger.update(con, row["id"], "Pending", phase="Failed", reason="StartError",
+                ledger.update(con, job_id, "Pending", phase="Failed", reason="StartError",
                               message=f"cannot start the job: {e}", finished_at=clock.now())
+                live.ended(job_id, freed=True)  # the later decisions counted it as started
                 continue
             launches.append(launch)
             ledger.update(
-                con, row["id"], "Pending",
+                con, job_id, "Pending",
                 phase="Running", reason=None, message=None,
                 gpu_indices=ledger.dumps(decision.gpu_indices),
                 pid=launch.proc.pid, pid_start=launch.proc.start, boot_id=launch.proc.boot,
                 started_at=clock.now(),
             )
+            live.started(job_id, scheduler.Running(live.pending[job_id].requests, decision.gpu_indices))
+        return seen
+
+    def _fail_invalid(self, con: sqlite3.Connection, job_id: int, job: str, error: Exception) -> None:
+        """Fail a Pending job whose requests cannot be read (``scheduler.INVALID``)."""
+        message = scheduler.invalid_message(error)
+        self._log.warning("job %s failed: %s", job, message)
+        ledger.update(con, job_id, "Pending", phase="Failed", reason=scheduler.INVALID,
+                      message=message, finished_at=clock.now())
+
+    def _held(self, row: sqlite3.Row) -> scheduler.Running:
+        """What a Running job holds; requests that cannot be read count as none (logged)."""
+        gpu_indices = ledger.loads(row["gpu_indices"], [])
+        try:
+            return scheduler.Running(livejobs.exact_requests(row), gpu_indices)
+        except Exception as e:  # noqa: BLE001 - it runs already: keep its GPUs, go on
+            self._log.warning("job %s/%s: %s; counted as holding only its GPUs",
+                              row["namespace"], row["name"], e)
+            return scheduler.Running({scheduler.GPU: len(gpu_indices)}, gpu_indices)
 
     def _launch(self, row: sqlite3.Row, gpu_indices: list[int]) -> runner.Launch:
         container = jobview.train_container(ledger.loads(row["pod"]))
@@ -211,9 +293,32 @@ def _orphans_message(count: int) -> str:
     )
 
 
+class _Admission:
+    """An admission waiting for a transaction: what to run, then how it went."""
+
+    def __init__(self, admit: Callable[[sqlite3.Connection], object]):
+        self.admit = admit
+        self.done = False  # set under the lifecycle's lock
+        self.result = None
+        self.error: BaseException | None = None
+
+    def run(self, con: sqlite3.Connection) -> None:
+        """Run in a savepoint: a refusal (any ``Exception``) rolls back this admission only."""
+        con.execute("SAVEPOINT admission")
+        try:
+            self.result = self.admit(con)
+        except Exception as e:  # noqa: BLE001 - given to the submitting thread, raised there
+            con.execute("ROLLBACK TO admission")
+            self.error = e
+        finally:
+            con.execute("RELEASE admission")
+
+    def fail(self, error: BaseException) -> None:
+        """The transaction was rolled back: nothing of this admission stands."""
+        self.result = None
+        self.error = self.error or error
+
+
 def process_of(row: sqlite3.Row) -> procfs.ProcessId:
     return procfs.ProcessId(row["pid"], row["pid_start"], row["boot_id"])
 
-
-def _requests(row: sqlite3.Row) -> dict:
-    return quota.pod_requests(ledger.loads(row["pod"]))

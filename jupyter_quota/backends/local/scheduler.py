@@ -12,6 +12,10 @@ and returns a decision per pending job. The rules follow the NodeResourcesFit pl
 A job that would not fit even on the empty machine is ``Unschedulable``; one that waits for
 running jobs to finish is ``WaitingForResources``. Both carry kube-scheduler's message,
 ``0/1 nodes are available: 1 Insufficient nvidia.com/gpu.``
+
+A job whose requests cannot be read as exact numbers (a row an older version admitted, such as
+``ephemeral-storage: 1e200000``) cannot be decided at all: ``amounts`` raises ``InvalidRequests``
+naming the request, and the caller fails that job as ``InvalidJob`` and goes on with the others.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ NODE_RESOURCES = ("cpu", "memory", GPU)
 ZERO = Fraction(0)
 UNSCHEDULABLE = "Unschedulable"
 WAITING = "WaitingForResources"
+INVALID = "InvalidJob"  # a Failed job's reason: its requests cannot be read
+SHOWN_DIGITS = 40  # how much of an unreadable quantity a message repeats
 
 
 @dataclass
@@ -105,10 +111,36 @@ def _message(missing: list[str]) -> str:
     return f"0/1 nodes are available: {reasons}."
 
 
+class InvalidRequests(ValueError):
+    """A request the scheduler's arithmetic cannot carry; the text names it and says why."""
+
+
 def amounts(requests: dict) -> dict[str, Fraction]:
-    """Requests as exact numbers; already-converted values pass through (callers may cache them)."""
-    return {name: q if isinstance(q, Fraction) else Quantity(str(q)).as_fraction()
-            for name, q in requests.items()}
+    """Requests as exact numbers; already-converted values pass through (callers may cache them).
+
+    Raises ``InvalidRequests`` for a value that is no quantity or is out of range.
+    """
+    exact = {}
+    for name, q in requests.items():
+        try:
+            exact[name] = q if isinstance(q, Fraction) else Quantity(str(q)).as_fraction()
+        except (ValueError, ArithmeticError) as e:
+            raise InvalidRequests(f"resources.requests[{name}] {_shown(q)}: {e}") from None
+    return exact
+
+
+def invalid_message(error: Exception) -> str:
+    """The message of a job failed as ``InvalidJob``."""
+    return f"the job cannot be scheduled: {error}"
+
+
+def _shown(q) -> str:
+    """A quantity as a message may repeat it: at most ``SHOWN_DIGITS`` characters."""
+    try:
+        text = str(q)
+    except (ValueError, ArithmeticError):  # e.g. an integer past Python's 4,300-digit str() limit
+        return "(a number too long to show)"
+    return text if len(text) <= SHOWN_DIGITS else text[:SHOWN_DIGITS] + "..."
 
 
 def _total(all_requests) -> dict[str, Fraction]:
