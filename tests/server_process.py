@@ -104,3 +104,14 @@ class ServerProcess:
 
     def log(self) -> str:
         return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
+
+
+def wait_phase(srv, namespace, name, phases, timeout=30.0):
+    """Poll a job until its phase is one of ``phases`` (a deadline, not a sleep to race)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, job = srv.call("GET", f"/namespaces/{namespace}/jobs/{name}")
+        if status == 200 and job["phase"] in phases:
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"{name} never reached {phases}: {job}")

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from server_process import ServerProcess
+from server_process import ServerProcess, wait_phase
 
 pytestmark = pytest.mark.slow
 
@@ -46,16 +46,6 @@ def server(tmp_path):
 
 def ledger(srv: ServerProcess) -> sqlite3.Connection:
     return sqlite3.connect(srv.state_dir / "ledger.sqlite3")
-
-
-def wait_phase(srv, namespace, name, phases, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        status, job = srv.call("GET", f"/namespaces/{namespace}/jobs/{name}")
-        if status == 200 and job["phase"] in phases:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"{name} never reached {phases}: {job}")
 
 
 def test_200_concurrent_submissions_admit_exactly_two(server):
