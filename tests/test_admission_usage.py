@@ -11,10 +11,11 @@ from __future__ import annotations
 import random
 import threading
 import time
+from datetime import datetime
 
 import pytest
 
-from jupyter_quota import errors, quota
+from jupyter_quota import errors, podresources, quota
 from jupyter_quota.backends.local import admission, ledger, quotausage
 from test_local_backend import GPU_KEY, NO_GPUS, NS, Profile, make_backend, make_job  # noqa: F401 - fixture
 
@@ -140,3 +141,31 @@ def test_one_job_shows_its_amount_as_written_and_more_their_canonical_sum(tmp_pa
             assert copy.quotas_with_status(con, NS, quotas) == admission.quotas_with_status(quotas, rows)
             shown.append(copy.quotas_with_status(con, NS, quotas)[0]["status"]["used"]["requests.cpu"])
     assert shown == ["01", "2"]
+
+
+def test_a_job_charged_only_until_a_deadline_is_counted_from_the_rows(tmp_path, monkeypatch):
+    """A pod with a ``deletionTimestamp`` stops charging when its grace ends: never cached."""
+    book, profile, copy = ledger.Ledger(tmp_path / "ledger.sqlite"), Profile(), quotausage.QuotaUsage()
+    quotas = [{"metadata": {"name": "q", "namespace": NS}, "spec": {"hard": {"requests.cpu": "10", "pods": "5"}}}]
+
+    def used():
+        with book.write() as con:
+            got = copy.quotas_with_status(con, NS, quotas)
+            assert got == admission.quotas_with_status(quotas, ledger.live_in_namespace(con, NS))
+        return got[0]["status"]["used"]
+
+    with book.write() as con:
+        for name, stamp in (("kept", None), ("ending", "2050-01-01T00:00:00Z")):
+            job = make_job(name, gpus=0, cpu="2")
+            if stamp:
+                job["spec"]["template"]["metadata"] = {"deletionTimestamp": stamp, "deletionGracePeriodSeconds": 30}
+            ledger.insert(con, admission.job_row(profile, job, "alice", quota.admit_job(job, [], [])))
+    assert used() == {"pods": "2", "requests.cpu": "4"}
+
+    class Later(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2051, 1, 1, tzinfo=tz)
+
+    monkeypatch.setattr(podresources, "datetime", Later)
+    assert used() == {"pods": "1", "requests.cpu": "2"}  # its grace ended
