@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections import Counter
 
 from ... import quota
 from ...podresources import qsum
@@ -168,7 +167,7 @@ class _Sum:
     def __init__(self):
         self.amounts: dict[int, Quantity] = {}
         self.value = Quantity(0)  # exact; its format is not the sum's
-        self.formats: Counter = Counter()
+        self.formats: dict[str, int] = {}  # format -> how many amounts have it
 
     @property
     def count(self) -> int:
@@ -177,7 +176,7 @@ class _Sum:
     def add(self, job_id: int, amount: Quantity) -> None:
         self.amounts[job_id] = amount
         self.value = self.value + amount
-        self.formats[amount.format] += 1
+        self.formats[amount.format] = self.formats.get(amount.format, 0) + 1
 
     def remove(self, job_id: int, amount: Quantity) -> None:
         del self.amounts[job_id]
@@ -206,4 +205,7 @@ def _selects(selectors: list[dict], pod: dict) -> bool:
 
 def _add(sums: dict[str, _Sum], job_id: int, usage: dict) -> None:
     for key, amount in usage.items():
-        sums.setdefault(key, _Sum()).add(job_id, amount)
+        total = sums.get(key)
+        if total is None:
+            total = sums[key] = _Sum()
+        total.add(job_id, amount)
