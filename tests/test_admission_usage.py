@@ -107,6 +107,9 @@ def test_the_copy_gives_the_quotas_the_ledger_rows_give(tmp_path):
     copy = quotausage.QuotaUsage()
     live: list[int] = []
     for step in range(150):
+        if step == 75:  # the profile changes: a quota with scopes the copy has not summed yet
+            quotas = [*quotas, {"metadata": {"name": "late", "namespace": NS},
+                                "spec": {"hard": {"requests.memory": "1Ti"}, "scopes": ["NotBestEffort"]}}]
         with book.write() as con:
             action = rng.random()
             if live and action < 0.3:  # a job ends

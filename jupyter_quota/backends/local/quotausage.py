@@ -5,7 +5,8 @@ every quota, so each admission cost time linear in the namespace's live jobs. Th
 per live job of the namespaces it has seen, the usage of its pod (``quota.pod_usage``, parsed
 once: a job's pod never changes after admission, only its phase, which does not change what a
 live pod charges), and per quota scope the running sums of the jobs that scope selects
-(``quota.quota_matches_pod``). ``refresh``, inside the admission's write transaction, brings it
+(``quota.quota_matches_pod``): about 2 KB per live job, not its pod. Quotas with scopes not
+summed yet (a changed profile) read the namespace anew. ``refresh``, inside the admission's write transaction, brings it
 up to date from the rows whose ``rev`` is past the generation it last saw
 (``ledger.changed_since``), as ``livejobs`` does, so a job admitted, started or ended by any
 thread or server process is counted at the next admission.
@@ -43,20 +44,22 @@ class QuotaUsage:
     def quotas_with_status(self, con: sqlite3.Connection, namespace: str, quotas: list[dict]) -> list[dict]:
         """The namespace's quotas with ``status`` as the quota controller sets them, from the copy."""
         self.refresh(con)
+        scopes = {_scope_key(q): scope_selectors(q) for q in quotas}
         usage = self._namespaces.get(namespace)
-        if usage is None:
-            usage = self._namespaces[namespace] = _Namespace(ledger.live_in_namespace(con, namespace))
-        sums = [usage.sums(q) for q in quotas]
+        if usage is None or not scopes.keys() <= usage.scopes.keys():  # new, or quotas with new scopes
+            scopes = {**(usage.scopes if usage else {}), **scopes}
+            usage = self._namespaces[namespace] = _Namespace(ledger.live_in_namespace(con, namespace), scopes)
         if usage.irregular:
             return admission.quotas_with_status(quotas, ledger.live_in_namespace(con, namespace))
         counts = {admission.JOB_COUNT: len(usage.jobs)}
         out = []
-        for q, summed in zip(quotas, sums):
+        for q in quotas:
             status = quota.quota_status(q, [], counts)  # every key but the pod keys' sums
+            sums = usage.sums[_scope_key(q)]
             used = status["status"]["used"]
             for key in matching_resources(status["status"]["hard"]):  # the pod keys, as quota_status
-                if key in summed and summed[key].count:
-                    used[key] = str(summed[key].total())
+                if key in sums and sums[key].count:
+                    used[key] = str(sums[key].total())
             out.append(status)
         return out
 
@@ -75,24 +78,27 @@ class QuotaUsage:
 class _Job:
     """What one live job charges: its pod's usage, and which quota scopes select it."""
 
-    __slots__ = ("pod", "usage", "selected")
+    __slots__ = ("usage", "selected")
 
-    def __init__(self, row: sqlite3.Row):
-        self.pod = admission.live_pods([row])[0]
-        if (self.pod.get("metadata") or {}).get("deletionTimestamp"):
+    def __init__(self, row: sqlite3.Row, scopes: dict[str, list[dict]]):
+        pod = admission.live_pods([row])[0]
+        if (pod.get("metadata") or {}).get("deletionTimestamp"):
             raise ValueError("charged until its deletion grace period ends")
-        self.usage = quota.pod_usage(self.pod)
-        self.selected: dict[str, bool] = {}  # scope key -> whether quotas with those scopes select it
+        self.usage = quota.pod_usage(pod)
+        self.selected = [scope for scope, selectors in scopes.items() if _selects(selectors, pod)]
 
 
 class _Namespace:
-    """The live jobs of one namespace and, per quota scope, the sums of what they charge."""
+    """The live jobs of one namespace and, per quota scope, the sums of what they charge.
 
-    def __init__(self, rows: list[sqlite3.Row]):
+    The scopes are fixed: quotas with other scopes (a changed profile) read the namespace anew.
+    """
+
+    def __init__(self, rows: list[sqlite3.Row], scopes: dict[str, list[dict]]):
+        self.scopes = scopes  # scope key -> the scope selectors
         self.jobs: dict[int, _Job | None] = {}  # id -> job; None: its usage cannot be cached
         self.irregular = 0  # how many jobs are None
-        self._scopes: dict[str, list[dict]] = {}  # scope key -> the scope selectors
-        self._sums: dict[str, dict[str, _Sum]] = {}  # scope key -> quota key -> sum
+        self.sums: dict[str, dict[str, _Sum]] = {scope: {} for scope in scopes}  # scope -> quota key -> sum
         for row in rows:
             self.apply(row)
 
@@ -105,39 +111,14 @@ class _Namespace:
         if job_id in self.jobs:  # a live job's pod never changes: only new ones are read
             return
         try:
-            job = _Job(row)
-            for scope, selectors in self._scopes.items():
-                job.selected[scope] = _selects(selectors, job.pod)
+            job = _Job(row, self.scopes)
         except Exception:  # noqa: BLE001 - counted from the ledger, which raises as it always did
             self.jobs[job_id] = None
             self.irregular += 1
             return
         self.jobs[job_id] = job
-        for scope, sums in self._sums.items():
-            if job.selected[scope]:
-                _add(sums, job_id, job.usage)
-
-    def sums(self, q: dict) -> dict[str, _Sum]:
-        """The sums of the jobs ``q``'s scopes select, built on the first quota with those scopes."""
-        selectors = scope_selectors(q)
-        scope = json.dumps(selectors, sort_keys=True)
-        if scope in self._sums:
-            return self._sums[scope]
-        for job_id, job in list(self.jobs.items()):
-            if job is None:
-                continue
-            try:
-                job.selected[scope] = _selects(selectors, job.pod)
-            except Exception:  # noqa: BLE001 - as in ``apply``
-                self._remove(job_id)
-                self.jobs[job_id] = None
-                self.irregular += 1
-        sums: dict[str, _Sum] = {}
-        for job_id, job in self.jobs.items():
-            if job is not None and job.selected[scope]:
-                _add(sums, job_id, job.usage)
-        self._scopes[scope], self._sums[scope] = selectors, sums
-        return sums
+        for scope in job.selected:
+            _add(self.sums[scope], job_id, job.usage)
 
     def _remove(self, job_id: int) -> None:
         if job_id not in self.jobs:
@@ -146,10 +127,10 @@ class _Namespace:
         if job is None:
             self.irregular -= 1
             return
-        for scope, sums in self._sums.items():
-            if job.selected.get(scope):
-                for key, amount in job.usage.items():
-                    sums[key].remove(job_id, amount)
+        for scope in job.selected:
+            sums = self.sums[scope]
+            for key, amount in job.usage.items():
+                sums[key].remove(job_id, amount)
 
 
 class _Sum:
@@ -196,6 +177,10 @@ class _Sum:
             amount = self.amounts[job_id]
             total = amount if total is None else qsum(total, amount)
         return total
+
+
+def _scope_key(q: dict) -> str:
+    return json.dumps(scope_selectors(q), sort_keys=True)
 
 
 def _selects(selectors: list[dict], pod: dict) -> bool:
