@@ -174,8 +174,9 @@ class LocalBackend(Backend):
         def admit(con):
             if ledger.find(con, namespace, name) is not None:
                 raise errors.Conflict(f'jobs.batch "{name}" already exists')
-            live = ledger.live_in_namespace(con, namespace)
-            admitted = quota.admit_job(job, admission.quotas_with_status(quotas, live), limit_ranges)
+            # From the copy of the namespace's usage: the cost is what changed, not its live jobs.
+            admitted = quota.admit_job(job, self._jobs.usage.quotas_with_status(con, namespace, quotas),
+                                       limit_ranges)
             ledger.insert(con, admission.job_row(profile, job, owner, admitted))
 
         # A failed scheduling pass does not undo the admission: the reaper's next pass decides.

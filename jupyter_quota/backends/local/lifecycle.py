@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Callable
 
-from . import clock, command, jobview, ledger, livejobs, logtail, procfs, runner, scheduler, tracking
+from . import clock, command, jobview, ledger, livejobs, logtail, procfs, quotausage, runner, scheduler, tracking
 
 
 class Lifecycle:
@@ -38,6 +38,8 @@ class Lifecycle:
         self._children: dict[procfs.ProcessId, subprocess.Popen] = {}  # supervisors we started
         self._lock = threading.RLock()  # one schedule/reap pass at a time in this process
         self._live = livejobs.LiveJobs()  # the scheduler's copy of the live jobs
+        #: the admissions' copy of each namespace's usage, for ``admit`` to read (see ``schedule``)
+        self.usage = quotausage.QuotaUsage()
         self._queue: list[_Admission] = []  # admissions waiting for the next transaction
         self._queue_lock = threading.Lock()
 
@@ -46,6 +48,8 @@ class Lifecycle:
 
         ``admit(con)``, when given, runs first in the same write transaction and its result is
         returned (its error raised): a job and its scheduling decision are committed together.
+        ``admit`` may read the namespace's usage from ``self.usage`` (under this object's lock, in
+        the transaction, which drops the copy if it is rolled back).
         Admissions that arrive while a transaction runs wait and then share the next one (group
         commit: one fsync for all of them); each runs in a savepoint, so one refused rolls back
         alone, and a pass that fails rolls back alone (logged), so the admissions stand and the
@@ -134,6 +138,8 @@ class Lifecycle:
                 runner.abort(launch)
             if passing:
                 self._live = livejobs.LiveJobs()  # it may hold what was rolled back: read anew
+            if batch:
+                self.usage = quotausage.QuotaUsage()  # the same
             for ticket in batch:
                 ticket.fail(e)
             if not batch or not isinstance(e, Exception):
