@@ -61,3 +61,18 @@ c.JupyterQuota.profiles = [
 c.JupyterQuota.state_dir = os.environ.get(
     "JUPYTER_QUOTA_STATE_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".jupyter_quota")
 )
+
+# The demo opens without JupyterLab's "Would you like to get notified about official Jupyter
+# news?" toast: its announcements plugin (the news feed and update checks) is disabled in the
+# page config of servers started with this file only, through jupyterlab_server's
+# ``page_config_hook``; a user's own settings and page_config.json are left as they are.
+DEMO_DISABLED_PLUGINS = ["@jupyterlab/apputils-extension:announcements"]
+
+
+def demo_page_config(handler, page_config):
+    disabled = page_config.setdefault("disabledExtensions", [])
+    disabled += [plugin for plugin in DEMO_DISABLED_PLUGINS if plugin not in disabled]
+    return page_config
+
+
+c.ServerApp.tornado_settings.update({"page_config_hook": demo_page_config})

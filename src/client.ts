@@ -14,6 +14,7 @@ import {
   IJob,
   IJobList,
   IJobLogs,
+  IJobPage,
   IJobRequest,
   IModelList,
   INamespaceList,
@@ -27,8 +28,17 @@ export class QuotaClient implements IQuotaClient {
     return this._get<INamespaceList>('namespaces');
   }
 
-  jobs(namespace: string): Promise<IJobList> {
-    return this._get<IJobList>(`namespaces/${enc(namespace)}/jobs`);
+  /** A page of the namespace's jobs, newest first (the first page unless `page` says). */
+  jobs(namespace: string, page: IJobPage = {}): Promise<IJobList> {
+    const query = new URLSearchParams();
+    if (page.limit) {
+      query.set('limit', String(page.limit));
+    }
+    if (page.continue) {
+      query.set('continue', page.continue);
+    }
+    const search = query.toString();
+    return this._get<IJobList>(`namespaces/${enc(namespace)}/jobs${search ? '?' + search : ''}`);
   }
 
   identity(): Promise<IIdentity> {

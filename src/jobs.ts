@@ -52,6 +52,18 @@ const REASONS: { [reason: string]: string } = {
 };
 
 /**
+ * The line under a job list that leaves older jobs out ('' when it shows
+ * them all): `Showing the newest 100 of 1,234 jobs`.
+ */
+export function jobsShownLine(shown: number, older: number): string {
+  if (older <= 0) {
+    return '';
+  }
+  const count = (n: number) => n.toLocaleString('en-US');
+  return `Showing the newest ${count(shown)} of ${count(shown + older)} jobs`;
+}
+
+/**
  * Whether `identity` may cancel `job`: its owner or an admin, while it is
  * pending or running.
  */

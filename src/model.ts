@@ -19,9 +19,11 @@ import {
   IJob,
   IJobList,
   IJobLogs,
+  IJobPage,
   IJobRequest,
   INamespaceList,
-  INamespaceSummary
+  INamespaceSummary,
+  MAX_JOB_PAGE
 } from './tokens';
 
 /**
@@ -29,7 +31,7 @@ import {
  */
 export interface IQuotaClient {
   namespaces(): Promise<INamespaceList>;
-  jobs(namespace: string): Promise<IJobList>;
+  jobs(namespace: string, page?: IJobPage): Promise<IJobList>;
   identity(): Promise<IIdentity>;
   submit(namespace: string, request: IJobRequest): Promise<IJob>;
   cancel(namespace: string, name: string): Promise<IJob>;
@@ -152,7 +154,38 @@ export class QuotaModel implements IDisposable {
 
   /** The jobs of `namespace`, newest first, as last read. */
   jobs(namespace: string): IJob[] {
-    return this._jobs.get(namespace) ?? [];
+    return this._jobs.get(namespace)?.jobs ?? [];
+  }
+
+  /** How many older jobs of `namespace` the list does not show (the server's `remainingItemCount`). */
+  olderJobs(namespace: string): number {
+    return this._jobs.get(namespace)?.metadata?.remainingItemCount ?? 0;
+  }
+
+  /** Whether `showMoreJobs` can add older jobs to `namespace`'s list. */
+  canShowMoreJobs(namespace: string): boolean {
+    const list = this._jobs.get(namespace);
+    return !!list?.metadata?.continue && list.jobs.length < MAX_JOB_PAGE;
+  }
+
+  /**
+   * Add the next page of `namespace`'s older jobs (the server's `continue`)
+   * to its list; later polls keep reading that many jobs, up to the largest
+   * page the server gives (`MAX_JOB_PAGE`).
+   */
+  async showMoreJobs(namespace: string): Promise<void> {
+    const list = this._jobs.get(namespace);
+    const token = list?.metadata?.continue;
+    if (!list || !token || !this.canShowMoreJobs(namespace)) {
+      return;
+    }
+    const page = await this._client.jobs(namespace, { continue: token });
+    const current = this._jobs.get(namespace) ?? list;
+    const names = new Set(current.jobs.map(j => j.name));
+    const jobs = current.jobs.concat(page.jobs.filter(j => !names.has(j.name)));
+    this._jobs.set(namespace, { jobs, metadata: page.metadata });
+    this._shown.set(namespace, Math.min(jobs.length, MAX_JOB_PAGE));
+    this._changed.emit();
   }
 
   /**
@@ -232,11 +265,15 @@ export class QuotaModel implements IDisposable {
         this._identity = await this._client.identity();
       }
       const list = await this._client.namespaces();
+      // As many jobs as the list shows: the first page, or more once "Show more" was used.
       const jobs = await Promise.all(
-        list.namespaces.map(ns => this._client.jobs(ns.name))
+        list.namespaces.map(ns => {
+          const limit = this._shown.get(ns.name);
+          return this._client.jobs(ns.name, limit ? { limit } : undefined);
+        })
       );
       this._namespaces = list.namespaces;
-      this._jobs = new Map(list.namespaces.map((ns, i) => [ns.name, jobs[i].jobs]));
+      this._jobs = new Map(list.namespaces.map((ns, i) => [ns.name, jobs[i]]));
       this._error = null;
       this._fetchedAt = Date.now();
     } catch (error) {
@@ -253,7 +290,9 @@ export class QuotaModel implements IDisposable {
   private _interval: number;
   private _statusNamespace = '';
   private _namespaces: INamespaceSummary[] = [];
-  private _jobs = new Map<string, IJob[]>();
+  private _jobs = new Map<string, IJobList>();
+  /** Jobs to read per namespace after "Show more"; absent: the server's page size. */
+  private _shown = new Map<string, number>();
   private _identity: IIdentity | null = null;
   private _error: IModelError | null = null;
   private _fetchedAt: number | null = null;

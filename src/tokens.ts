@@ -137,6 +137,19 @@ export interface IJobList {
 }
 
 /**
+ * Which page of `GET namespaces/{namespace}/jobs` to read: `limit` jobs (1 to
+ * 1000; the server's `job_list_limit` when absent), after the page whose
+ * `metadata.continue` this is.
+ */
+export interface IJobPage {
+  limit?: number;
+  continue?: string;
+}
+
+/** The largest `limit` the server accepts (`MAX_LIMIT` in `jupyter_quota/paging.py`). */
+export const MAX_JOB_PAGE = 1000;
+
+/**
  * `GET namespaces/{namespace}/jobs/{name}/logs`: the tail of a job's output.
  */
 export interface IJobLogs {

@@ -9,7 +9,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
-from server_process import ServerProcess
+from server_process import ServerProcess, wait_phase
 from test_swiftlog import REAL_TAIL
 
 from jupyter_quota.magics import QuotaMagics, ServerNotFound
@@ -260,3 +260,28 @@ def test_ms_swift_parser_judges_the_final_arguments(magics, ip):
     assert "own parser accepts the final arguments" in out.stdout
     with capture_output(), pytest.raises(UsageError, match="rejects the final arguments: .*--no_such_arg"):
         ip.run_line_magic("swift_sft", "--dry-run --model Qwen/Qwen2.5-0.5B-Instruct --dataset d --no_such_arg 1")
+
+
+# -- the job list's pages -------------------------------------------------------------------------
+def test_the_client_lists_every_job_across_pages_newest_first(tmp_path):
+    """A server whose pages hold 2 jobs, with 5: ``jobs()`` follows ``continue`` to the end."""
+    srv = ServerProcess(tmp_path / "state", tmp_path, "c.JupyterQuota.job_list_limit = 2\n").start()
+    try:
+        client = QuotaClient(f"http://127.0.0.1:{srv.port}/", srv.token, "test")
+        namespace = client.namespaces()[0]["name"]
+        submitted = []
+        for i in range(5):  # one at a time, each ended before the next, so the quota never refuses one
+            job = client.submit(namespace, {"name": f"paged-{i}", "args": ["--model", "m", "--dataset", "d"]})
+            wait_phase(srv, namespace, job["name"], ("Succeeded",), timeout=60)
+            submitted.append(job["name"])
+        first = srv.call("GET", f"/namespaces/{namespace}/jobs")[1]
+        assert len(first["jobs"]) == 2 and first["metadata"]["remainingItemCount"] == 3  # pages of 2 really
+
+        jobs = client.jobs(namespace)
+
+        assert sorted(job["name"] for job in jobs) == sorted(submitted)
+        keys = [(job["createdAt"], job["name"]) for job in jobs]
+        assert keys == sorted(keys, reverse=True)  # newest first, as the server orders one page
+        assert [job["name"] for job in jobs[:2]] == [job["name"] for job in first["jobs"]]
+    finally:
+        srv.stop()

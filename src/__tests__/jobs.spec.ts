@@ -2,6 +2,7 @@ import {
   canCancel,
   describeChange,
   explainJob,
+  jobsShownLine,
   magicLine,
   planSummary,
   splitArgs,
@@ -115,3 +116,15 @@ describe('plans in words', () => {
     expect(describeChange({ x: 1 })).toBe('{"x":1}');
   });
 });
+
+describe('jobsShownLine', () => {
+  it('says how many jobs exist when older ones are not shown', () => {
+    expect(jobsShownLine(100, 1134)).toBe('Showing the newest 100 of 1,234 jobs');
+    expect(jobsShownLine(1, 1)).toBe('Showing the newest 1 of 2 jobs');
+  });
+
+  it('says nothing when every job is shown', () => {
+    expect(jobsShownLine(3, 0)).toBe('');
+  });
+});
+

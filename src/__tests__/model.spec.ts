@@ -1,5 +1,5 @@
 import { IQuotaClient, QuotaModel } from '../model';
-import { IJob, INamespaceSummary } from '../tokens';
+import { IJob, IJobPage, INamespaceSummary } from '../tokens';
 
 function summary(name: string, gpu = { hard: '2', used: '1', remaining: '1' }): INamespaceSummary {
   return {
@@ -18,6 +18,8 @@ function summary(name: string, gpu = { hard: '2', used: '1', remaining: '1' }): 
 class FakeClient implements IQuotaClient {
   namespacesList = [summary('team-alpha'), summary('team-beta', { hard: '4', used: '0', remaining: '4' })];
   jobList: { [ns: string]: IJob[] } = {};
+  /** The server's page size when a request names no limit (`JupyterQuota.job_list_limit`). */
+  pageSize = 100;
   failWith: unknown = null;
   calls: string[] = [];
 
@@ -28,9 +30,18 @@ class FakeClient implements IQuotaClient {
     }
     return { namespaces: this.namespacesList };
   }
-  async jobs(ns: string) {
-    this.calls.push(`jobs ${ns}`);
-    return { jobs: this.jobList[ns] ?? [] };
+  /** Pages as the server makes them: newest first, `continue` resumes after the last one shown. */
+  async jobs(ns: string, page: IJobPage = {}) {
+    const query = [page.limit && `limit=${page.limit}`, page.continue && `continue=${page.continue}`];
+    this.calls.push(`jobs ${ns}` + query.filter(Boolean).map((q, i) => (i ? '&' : '?') + q).join(''));
+    const all = this.jobList[ns] ?? [];
+    const start = page.continue ? all.findIndex(j => j.name === page.continue) + 1 : 0;
+    const jobs = all.slice(start, start + (page.limit ?? this.pageSize));
+    const remaining = all.length - start - jobs.length;
+    if (!remaining) {
+      return { jobs };
+    }
+    return { jobs, metadata: { continue: jobs[jobs.length - 1].name, remainingItemCount: remaining } };
   }
   async identity() {
     this.calls.push('identity');
@@ -135,4 +146,50 @@ describe('QuotaModel', () => {
     }
     expect(polled.isDisposed).toBe(true);
   });
+
+  describe('the job list in pages', () => {
+    const named = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ name: `job-${n - i}`, phase: 'Succeeded' }) as IJob);
+
+    beforeEach(() => {
+      client.pageSize = 2;
+      client.jobList['team-alpha'] = named(5);
+    });
+
+    it('says how many older jobs the first page leaves out', async () => {
+      await model.refresh();
+
+      expect(model.jobs('team-alpha').map(j => j.name)).toEqual(['job-5', 'job-4']);
+      expect(model.olderJobs('team-alpha')).toBe(3);
+      expect(model.olderJobs('team-beta')).toBe(0);
+    });
+
+    it('shows more by following continue, and keeps showing them on later polls', async () => {
+      await model.refresh();
+      let changes = 0;
+      model.changed.connect(() => changes++);
+
+      await model.showMoreJobs('team-alpha');
+
+      expect(client.calls).toContain('jobs team-alpha?continue=job-4');
+      expect(model.jobs('team-alpha').map(j => j.name)).toEqual(['job-5', 'job-4', 'job-3', 'job-2']);
+      expect(model.olderJobs('team-alpha')).toBe(1);
+      expect(changes).toBe(1);
+
+      client.calls = [];
+      client.jobList['team-alpha'] = named(6); // a new job: the list still shows 4, newest first
+      await model.refresh();
+      expect(client.calls).toContain('jobs team-alpha?limit=4');
+      expect(client.calls).toContain('jobs team-beta');
+      expect(model.jobs('team-alpha').map(j => j.name)).toEqual(['job-6', 'job-5', 'job-4', 'job-3']);
+      expect(model.olderJobs('team-alpha')).toBe(2);
+
+      await model.showMoreJobs('team-alpha');
+      expect(model.jobs('team-alpha').map(j => j.name)).toEqual(named(6).map(j => j.name));
+      expect(model.olderJobs('team-alpha')).toBe(0);
+      await model.showMoreJobs('team-alpha'); // nothing left: no call
+      expect(client.calls.filter(c => c.includes('continue'))).toHaveLength(1);
+    });
+  });
 });
+

@@ -5,7 +5,7 @@
 
 import * as React from 'react';
 
-import { canCancel, explainJob } from '../jobs';
+import { canCancel, explainJob, jobsShownLine } from '../jobs';
 import { asModelError, QuotaModel } from '../model';
 import { ageSeconds, formatAge } from '../quantity';
 import { IJob } from '../tokens';
@@ -36,7 +36,55 @@ export function JobsView(props: IJobsViewProps): JSX.Element {
           ))}
         </ul>
       )}
+      <OlderJobs model={model} namespace={namespace} shown={jobs.length} />
     </section>
+  );
+}
+
+/**
+ * How many jobs the list leaves out, and a button that shows the next page.
+ */
+function OlderJobs(props: { model: QuotaModel; namespace: string; shown: number }): JSX.Element | null {
+  const { model, namespace, shown } = props;
+  const [busy, setBusy] = React.useState(false);
+  const [error, setError] = React.useState('');
+  const line = jobsShownLine(shown, model.olderJobs(namespace));
+  if (!line) {
+    return null;
+  }
+  const showMore = async () => {
+    setBusy(true);
+    setError('');
+    try {
+      await model.showMoreJobs(namespace);
+    } catch (e) {
+      setError(asModelError(e).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div className="jp-QuotaJobs-older">
+      <p className="jp-QuotaJobs-shown" role="status">
+        {line}
+      </p>
+      {model.canShowMoreJobs(namespace) && (
+        <button
+          type="button"
+          className="jp-mod-styled jp-QuotaButton"
+          aria-label={`Show older jobs in ${namespace}`}
+          disabled={busy}
+          onClick={() => void showMore()}
+        >
+          {busy ? 'Loading…' : 'Show more'}
+        </button>
+      )}
+      {error && (
+        <p className="jp-QuotaJob-error" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
   );
 }
 

@@ -1,8 +1,8 @@
 """Fixtures for the browser tests: a real ``jupyter lab`` and Debian's headless Chromium.
 
 The server is the virtualenv's JupyterLab, started as a subprocess on a free loopback port with
-a generated config file (no token, the app exposed as ``window.jupyterapp``, no news toast) that
-first loads the demo config ``binder/jupyter_server_config.py`` when it exists. Chromium is the
+a generated config file (no token, the app exposed as ``window.jupyterapp``) that first loads
+the demo config ``binder/jupyter_server_config.py`` when it exists. Chromium is the
 system binary (``scripts/install-chromium.sh``), launched through Playwright's
 ``executable_path``; Playwright's own browser download is never used.
 
@@ -116,7 +116,6 @@ def lab_server(tmp_path_factory, ui_output_dir) -> Iterator[LabServer]:
     port = _free_port()
     config_path = home / "jupyter_server_test_config.py"
     config_path.write_text(_server_config(port, root_dir, home / "workspaces"))
-    _write_user_settings(home / "settings")
 
     env = dict(os.environ)
     env.update(
@@ -213,17 +212,6 @@ def _server_config(port: int, root_dir: Path, workspaces_dir: Path) -> str:
         f"c.LabApp.workspaces_dir = {str(workspaces_dir)!r}",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _write_user_settings(settings_dir: Path) -> None:
-    """Answer "never" to the news question so its toast stays out of screenshots.
-
-    ``LabApp.news_url = None`` stops the fetch but not the question, which hangs on the
-    ``fetchNews`` setting (galata's ``mockSettings`` answers it the same way).
-    """
-    path = settings_dir / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text('{"fetchNews": "false"}\n')
 
 
 def _free_port() -> int:

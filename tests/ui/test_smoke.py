@@ -16,6 +16,8 @@ pytestmark = pytest.mark.ui
 ACTIVATED = "JupyterLab extension jupyter-quota is activated!"
 SHOW_BALANCE = "jupyter-quota:show-balance"
 VISIBLE = re.compile(r"^jupyter-quota: \d+ namespace\(s\) visible$")
+NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
+NEWS_QUESTION = "Would you like to get notified about official Jupyter news?"
 
 
 def test_lab_loads_the_extension_once(lab_page, ui_output_dir):
@@ -54,3 +56,14 @@ def test_show_balance_lists_the_team_namespace(lab_page, ui_output_dir):
 
     dialog.get_by_role("button", name="Close").click()
     dialog.wait_for(state="detached")
+
+
+def test_the_demo_opens_without_the_news_question(lab_page, ui_output_dir):
+    """No user settings answer it here (``conftest.py`` writes none): the demo config must."""
+    page = lab_page.page
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    lab_page.wait_for_console(lambda message: message == ACTIVATED)
+
+    assert page.evaluate(f"() => window.jupyterapp.isPluginActivated({NEWS_PLUGIN!r})") is False
+    assert page.get_by_text(NEWS_QUESTION).count() == 0
+    page.screenshot(path=ui_output_dir / "lab-no-news.png")

@@ -34,6 +34,7 @@ from ...jobspec import label_value
 from ..base import Backend
 from . import jobview
 from .admission import Turns
+from .bounded import bounded
 from .cache import MANAGED_SELECTOR, STALE_AFTER, ClusterCache, rfc3339
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
 
@@ -162,7 +163,7 @@ class KubeBackend(Backend):
         """A cache miss asks the API server once: a job just created may not have come by watch yet."""
         try:
             with self._reported(f"read job {namespace}/{name}"):
-                return self.kube.get(ns_path(namespace, "jobs", name, group="batch/v1"))
+                return bounded("jobs", self.kube.get(ns_path(namespace, "jobs", name, group="batch/v1")))
         except KubeError as e:
             if e.code == 404:
                 raise errors.NotFound(f'jobs.batch "{name}" not found') from None
@@ -197,7 +198,8 @@ class KubeBackend(Backend):
         """The namespace's ResourceQuotas read from the API server, which has charged every pod
         created so far (the watch may lag); the cache gets them too."""
         with self._reported(f"read the quotas of {namespace}"):
-            quotas = self.kube.get(ns_path(namespace, "resourcequotas")).get("items") or []
+            items = self.kube.get(ns_path(namespace, "resourcequotas")).get("items") or []
+        quotas = [bounded("resourcequotas", item) for item in items]
         for item in quotas:
             self.cache["resourcequotas"].remember(item)
         return quotas

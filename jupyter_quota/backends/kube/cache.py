@@ -37,6 +37,7 @@ import threading
 import time
 from datetime import datetime, timezone
 
+from .bounded import bounded
 from .client import ClusterUnavailable, Kube, KubeError, status_error, unavailable
 
 #: What the backend watches: name -> (list path, label selector, field selector).
@@ -200,7 +201,7 @@ class Reflector:
         data = self.kube.get(self.path, **query)
         store: dict[str, dict[str, dict]] = {}
         for item in data.get("items") or []:
-            item = trim(item)
+            item = trim(item, self.kind)
             meta = item["metadata"]
             store.setdefault(meta.get("namespace", ""), {})[meta["name"]] = item
         with self._lock:
@@ -259,7 +260,7 @@ class Reflector:
             self.resource_version = rv
 
     def _apply(self, kind: str, obj: dict, only_if_newer: bool = False) -> None:
-        obj = trim(obj)
+        obj = trim(obj, self.kind)
         meta = obj.get("metadata") or {}
         namespace, name = meta.get("namespace", ""), meta.get("name", "")
         with self._lock:
@@ -354,8 +355,10 @@ class ClusterCache:
         return [self.reflectors[k] for k in (kinds or self.reflectors)]
 
 
-def trim(obj: dict) -> dict:
-    """The object without ``managedFields`` (large, and nothing here reads them)."""
+def trim(obj: dict, kind: str) -> dict:
+    """The object as stored: without ``managedFields`` (large, and nothing here reads them), and
+    its quantities bounded (``bounded.py``: a value written with kubectl may be any size)."""
+    obj = bounded(kind, obj)
     meta = obj.get("metadata")
     if isinstance(meta, dict) and "managedFields" in meta:
         obj = dict(obj)

@@ -1,0 +1,32 @@
+"""The demo's config (``binder/jupyter_server_config.py``) opens JupyterLab without the news question."""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+from quota_testing import demo_config
+
+NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
+
+
+def test_the_demo_disables_jupyterlabs_news_plugin_and_keeps_the_rest_of_the_page_config():
+    settings = demo_config().ServerApp.tornado_settings
+    # ``update`` in a config file is lazy: merged into whatever tornado_settings the server has
+    hook = settings.get_value({})["page_config_hook"]
+    page_config = {"disabledExtensions": ["some-extension:plugin"], "appName": "JupyterLab"}
+
+    shown = hook(None, page_config)
+
+    assert shown["disabledExtensions"] == ["some-extension:plugin", NEWS_PLUGIN]
+    assert shown["appName"] == "JupyterLab"
+    assert hook(None, {})["disabledExtensions"] == [NEWS_PLUGIN]
+
+
+def test_the_news_plugin_is_one_the_installed_jupyterlab_has():
+    """Guards the plugin id against a JupyterLab that renames it (the hook would then do nothing)."""
+    static = os.path.join(sys.prefix, "share", "jupyter", "lab", "static")
+    bundles = glob.glob(os.path.join(static, "*.js"))
+    assert bundles, f"no JupyterLab bundles under {static}"
+    assert any(NEWS_PLUGIN in open(path, encoding="utf-8", errors="replace").read() for path in bundles)
