@@ -85,6 +85,31 @@ def _clamp_short(text: str) -> str:
     return str(MAX_QUANTITY) if q.sign() > 0 else str(-MAX_QUANTITY)
 
 
+def clamp_pod_spec(spec) -> None:
+    """Clamp, in place, every quantity of a pod spec read back from storage or a cluster: the
+    ``overhead`` and each container's and init container's resources. Malformed parts are left
+    for whoever validates them."""
+    if not isinstance(spec, dict):
+        return
+    clamp_map(spec.get("overhead"))
+    for container in [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]:
+        resources = container.get("resources")
+        if isinstance(resources, dict):
+            for values in resources.values():
+                clamp_map(values)
+
+
+def clamp_map(values) -> None:
+    """Clamp, in place, each value of a ``{resource: quantity}`` map (anything else is left)."""
+    if isinstance(values, dict):
+        for name, text in values.items():
+            values[name] = clamp(str(text))
+
+
+def _dicts(items) -> list[dict]:
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
+
+
 def whole_number(text: str, label: str) -> int:
     """A whole-number argument (``--max_length 4096``): at most int64, its length checked before ``int()``."""
     if len(text.strip()) > MAX_INT_ARG_CHARS:

@@ -23,35 +23,16 @@ def bounded(kind: str, obj: dict) -> dict:
     if kind == "resourcequotas":
         status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
         for values in (spec.get("hard"), status.get("hard"), status.get("used")):
-            _clamp_map(values)
+            bounds.clamp_map(values)
     elif kind == "limitranges":
-        for item in _dicts(spec.get("limits")):
+        for item in spec.get("limits") or []:
+            if not isinstance(item, dict):
+                continue
             for field in _LIMIT_RANGE_FIELDS:
-                _clamp_map(item.get(field))
+                bounds.clamp_map(item.get(field))
     elif kind == "pods":
-        _clamp_pod_spec(spec)
+        bounds.clamp_pod_spec(spec)
     elif kind == "jobs":
         template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
-        _clamp_pod_spec(template.get("spec"))
+        bounds.clamp_pod_spec(template.get("spec"))
     return obj
-
-
-def _clamp_pod_spec(spec) -> None:
-    if not isinstance(spec, dict):
-        return
-    _clamp_map(spec.get("overhead"))
-    for container in [*_dicts(spec.get("containers")), *_dicts(spec.get("initContainers"))]:
-        resources = container.get("resources")
-        if isinstance(resources, dict):
-            for values in resources.values():
-                _clamp_map(values)
-
-
-def _clamp_map(values) -> None:
-    if isinstance(values, dict):
-        for name, text in values.items():
-            values[name] = bounds.clamp(str(text))
-
-
-def _dicts(items) -> list[dict]:
-    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []

@@ -92,12 +92,8 @@ def live_pods(live: list[sqlite3.Row]) -> list[dict]:
 
 
 def _clamped(pod: dict) -> dict:
-    """``pod`` with each container quantity passed through ``bounds.clamp``, in place."""
-    spec = pod.get("spec") or {}
-    for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        for values in (container.get("resources") or {}).values():
-            for name, text in (values or {}).items():
-                values[name] = bounds.clamp(str(text))
+    """``pod`` with each quantity of its spec passed through ``bounds.clamp``, in place."""
+    bounds.clamp_pod_spec(pod.get("spec"))
     return pod
 
 
