@@ -210,10 +210,9 @@ def test_ledger_from_a_newer_version_is_refused(tmp_path):
         ledger_mod.Ledger(path)
 
 
-def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path):
-    path = tmp_path / "ledger.sqlite"
-    ledger_mod.Ledger(path)
-    con = sqlite3.connect(path)  # back to version 1: no rev column, index or triggers
+def downgrade_to_version_1(path) -> None:
+    """Turn a ledger back into what version 1 wrote: no rev column, index or triggers."""
+    con = sqlite3.connect(path)
     with con:
         for trigger in ("jobs_rev_on_insert", "jobs_rev_on_update"):
             con.execute(f"DROP TRIGGER {trigger}")
@@ -221,6 +220,12 @@ def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path
         con.execute("ALTER TABLE jobs DROP COLUMN rev")
         con.execute("UPDATE meta SET value = 1 WHERE key = 'schema_version'")
     con.close()
+
+
+def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger_mod.Ledger(path)
+    downgrade_to_version_1(path)
     _insert_raw(path, "old", {"cpu": "1"}, namespace=NS)
     book = ledger_mod.Ledger(path)
     with book.read() as con:
