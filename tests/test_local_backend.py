@@ -20,7 +20,7 @@ import pytest
 from jupyter_quota import errors
 from jupyter_quota.backends.local import LocalBackend, detect_inventory, parse_nvidia_smi
 from jupyter_quota.backends.local import ledger as ledger_mod
-from jupyter_quota.backends.local import logtail, procfs, scheduler
+from jupyter_quota.backends.local import logtail, procfs, retention, scheduler
 
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_trainer.py")
 NS = "team-a"
@@ -210,10 +210,9 @@ def test_ledger_from_a_newer_version_is_refused(tmp_path):
         ledger_mod.Ledger(path)
 
 
-def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path):
-    path = tmp_path / "ledger.sqlite"
-    ledger_mod.Ledger(path)
-    con = sqlite3.connect(path)  # back to version 1: no rev column, index or triggers
+def downgrade_to_version_1(path) -> None:
+    """Turn a ledger back into what version 1 wrote: no rev column, index or triggers."""
+    con = sqlite3.connect(path)
     with con:
         for trigger in ("jobs_rev_on_insert", "jobs_rev_on_update"):
             con.execute(f"DROP TRIGGER {trigger}")
@@ -221,6 +220,12 @@ def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path
         con.execute("ALTER TABLE jobs DROP COLUMN rev")
         con.execute("UPDATE meta SET value = 1 WHERE key = 'schema_version'")
     con.close()
+
+
+def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger_mod.Ledger(path)
+    downgrade_to_version_1(path)
     _insert_raw(path, "old", {"cpu": "1"}, namespace=NS)
     book = ledger_mod.Ledger(path)
     with book.read() as con:
@@ -886,6 +891,41 @@ def test_finished_jobs_past_their_retention_are_pruned_with_their_logs_and_kept_
     assert json.loads(kept["usage"])["requests.nvidia.com/gpu"] == "1"
     again = backend.submit(profile, make_job("done", "--lines", "1"), owner="alice")  # the name is free again
     assert again["phase"] == "Running"
+
+
+def test_a_job_submitted_under_a_pruned_name_keeps_its_directory(make_backend, monkeypatch, tmp_path):
+    """A submit of the same name lands between the prune's commit (the name is free) and the
+    removal of the pruned job's directory: the new job's log and exit record survive."""
+    backend, profile = make_backend(retention_seconds=-1, retention_count=0), Profile()
+    backend.submit(profile, make_job("reused", "--lines", "1"), owner="alice")
+    wait_for(backend, profile, "reused", phase_is("Succeeded"))
+    go = tmp_path / "go"
+    remove, resubmitted = retention._remove, []
+
+    def submit_then_remove(directory, log):
+        if not resubmitted:  # the name is free once the prune has committed
+            job = backend.submit(profile, make_job("reused", "--lines", "1", "--until-file", str(go)), owner="bob")
+            resubmitted.append(job)
+        remove(directory, log)
+
+    monkeypatch.setattr(retention, "_remove", submit_then_remove)
+    assert backend.prune() == 1
+    assert resubmitted and resubmitted[0]["phase"] == "Running", resubmitted
+    go.touch()
+    job = wait_for(backend, profile, "reused", phase_is("Succeeded", "Failed"))
+    assert (job["phase"], job["owner"]) == ("Succeeded", "bob"), job
+    assert "exiting with 0" in backend.logs(profile, "reused")
+
+
+def test_a_pruned_jobs_directory_left_behind_by_a_crash_is_removed_by_the_next_prune(make_backend):
+    backend, profile = make_backend(retention_seconds=-1, retention_count=0), Profile()
+    left = make_backend.state_dir / "jobs" / ".pruned" / "7"  # moved aside, then the server died
+    left.mkdir(parents=True)
+    (left / "output.log").write_text("old\n")
+    backend.submit(profile, make_job("kept", "--sleep", "30"), owner="alice")  # live: not pruned
+    assert backend.prune() == 0
+    assert not left.exists()
+    assert (make_backend.state_dir / "jobs" / NS / "kept").is_dir()
 
 
 def test_each_namespace_keeps_its_newest_finished_jobs_pruned_in_bounded_batches(make_backend):

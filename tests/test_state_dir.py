@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import getpass
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from server_process import ServerProcess
+from test_local_backend import downgrade_to_version_1
+
+from jupyter_quota.backends.local import ledger as ledger_mod
 
 ADMIN = f"c.JupyterQuota.admin_users = [{getpass.getuser()!r}]\n"
 PROFILE = {"namespace": "team-gamma", "users": ["ann"], "hard": {"requests.nvidia.com/gpu": "1"}}
@@ -144,3 +148,47 @@ def test_a_new_read_only_state_dir_serves_an_empty_balance(server):
     assert_storage_error(server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1}),
                          "StateDirectoryReadOnly", server)
     assert not (server.state_dir / "ledger.sqlite3").exists()
+
+
+def test_a_ledger_that_could_not_be_created_is_created_once_the_state_dir_is_writable(server):
+    done = mount("-o", "remount,ro", str(server.state_dir))
+    assert done.returncode == 0, done.stderr
+    server.start()  # no ledger, and none can be made
+    status, balance = server.call("GET", "/namespaces/team-alpha/balance")
+    assert status == 200, balance
+
+    done = mount("-o", "remount,rw", str(server.state_dir))  # writable again, without a restart
+    assert done.returncode == 0, done.stderr
+    for _ in range(3):  # reads first: they must not settle on an empty ledger file
+        status, balance = server.call("GET", "/namespaces/team-alpha/balance")
+        assert status == 200 and balance["resources"]["requests.nvidia.com/gpu"]["remaining"] == "2", balance
+        status, jobs = server.call("GET", "/namespaces/team-alpha/jobs")
+        assert status == 200 and jobs["jobs"] == [], jobs
+    name = run_a_job(server)
+    assert_reads_are_served(server, name)
+    assert "Traceback" not in server.log()
+
+
+def test_a_version_1_ledger_on_a_read_only_state_dir_is_upgraded_once_it_is_writable(state_tmpfs):
+    path = state_tmpfs / "ledger.sqlite3"
+    made = subprocess.run([sys.executable, "-c", f"from jupyter_quota.backends.local import ledger; ledger.Ledger({str(path)!r})"],
+                          capture_output=True, text=True)  # in a process of its own: it leaves no file open
+    assert made.returncode == 0, made.stderr
+    downgrade_to_version_1(path)
+    done = mount("-o", "remount,ro", str(state_tmpfs))
+    assert done.returncode == 0, done.stderr
+    book = ledger_mod.Ledger(path)
+    assert book.startup_error is not None and book.startup_error.reason == "StateDirectoryReadOnly"
+    assert book.generation() == 0  # reads are served meanwhile
+
+    done = mount("-o", "remount,rw", str(state_tmpfs))
+    assert done.returncode == 0, done.stderr
+    with book.write() as con:  # the upgrade is tried again, without a new Ledger
+        ledger_mod.insert(con, {
+            "namespace": "team-alpha", "name": "new", "team": "alpha", "owner": "ann", "phase": "Pending",
+            "args": "[]", "gpus": 0, "pod": "{}", "usage": "{}", "job": "{}", "created_at": "2026-11-30T12:00:00Z",
+        })
+    with book.read() as con:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 2
+        assert [r["name"] for r in ledger_mod.changed_since(con, 0)] == ["new"]  # its rev set by the trigger
+    assert book.startup_error is None

@@ -17,7 +17,10 @@ durable under concurrent writers (threads and processes) and crashes:
   the WAL).
 - Columns that make a row meaningful are NOT NULL: a row is either complete or absent.
 - On a full or read-only file system the ledger still reads (see ``_reader``): balances and job
-  lists keep working while writes fail with the error ``statedir.storage_error`` names.
+  lists keep working while writes fail with the error ``statedir.storage_error`` names. A ledger
+  that could not even be created or upgraded then (``startup_error``) is tried again by every
+  write and, at most every ``CREATE_RETRY`` seconds, by reads (see ``_ready``), so it works again
+  once there is space or write access, without a restart.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -34,6 +38,7 @@ from ...statedir import storage_error
 
 SCHEMA_VERSION = 2
 LIVE = ("Pending", "Running")
+CREATE_RETRY = 1.0  # seconds between reads' tries to create a ledger that could not be created
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -123,16 +128,47 @@ class Ledger:
         self.path = os.fspath(path)
         self.busy_timeout = busy_timeout
         self._local = threading.local()
-        #: why the ledger could not be created or upgraded (its directory is full or read-only)
+        self._folder = os.path.dirname(os.path.abspath(self.path))
+        #: why the ledger could not be created or upgraded (its directory is full or read-only);
+        #: None once it has been
         self.startup_error = None
-        folder = os.path.dirname(os.path.abspath(self.path))
+        self._retry_at = 0.0  # monotonic time before which reads do not try to create it again
+        self._setup()
+
+    def _setup(self, quiet: bool = True) -> bool:
+        """Create or upgrade the ledger; False, with the reason in ``startup_error``, when its
+        directory is full or read-only (raised unless ``quiet``). Other errors (a newer schema,
+        a corrupt file) raise. The connection that made it becomes this thread's."""
+        self._retry_at = time.monotonic() + CREATE_RETRY
         try:
-            make_private_dir(folder)
-            self._create()
-        except (sqlite3.Error, OSError) as e:
-            self.startup_error = storage_error(e, folder)
-            if self.startup_error is None:
+            make_private_dir(self._folder)
+            con = self._connect()
+            try:
+                self._create(con)
+            except BaseException:
+                con.close()
                 raise
+        except (sqlite3.Error, OSError) as e:
+            error = storage_error(e, self._folder)
+            if error is None:
+                raise
+            self.startup_error = error
+            if not quiet:
+                raise
+            return False
+        self._local.con = (os.getpid(), con)
+        self.startup_error = None
+        return True
+
+    def _ready(self, write: bool) -> bool:
+        """Whether the ledger has its schema; until it has, try to create it again: a write always
+        (raising why it still cannot), a read at most every ``CREATE_RETRY`` seconds, so a balance
+        read stays cheap meanwhile."""
+        if self.startup_error is None:
+            return True
+        if not write and time.monotonic() < self._retry_at:
+            return False
+        return self._setup(quiet=not write)
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -140,41 +176,28 @@ class Ledger:
 
         Bumps ``generation`` when the transaction changed anything.
         """
-        with self._immediate() as con:
+        with self._transaction("BEGIN IMMEDIATE") as con:
             before = con.total_changes
             yield con
             if con.total_changes != before:
                 con.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
 
     @contextmanager
-    def _immediate(self, *pragmas: str) -> Iterator[sqlite3.Connection]:
-        """The thread's connection in ``BEGIN IMMEDIATE``: committed on success, rolled back on error."""
-        with self._transaction("BEGIN IMMEDIATE", pragmas) as con:
-            yield con
-
-    @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A read transaction: every statement inside sees the same snapshot."""
-        with self._transaction("BEGIN", ()) as con:
+        with self._transaction("BEGIN") as con:
             yield con
 
     @contextmanager
-    def _transaction(self, begin: str, pragmas) -> Iterator[sqlite3.Connection]:
-        own, kept = self._connection()
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        own, kept = self._connection(write=begin != "BEGIN")
         if not kept and begin != "BEGIN":  # never write to a fallback reader: the file gives the real error
             own.close()
             own = self._connect()
         con = own if not (kept and own.in_transaction) else self._connect()  # a nested transaction: its own
         try:
-            for pragma in pragmas:
-                con.execute(pragma)
-            con.execute(begin)
-            yield con
-            con.execute("COMMIT")
-        except BaseException:
-            if con.in_transaction:
-                con.execute("ROLLBACK")
-            raise
+            with _begun(con, begin):
+                yield con
         finally:
             if con is not own:
                 con.close()
@@ -193,40 +216,44 @@ class Ledger:
         with closing(con):
             return generation(con)
 
-    def _connection(self) -> tuple[sqlite3.Connection, bool]:
+    def _connection(self, write: bool = False) -> tuple[sqlite3.Connection, bool]:
         """This thread's connection, and whether it is kept (a caller closes one that is not).
 
         Opened on first use (again in a forked child: a connection must not cross a fork). On a
         full or read-only file system it may be a fallback reader that is not kept (``_reader``).
+        None is kept before the ledger has its schema: it would go on reading a file without it.
         """
         pid, con = getattr(self._local, "con", (None, None))
         if pid == os.getpid():
             return con, True
-        con, kept = self._reader()
-        if kept:
+        ready = self._ready(write)  # a write raises when the ledger still cannot be created
+        con, kept = self._reader(live=ready or _size(self.path) > 0)
+        if kept and ready:
             self._local.con = (os.getpid(), con)
-        return con, kept
+        return con, kept and ready
 
-    def _reader(self) -> tuple[sqlite3.Connection, bool]:
+    def _reader(self, live: bool = True) -> tuple[sqlite3.Connection, bool]:
         """A connection to read with, and whether it follows later commits (may be kept).
 
         A WAL database is read through its ``-shm`` index, which a new reader must create when no
         connection has it open. On a full or read-only file system that fails, so the reader falls
         back to the file as it is (``immutable``): complete when there is no WAL left to replay,
         as after a clean close; an empty ledger when there is no file yet. With a WAL left, only
-        the error remains: a reader that skipped it would miss commits.
+        the error remains: a reader that skipped it would miss commits. Without ``live`` it goes
+        to the fallback at once (opening a ledger not yet created would create an empty file).
         """
         con = None
         try:
-            con = self._connect()
-            con.execute("PRAGMA schema_version").fetchone()  # opens the WAL index, or fails
-            return con, True
+            if live:
+                con = self._connect()
+                con.execute("PRAGMA schema_version").fetchone()  # opens the WAL index, or fails
+                return con, True
         except sqlite3.Error as e:
             if con is not None:
                 con.close()
-            if storage_error(e, os.path.dirname(os.path.abspath(self.path))) is None or _has_wal(self.path):
+            if storage_error(e, self._folder) is None or _has_wal(self.path):
                 raise
-        if os.path.exists(self.path):
+        if _size(self.path) > 0:
             con = sqlite3.connect(f"{Path(self.path).absolute().as_uri()}?immutable=1", uri=True,
                                   isolation_level=None, check_same_thread=False)
         else:
@@ -243,10 +270,14 @@ class Ledger:
         con.execute("PRAGMA synchronous = FULL")
         return con
 
-    def _create(self) -> None:
-        """Create or upgrade the schema; safe when several processes open a new ledger at once."""
+    def _create(self, con: sqlite3.Connection) -> None:
+        """Create or upgrade the schema on ``con``; safe when several processes open a new ledger at once.
+
+        Not on a thread's kept connection: none is kept before the ledger has its schema (see
+        ``_connection``).
+        """
         # journal_mode is persistent: recorded in the file for every later connection.
-        with self._immediate("PRAGMA journal_mode = WAL") as con:
+        with _begun(con, "BEGIN IMMEDIATE", ["PRAGMA journal_mode = WAL"]):
             exists = con.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
             ).fetchone()
@@ -376,12 +407,32 @@ def _statements(script: str) -> list[str]:
     return [s.strip() for s in "\n".join(lines).split(";") if s.strip()]
 
 
+@contextmanager
+def _begun(con: sqlite3.Connection, begin: str, pragmas=()) -> Iterator[sqlite3.Connection]:
+    """A transaction on ``con``: committed on success, rolled back on error."""
+    try:
+        for pragma in pragmas:
+            con.execute(pragma)
+        con.execute(begin)
+        yield con
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+
+
 def _has_wal(path: str) -> bool:
     """Whether commits may wait in the ``-wal`` file, unseen by a reader of the main file alone."""
+    return _size(path + "-wal") > 0
+
+
+def _size(path: str) -> int:
+    """The size of a file, 0 when there is none."""
     try:
-        return os.path.getsize(path + "-wal") > 0
+        return os.path.getsize(path)
     except OSError:
-        return False
+        return 0
 
 
 def make_private_dir(path: str) -> None:

@@ -13,11 +13,18 @@ finished times. The admitted pod and Job objects and the log are not kept.
 
 ``prune`` deletes at most ``batch`` jobs per call, in one transaction, so the reaper never holds
 the ledger's write lock for long; it is called again while batches come back full.
+
+Deleting a row frees its name, and a new job of that name uses the same job directory
+(``runner.job_dir``). So the transaction moves each pruned job's directory aside (a rename, atomic)
+to ``jobs/.pruned/<id>`` (no namespace starts with a dot), and the moved directories are removed
+after the commit: a job submitted after the commit starts in a fresh directory that nothing
+removes. A moved directory left by a crash before its removal is removed by the next ``prune``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sqlite3
 import time
@@ -25,18 +32,37 @@ import time
 from . import clock, jobview, ledger, runner
 
 FINISHED = ("Succeeded", "Failed")
+PRUNED_DIR = ".pruned"  # under state_dir/jobs: the directories of pruned jobs until they are removed
 
 
 def prune(book: ledger.Ledger, state_dir: str, *, keep_seconds: float, keep_count: int, batch: int,
           log: logging.Logger) -> int:
     """Prune up to ``batch`` finished jobs past a limit; return how many were pruned."""
-    with book.write() as con:
-        rows = _expired(con, keep_seconds, keep_count, batch)
-        for row in rows:
-            con.execute(_ARCHIVE, _record(row))
-            con.execute("DELETE FROM jobs WHERE id = ? AND phase IN (?, ?)", (row["id"], *FINISHED))
-    for row in rows:  # after the commit: a job the ledger still holds keeps its log
-        _remove(runner.job_dir(state_dir, row["namespace"], row["name"]), log)
+    pruned_dir = os.path.join(state_dir, "jobs", PRUNED_DIR)
+    moved: list[tuple[str, str]] = []  # (job directory, where it was moved)
+    try:
+        with book.write() as con:
+            # Listed under the write lock: what is there is from prunes that committed (or crashed).
+            left = [os.path.join(pruned_dir, entry) for entry in _entries(pruned_dir)]
+            rows = _expired(con, keep_seconds, keep_count, batch)
+            for row in rows:
+                con.execute(_ARCHIVE, _record(row))
+                con.execute("DELETE FROM jobs WHERE id = ? AND phase IN (?, ?)", (row["id"], *FINISHED))
+                directory = runner.job_dir(state_dir, row["namespace"], row["name"])
+                if os.path.isdir(directory):  # a job that never started has none
+                    ledger.make_private_dir(pruned_dir)
+                    aside = os.path.join(pruned_dir, str(row["id"]))  # ids are never reused
+                    os.rename(directory, aside)
+                    moved.append((directory, aside))
+    except BaseException:
+        for directory, aside in moved:  # not committed: the jobs are still there, so are their directories
+            try:
+                os.rename(aside, directory)
+            except OSError as e:
+                log.warning("local backend: cannot move %s back to %s: %s", aside, directory, e)
+        raise
+    for aside in (*left, *(aside for _, aside in moved)):  # after the commit: nothing refers to them
+        _remove(aside, log)
     if rows:
         log.info("local backend: pruned %d finished jobs (kept in job_history)", len(rows))
     return len(rows)
@@ -67,8 +93,15 @@ def _expired(con: sqlite3.Connection, keep_seconds: float, keep_count: int, batc
     return sorted(rows.values(), key=lambda row: row["id"])[:batch]
 
 
+def _entries(directory: str) -> list[str]:
+    try:
+        return os.listdir(directory)
+    except FileNotFoundError:
+        return []
+
+
 def _remove(directory: str, log: logging.Logger) -> None:
-    """Remove a pruned job's directory; a job that never started has none."""
+    """Remove a pruned job's directory (moved aside); another prune may have removed it already."""
     try:
         shutil.rmtree(directory)
     except FileNotFoundError:
