@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from ... import reasons
 from ...quantity import Quantity
 
 TRAIN = "train"
@@ -79,7 +80,7 @@ def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str 
     if exit_code is not None and out["phase"] in ("Succeeded", "Failed"):
         out["exitCode"] = exit_code
     if meta.get("deletionTimestamp") and out["phase"] in ("Pending", "Running"):
-        out["reason"] = "Terminating"
+        out["reason"] = reasons.TERMINATING
         out["message"] = "the job is being deleted"
     return out
 
@@ -163,7 +164,7 @@ def _pending_reason(pod: dict) -> tuple[str, str] | None:
     status = pod.get("status") or {}
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return condition.get("reason") or "Unschedulable", condition.get("message") or ""
+            return condition.get("reason") or reasons.UNSCHEDULABLE, condition.get("message") or ""
     for cs in status.get("containerStatuses") or []:
         waiting = (cs.get("state") or {}).get("waiting")
         if waiting and waiting.get("reason") not in (None, "ContainerCreating"):

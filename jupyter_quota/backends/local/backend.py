@@ -45,7 +45,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ... import errors, paging, quota, statedir
+from ... import errors, paging, quota, reasons, statedir
 from ..base import Backend
 from . import admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking
 
@@ -215,7 +215,7 @@ class LocalBackend(Backend):
             if row is None:
                 raise errors.NotFound(f'jobs.batch "{name}" not found')
             if row["phase"] == "Pending":
-                ledger.update(con, row["id"], "Pending", phase="Failed", reason="Cancelled",
+                ledger.update(con, row["id"], "Pending", phase="Failed", reason=reasons.CANCELLED,
                               message=f"cancelled by {by}", finished_at=clock.now())
             elif row["phase"] == "Running" and not row["cancelled_by"] and self._jobs.is_running(row):
                 ledger.update(con, row["id"], "Running", cancelled_by=by,

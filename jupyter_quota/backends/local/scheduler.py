@@ -23,14 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ... import reasons
 from ...quantity import Quantity
 
 GPU = "nvidia.com/gpu"
 NODE_RESOURCES = ("cpu", "memory", GPU)
 ZERO = Fraction(0)
-UNSCHEDULABLE = "Unschedulable"
-WAITING = "WaitingForResources"
-INVALID = "InvalidJob"  # a Failed job's reason: its requests cannot be read
 SHOWN_DIGITS = 40  # how much of an unreadable quantity a message repeats
 
 
@@ -68,9 +66,9 @@ def schedule(inventory: dict, running: list[Running], pending: list[Pending]) ->
     for job in pending:
         wanted = amounts(job.requests)
         missing = _insufficient(wanted, allocatable)
-        reason = UNSCHEDULABLE
+        reason = reasons.UNSCHEDULABLE
         if not missing:
-            reason = WAITING
+            reason = reasons.WAITING
             missing = _insufficient(wanted, left)
             gpus = int(wanted.get(GPU, 0))
             if gpus > len(free_gpus) and GPU not in missing:
