@@ -23,13 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from ... import reasons
+from ... import bounds, reasons
 from ...quantity import Quantity
 
 GPU = "nvidia.com/gpu"
 NODE_RESOURCES = ("cpu", "memory", GPU)
 ZERO = Fraction(0)
-SHOWN_DIGITS = 40  # how much of an unreadable quantity a message repeats
 
 
 @dataclass
@@ -133,12 +132,12 @@ def invalid_message(error: Exception) -> str:
 
 
 def _shown(q) -> str:
-    """A quantity as a message may repeat it: at most ``SHOWN_DIGITS`` characters."""
+    """A quantity as a message may repeat it (``bounds.shown``: long texts cut short)."""
     try:
         text = str(q)
     except (ValueError, ArithmeticError):  # e.g. an integer past Python's 4,300-digit str() limit
         return "(a number too long to show)"
-    return text if len(text) <= SHOWN_DIGITS else text[:SHOWN_DIGITS] + "..."
+    return bounds.shown(text)
 
 
 def _total(all_requests) -> dict[str, Fraction]:
