@@ -249,12 +249,7 @@ def parse_gpus(value, what: str = '"gpus"', resource: str = "nvidia.com/gpu", mi
     estimate 1 up (``minimum``), at most ``MAX_GPUS``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InvalidRequest(f"{what} must be a whole number, like 1 or 2, not {_shown(value)}")
-    text = bounds.quantity_text(value, what)
-    try:
-        q = Quantity(text)
-    except ValueError:
-        raise InvalidRequest(f"{what} {_shown(value)} is not a number; give a whole number like 1 or 2") from None
-    bounds.check_magnitude(q, what, text)
+    q = bounds.quantity(value, what, f"{what} {_shown(value)} is not a number; give a whole number like 1 or 2")
     n = _whole_gpus(q, f"{what} {_shown(value)}", resource, kube_sign_check=minimum == 0)
     if n < minimum:
         raise InvalidRequest(f"{what} must be at least {minimum}, not {n}")
@@ -293,13 +288,8 @@ def _parse_resources(resources, gpu_resource: str) -> dict:
             if key not in allowed:
                 raise InvalidRequest(f"{where}: unknown resource {_shown(key)}; a job may ask for "
                                      f"{', '.join(allowed)}")
-            text = bounds.quantity_text(raw, where)
-            try:
-                q = Quantity(text)
-            except ValueError:
-                raise InvalidRequest(f"{where}: {_shown(raw)} is not a Kubernetes quantity; write e.g. "
-                                     "\"4\" or \"500m\" for CPU, \"32Gi\" for memory") from None
-            bounds.check_magnitude(q, where, text)
+            q = bounds.quantity(raw, where, f"{where}: {_shown(raw)} is not a Kubernetes quantity; write e.g. "
+                                            '"4" or "500m" for CPU, "32Gi" for memory')
             if q.sign() < 0:
                 raise InvalidRequest(f"{where}: must be greater than or equal to 0")
             if key == gpu_resource:
