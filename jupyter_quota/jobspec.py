@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from . import bounds
 from .errors import Conflict, InvalidRequest
+from .podresources import DNS1123_LABEL
 from .profiles import TeamProfile
 from .quantity import Quantity
 
@@ -38,7 +39,6 @@ DEFAULT_GENERATE_NAME = "sft-"
 _RANDOM = random.SystemRandom()
 T = TypeVar("T")
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -191,7 +191,7 @@ def label_value(text: str) -> str:
 
 def _parse_name(name) -> str:
     name = _name_field(name, '"name"', "a job name")
-    if name and not _DNS1123_LABEL.match(name):
+    if name and not DNS1123_LABEL.fullmatch(name):
         raise InvalidRequest(f'"name" {_shown(name)} is not a valid job name: use lower-case letters, '
                              "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-lora-1')")
     return name
@@ -202,7 +202,7 @@ def _parse_generate_name(prefix) -> str:
     once a trailing '-' is allowed (apimachinery's maskTrailingDash)."""
     prefix = _name_field(prefix, '"generateName"', "a prefix")
     masked = prefix[:-1] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
-    if prefix and not _DNS1123_LABEL.match(masked):
+    if prefix and not DNS1123_LABEL.fullmatch(masked):
         raise InvalidRequest(f'"generateName" {_shown(prefix)} is not a valid generateName: use lower-case '
                              "letters, digits and '-', starting with a letter or digit (e.g. 'tiny-demo-')")
     return prefix

@@ -13,9 +13,8 @@ import re
 
 from .bounds import shown
 from .errors import InvalidRequest
-from .podresources import container_resource_name_errors, field_invalid, is_extended_resource_name
+from .podresources import DNS1123_LABEL, container_resource_name_errors, field_invalid, is_extended_resource_name
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
                       "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
                       "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
@@ -45,7 +44,7 @@ def check_names(team: str, namespace: str, gpu_resource: str) -> None:
 def dns1123_label_errors(value: str) -> list[str]:
     """IsDNS1123Label, in apimachinery's words."""
     errs = ["must be no more than 63 characters"] if len(value) > 63 else []
-    if not _DNS1123_LABEL.fullmatch(value):
+    if not DNS1123_LABEL.fullmatch(value):
         errs.append(_DNS1123_LABEL_MSG)
     return errs
 
