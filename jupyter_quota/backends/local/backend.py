@@ -40,7 +40,6 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -114,7 +113,7 @@ class LocalBackend(Backend):
         try:
             self.reap()
         except Exception as e:
-            if not (isinstance(e, (sqlite3.Error, OSError)) and self._warn_storage(e)):
+            if not self._warn_storage(e):
                 self.log.exception("local backend: the first reaping pass failed; the server starts anyway")
         if self._thread is None:
             self._stop.clear()
