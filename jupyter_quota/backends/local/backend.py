@@ -83,7 +83,7 @@ class LocalBackend(Backend):
         self.state_dir = os.path.abspath(state_dir)
         self._inventory = copy.deepcopy(inventory)
         self._ledger = ledger.Ledger(ledger_path)
-        self._storage_warning = ""  # the last one logged, so a failing reaper does not repeat it
+        self._storage_warning = ""  # the last one logged, so a failing reaper does not repeat it every pass
         if self._ledger.startup_error is not None:
             self._warn_storage(self._ledger.startup_error)
         try:
@@ -269,9 +269,11 @@ class LocalBackend(Backend):
 
     def _loop(self) -> None:
         while not self._stop.wait(self.poll_interval):
+            failed = False
             try:
                 self.reap()
             except Exception as e:  # keep reaping; a bad pass is logged, the next may succeed
+                failed = True
                 if not self._warn_storage(e):
                     self.log.exception("local backend: reaping failed")
             if time.monotonic() - self._pruned_at >= PRUNE_INTERVAL:
@@ -279,9 +281,12 @@ class LocalBackend(Backend):
                     if self.prune() < self.prune_batch:  # a full batch: more may be due, go on
                         self._pruned_at = time.monotonic()
                 except Exception as e:  # pruning waits for the next interval; reaping goes on
+                    failed = True
                     self._pruned_at = time.monotonic()
                     if not self._warn_storage(e):
                         self.log.exception("local backend: pruning finished jobs failed")
+            if not failed:
+                self._storage_warning = ""  # the outage is over: the next one is logged again
 
     def _warn_storage(self, e: BaseException) -> bool:
         """Log a full or read-only state dir, once rather than every pass; False for other errors."""
