@@ -34,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from jupyter_quota import quota
+from jupyter_quota import quota, reasons
 from jupyter_quota.backends.local import LocalBackend
 from jupyter_quota.backends.local import admission, ledger, scheduler
 from jupyter_quota.jobspec import build_job, parse_job_request
@@ -104,7 +104,7 @@ def rate(state: Path, teams: list[TeamProfile], queue: int, submits: int, client
         try:
             for profile, spec in mine:
                 got = backend.submit(profile, spec, owner)
-                assert got["reason"] == scheduler.UNSCHEDULABLE, got  # the decision is recorded
+                assert got["reason"] == reasons.UNSCHEDULABLE, got  # the decision is recorded
         except Exception as e:  # noqa: BLE001 - reported below
             errors.append(e)
 

@@ -31,16 +31,18 @@ MAX_INT_ARG_CHARS = 24
 _SHOWN_CHARS = 40
 
 
-def quantity(raw, where: str) -> Quantity:
+def quantity(raw, where: str, unreadable: str | None = None) -> Quantity:
     """A Quantity from untrusted JSON (a string or a number), bounded; else InvalidRequest naming ``where``.
 
-    Parse errors keep upstream's text (``quantities must match the regular expression ...``).
+    Parse errors keep upstream's text (``quantities must match the regular expression ...``), or
+    say ``unreadable`` where the caller gives one.
     """
     text = quantity_text(raw, where)
     try:
         q = Quantity(text)
     except ValueError as err:
-        raise InvalidRequest(f"{where}: Invalid value: {shown(text)}: {getattr(err, 'reason', err)}") from None
+        message = unreadable or f"{where}: Invalid value: {shown(text)}: {getattr(err, 'reason', err)}"
+        raise InvalidRequest(message) from None
     check_magnitude(q, where, text)
     return q
 

@@ -19,7 +19,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from .errors import BodyTooLarge, InvalidRequest, QuotaError
+from .errors import BodyTooLarge, Forbidden, InvalidRequest, NotFound, QuotaError
 from .identity import identify
 from .slots import WorkSlots
 from .statedir import storage_error
@@ -134,7 +134,8 @@ class QuotaHandler(APIHandler):
     def write_error(self, status_code: int, **kwargs) -> None:
         """Even tornado's own errors (405, 500) answer in the API's shape."""
         self.set_header("Content-Type", "application/json")
-        reason = {404: "NotFound", 405: "MethodNotAllowed", 403: "Forbidden"}.get(status_code, "InternalError")
+        reasons = {400: InvalidRequest.reason, 403: Forbidden.reason, 404: NotFound.reason, 405: "MethodNotAllowed"}
+        reason = reasons.get(status_code, "InternalError")
         message = self._reason or "internal error; the server log has the details"
         self.finish(json.dumps({"reason": reason, "message": message}))
 

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from . import bounds
 from .errors import Conflict, InvalidRequest
+from .podresources import DNS1123_LABEL
 from .profiles import TeamProfile
 from .quantity import Quantity
 
@@ -38,7 +39,6 @@ DEFAULT_GENERATE_NAME = "sft-"
 _RANDOM = random.SystemRandom()
 T = TypeVar("T")
 
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -191,7 +191,7 @@ def label_value(text: str) -> str:
 
 def _parse_name(name) -> str:
     name = _name_field(name, '"name"', "a job name")
-    if name and not _DNS1123_LABEL.match(name):
+    if name and not DNS1123_LABEL.fullmatch(name):
         raise InvalidRequest(f'"name" {_shown(name)} is not a valid job name: use lower-case letters, '
                              "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-lora-1')")
     return name
@@ -202,7 +202,7 @@ def _parse_generate_name(prefix) -> str:
     once a trailing '-' is allowed (apimachinery's maskTrailingDash)."""
     prefix = _name_field(prefix, '"generateName"', "a prefix")
     masked = prefix[:-1] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
-    if prefix and not _DNS1123_LABEL.match(masked):
+    if prefix and not DNS1123_LABEL.fullmatch(masked):
         raise InvalidRequest(f'"generateName" {_shown(prefix)} is not a valid generateName: use lower-case '
                              "letters, digits and '-', starting with a letter or digit (e.g. 'tiny-demo-')")
     return prefix
@@ -249,12 +249,7 @@ def parse_gpus(value, what: str = '"gpus"', resource: str = "nvidia.com/gpu", mi
     estimate 1 up (``minimum``), at most ``MAX_GPUS``."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InvalidRequest(f"{what} must be a whole number, like 1 or 2, not {_shown(value)}")
-    text = bounds.quantity_text(value, what)
-    try:
-        q = Quantity(text)
-    except ValueError:
-        raise InvalidRequest(f"{what} {_shown(value)} is not a number; give a whole number like 1 or 2") from None
-    bounds.check_magnitude(q, what, text)
+    q = bounds.quantity(value, what, f"{what} {_shown(value)} is not a number; give a whole number like 1 or 2")
     n = _whole_gpus(q, f"{what} {_shown(value)}", resource, kube_sign_check=minimum == 0)
     if n < minimum:
         raise InvalidRequest(f"{what} must be at least {minimum}, not {n}")
@@ -293,13 +288,8 @@ def _parse_resources(resources, gpu_resource: str) -> dict:
             if key not in allowed:
                 raise InvalidRequest(f"{where}: unknown resource {_shown(key)}; a job may ask for "
                                      f"{', '.join(allowed)}")
-            text = bounds.quantity_text(raw, where)
-            try:
-                q = Quantity(text)
-            except ValueError:
-                raise InvalidRequest(f"{where}: {_shown(raw)} is not a Kubernetes quantity; write e.g. "
-                                     "\"4\" or \"500m\" for CPU, \"32Gi\" for memory") from None
-            bounds.check_magnitude(q, where, text)
+            q = bounds.quantity(raw, where, f"{where}: {_shown(raw)} is not a Kubernetes quantity; write e.g. "
+                                            '"4" or "500m" for CPU, "32Gi" for memory')
             if q.sign() < 0:
                 raise InvalidRequest(f"{where}: must be greater than or equal to 0")
             if key == gpu_resource:

@@ -26,7 +26,9 @@ from .quantity import Quantity
 ANNOTATION = "kubernetes.io/limit-ranger"
 LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
 MAX_MILLI_VALUE = (2**63 - 1) // 1000
-_MAPS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
+#: The LimitRangeItem fields that map a resource to a quantity, in the order of its Go struct, which
+#: ValidateLimitRange checks them in (profileshape checks their shape, the kube backend bounds them).
+ITEM_MAPS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
 
 
 def apply_limit_ranges(pod: dict, limit_ranges: list[dict]) -> dict:
@@ -86,7 +88,7 @@ def validate_limit_range_spec(spec: dict) -> None:
         if kind in seen:
             errs.append(f'{path}.type: Duplicate value: "{kind}"')
         seen.add(kind)
-        maps = {key: _bounded(item.get(key), f"{path}.{key}") for key in _MAPS}
+        maps = {key: _bounded(item.get(key), f"{path}.{key}") for key in ITEM_MAPS}
         for key in ("max", "min"):
             errs += [e for name in maps[key] for e in _resource_name_errors(kind, name, f"{path}.{key}[{name}]")]
         if kind == "Pod":

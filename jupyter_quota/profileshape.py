@@ -13,9 +13,9 @@ import re
 
 from .bounds import shown
 from .errors import InvalidRequest
-from .podresources import container_resource_name_errors, field_invalid, is_extended_resource_name
+from .limitrange import ITEM_MAPS
+from .podresources import DNS1123_LABEL, container_resource_name_errors, field_invalid, is_extended_resource_name
 
-_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
                       "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
                       "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
@@ -23,7 +23,6 @@ _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
                     "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
                     "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
-_LIMIT_MAPS = ("default", "defaultRequest", "min", "max", "maxLimitRequestRatio")
 _QUOTA_FIELDS = ("name", "hard", "scopes", "scopeSelector")
 _EXPRESSION_FIELDS = ("scopeName", "operator", "values")
 
@@ -45,7 +44,7 @@ def check_names(team: str, namespace: str, gpu_resource: str) -> None:
 def dns1123_label_errors(value: str) -> list[str]:
     """IsDNS1123Label, in apimachinery's words."""
     errs = ["must be no more than 63 characters"] if len(value) > 63 else []
-    if not _DNS1123_LABEL.fullmatch(value):
+    if not DNS1123_LABEL.fullmatch(value):
         errs.append(_DNS1123_LABEL_MSG)
     return errs
 
@@ -66,9 +65,9 @@ def check_shapes(extra_quotas: list, scope_selector: dict, limit_range: dict) ->
     for i, item in enumerate(limits or []):
         path = f"limitRange.limits[{i}]"
         _typed(item, dict, path, 'an object, e.g. {"type": "Container", "default": {"cpu": "4"}}')
-        _fields(item, ("type", *_LIMIT_MAPS), path)
+        _fields(item, ("type", *ITEM_MAPS), path)
         _typed(item.get("type"), str, f"{path}.type", 'a string: "Container", "Pod" or "PersistentVolumeClaim"')
-        for key in _LIMIT_MAPS:
+        for key in ITEM_MAPS:
             _typed(item.get(key), dict, f"{path}.{key}", 'an object of resource to quantity, e.g. {"cpu": "4"}')
 
 

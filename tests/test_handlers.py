@@ -267,3 +267,9 @@ async def test_a_gpu_limit_alone_is_charged_as_the_request(api):
     assert job["gpus"] == 2 and job["resources"]["requests"]["nvidia.com/gpu"] == "2"
     _, balance = await api("GET", "namespaces", "team-alpha", "balance")
     assert balance["resources"][GPU]["used"] == "2"
+
+
+async def test_tornados_own_400_is_bad_request(api):
+    """A query argument that is not UTF-8 is refused by tornado itself (400), in the API's shape."""
+    status, answer = await api("GET", "namespaces", "team-alpha", "jobs", params={"limit": b"\xff"})
+    assert status == 400 and answer["reason"] == "BadRequest", answer

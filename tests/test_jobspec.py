@@ -87,6 +87,17 @@ def test_a_bad_generate_name_is_refused_with_what_to_fix(profile, body, words):
         parse_job_request(body, profile)
 
 
+@pytest.mark.parametrize("body, words", [
+    ({"name": "qwen\n"}, "not a valid job name"),
+    ({"generateName": "tiny\n"}, "not a valid generateName"),
+])
+def test_a_name_ending_in_a_newline_is_refused(profile, body, words):
+    """The whole name must be a DNS-1123 label, as the API server checks it: a regex's ``$`` also
+    matches before a final newline."""
+    with pytest.raises(InvalidRequest, match=words):
+        parse_job_request(body, profile)
+
+
 def test_a_clash_of_generated_names_is_retried_as_the_api_server_does(profile):
     request = parse_job_request({"generateName": "clash-"}, profile)
     seeded = random.Random(7)

@@ -6,6 +6,7 @@ Jobs run ``tests/fake_trainer.py`` (prints, sleeps, exits as told) under the sup
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import os
 import signal
@@ -1018,3 +1019,38 @@ def test_backend_reports_its_inventory(make_backend):
     assert backend.inventory() == INVENTORY
     backend.inventory()["gpus"].clear()
     assert len(backend.inventory()["gpus"]) == 2
+
+
+def test_a_second_storage_outage_is_logged_again_after_the_reaper_recovers(make_backend, monkeypatch):
+    """The reaper logs a full state dir once per outage, not once per pass, and not once ever: a
+    pass that succeeds ends the outage. The ledger's failures are injected into the real reaper
+    thread (a full disk needs a mount of its own; tests/test_state_dir.py does that end to end)."""
+    records, done = [], threading.Event()
+    log = logging.getLogger("test-storage-outage")
+    log.propagate = False
+    handler = logging.Handler()
+    handler.emit = records.append
+    log.addHandler(handler)
+    backend = make_backend(poll_interval=0.01, log=log)
+    real_reap = backend._jobs.reap
+    # start()'s pass, then the thread's: full twice, recovered, full again, then fine for good.
+    script = iter(["full", "full", "full", "ok", "full", "full"])
+
+    def reap():
+        step = next(script, None)
+        if step is None:
+            done.set()
+        if step == "full":
+            raise sqlite3.OperationalError("database or disk is full")
+        real_reap()
+
+    monkeypatch.setattr(backend._jobs, "reap", reap)
+    backend.start()
+    try:
+        assert done.wait(60), "the reaper thread did not run the scripted passes"
+    finally:
+        backend.close()
+        log.removeHandler(handler)
+    warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2 and "is full" in warnings[0] and warnings[0] == warnings[1], warnings
+    assert not [r for r in records if r.levelno >= logging.ERROR], [r.getMessage() for r in records]

@@ -99,9 +99,8 @@ class Turns:
         job = self.cache["jobs"].get(namespace, created.name)
         if job is None or (job.get("metadata") or {}).get("uid") != created.uid:
             return True  # deleted, or replaced by another Job of that name
-        if any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-               for c in (job.get("status") or {}).get("conditions") or []):
-            return True
+        if jobview.end_condition(job) is not None:
+            return True  # ended: its pods use nothing
         if len(jobview.pods_of(self.cache["pods"].items(namespace), created.name, created.uid)) >= created.pods:
             return True
         return jobview.failed_create(self.cache["events"].items(namespace), job["metadata"]) is not None

@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 
-from ... import errors, paging, quota
+from ... import errors, paging, quota, reasons
 from ...jobspec import label_value
 from ..base import Backend
 from . import jobview
@@ -227,7 +227,7 @@ class KubeBackend(Backend):
     def cancel(self, profile, name: str, by: str) -> dict:
         namespace = profile.namespace
         current = self.get_job(profile, name)
-        if current["phase"] in ("Succeeded", "Failed") or current.get("reason") == "Terminating":
+        if current["phase"] in ("Succeeded", "Failed") or current.get("reason") == reasons.TERMINATING:
             return current
         try:
             with self._reported(f"delete job {namespace}/{name}"):
@@ -239,7 +239,7 @@ class KubeBackend(Backend):
                 raise errors.NotFound(f'jobs.batch "{name}" not found') from None
             raise
         job = self.cache["jobs"].get(namespace, name) or {}
-        cancelled = dict(current, phase="Failed", reason="Cancelled", message=f"cancelled by {by}",
+        cancelled = dict(current, phase="Failed", reason=reasons.CANCELLED, message=f"cancelled by {by}",
                          finishedAt=rfc3339(time.time()))
         cancelled.pop("exitCode", None)
         cancelled["_uid"] = (job.get("metadata") or {}).get("uid", "")

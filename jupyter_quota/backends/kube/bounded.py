@@ -11,10 +11,7 @@ read for admission): such a value counts as the bound, as the local backend coun
 
 from __future__ import annotations
 
-from ... import bounds
-
-#: The places each kind keeps quantity maps (``cache.KINDS`` names the kinds).
-_LIMIT_RANGE_FIELDS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
+from ... import bounds, limitrange
 
 
 def bounded(kind: str, obj: dict) -> dict:
@@ -28,7 +25,7 @@ def bounded(kind: str, obj: dict) -> dict:
         for item in spec.get("limits") or []:
             if not isinstance(item, dict):
                 continue
-            for field in _LIMIT_RANGE_FIELDS:
+            for field in limitrange.ITEM_MAPS:
                 bounds.clamp_map(item.get(field))
     elif kind == "pods":
         bounds.clamp_pod_spec(spec)

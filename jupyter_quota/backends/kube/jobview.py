@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from ... import reasons
 from ...quantity import Quantity
 
 TRAIN = "train"
@@ -23,6 +24,16 @@ JOB_LABEL = "jupyter-quota/job"
 JOB_NAME_LABEL = "job-name"
 CONTROLLER_UID_LABEL = "controller-uid"
 FAILED_CREATE = "FailedCreate"
+#: The Job conditions that end it (batch/v1 JobConditionType).
+COMPLETE = "Complete"
+FAILED = "Failed"
+
+
+def end_condition(job: dict) -> dict | None:
+    """The Job's ``Complete`` condition when True, else its ``Failed`` one when True, else None."""
+    status = job.get("status") or {}
+    conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
+    return conditions.get(COMPLETE) or conditions.get(FAILED)
 
 
 def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str = "nvidia.com/gpu",
@@ -54,17 +65,16 @@ def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str 
     }
     if status.get("startTime"):
         out["startedAt"] = status["startTime"]
-    conditions = {c.get("type"): c for c in status.get("conditions") or [] if c.get("status") == "True"}
+    ended = end_condition(job)
     exit_code = _exit_code(pod)
-    if "Complete" in conditions:
+    if ended and ended.get("type") == COMPLETE:
         out["phase"] = "Succeeded"
-        out["finishedAt"] = status.get("completionTime") or conditions["Complete"].get("lastTransitionTime", "")
-    elif "Failed" in conditions:
-        failed = conditions["Failed"]
+        out["finishedAt"] = status.get("completionTime") or ended.get("lastTransitionTime", "")
+    elif ended:
         out["phase"] = "Failed"
-        out["finishedAt"] = failed.get("lastTransitionTime", "")
-        out["reason"] = failed.get("reason") or "Failed"
-        out["message"] = _failure_message(failed.get("message") or "", pod)
+        out["finishedAt"] = ended.get("lastTransitionTime", "")
+        out["reason"] = ended.get("reason") or FAILED
+        out["message"] = _failure_message(ended.get("message") or "", pod)
     elif any(_pod_phase(p) == "Running" for p in pods):
         out["phase"] = "Running"
     else:
@@ -79,7 +89,7 @@ def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str 
     if exit_code is not None and out["phase"] in ("Succeeded", "Failed"):
         out["exitCode"] = exit_code
     if meta.get("deletionTimestamp") and out["phase"] in ("Pending", "Running"):
-        out["reason"] = "Terminating"
+        out["reason"] = reasons.TERMINATING
         out["message"] = "the job is being deleted"
     return out
 
@@ -163,7 +173,7 @@ def _pending_reason(pod: dict) -> tuple[str, str] | None:
     status = pod.get("status") or {}
     for condition in status.get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return condition.get("reason") or "Unschedulable", condition.get("message") or ""
+            return condition.get("reason") or reasons.UNSCHEDULABLE, condition.get("message") or ""
     for cs in status.get("containerStatuses") or []:
         waiting = (cs.get("state") or {}).get("waiting")
         if waiting and waiting.get("reason") not in (None, "ContainerCreating"):

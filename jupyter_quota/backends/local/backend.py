@@ -40,12 +40,11 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 
-from ... import errors, paging, quota, statedir
+from ... import errors, paging, quota, reasons, statedir
 from ..base import Backend
 from . import admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking
 
@@ -84,7 +83,7 @@ class LocalBackend(Backend):
         self.state_dir = os.path.abspath(state_dir)
         self._inventory = copy.deepcopy(inventory)
         self._ledger = ledger.Ledger(ledger_path)
-        self._storage_warning = ""  # the last one logged, so a failing reaper does not repeat it
+        self._storage_warning = ""  # the last one logged, so a failing reaper does not repeat it every pass
         if self._ledger.startup_error is not None:
             self._warn_storage(self._ledger.startup_error)
         try:
@@ -114,7 +113,7 @@ class LocalBackend(Backend):
         try:
             self.reap()
         except Exception as e:
-            if not (isinstance(e, (sqlite3.Error, OSError)) and self._warn_storage(e)):
+            if not self._warn_storage(e):
                 self.log.exception("local backend: the first reaping pass failed; the server starts anyway")
         if self._thread is None:
             self._stop.clear()
@@ -215,7 +214,7 @@ class LocalBackend(Backend):
             if row is None:
                 raise errors.NotFound(f'jobs.batch "{name}" not found')
             if row["phase"] == "Pending":
-                ledger.update(con, row["id"], "Pending", phase="Failed", reason="Cancelled",
+                ledger.update(con, row["id"], "Pending", phase="Failed", reason=reasons.CANCELLED,
                               message=f"cancelled by {by}", finished_at=clock.now())
             elif row["phase"] == "Running" and not row["cancelled_by"] and self._jobs.is_running(row):
                 ledger.update(con, row["id"], "Running", cancelled_by=by,
@@ -270,9 +269,11 @@ class LocalBackend(Backend):
 
     def _loop(self) -> None:
         while not self._stop.wait(self.poll_interval):
+            failed = False
             try:
                 self.reap()
             except Exception as e:  # keep reaping; a bad pass is logged, the next may succeed
+                failed = True
                 if not self._warn_storage(e):
                     self.log.exception("local backend: reaping failed")
             if time.monotonic() - self._pruned_at >= PRUNE_INTERVAL:
@@ -280,9 +281,12 @@ class LocalBackend(Backend):
                     if self.prune() < self.prune_batch:  # a full batch: more may be due, go on
                         self._pruned_at = time.monotonic()
                 except Exception as e:  # pruning waits for the next interval; reaping goes on
+                    failed = True
                     self._pruned_at = time.monotonic()
                     if not self._warn_storage(e):
                         self.log.exception("local backend: pruning finished jobs failed")
+            if not failed:
+                self._storage_warning = ""  # the outage is over: the next one is logged again
 
     def _warn_storage(self, e: BaseException) -> bool:
         """Log a full or read-only state dir, once rather than every pass; False for other errors."""

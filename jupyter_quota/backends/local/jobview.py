@@ -5,13 +5,11 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from ... import bounds
+from ... import bounds, reasons
 from ...quantity import Quantity
 from . import ledger
 
 TRAIN = "train"
-#: The reason of a Running job that is ending: cancelled, or its processes still being killed.
-TERMINATING = "Terminating"
 
 
 def job_json(row: sqlite3.Row) -> dict:
@@ -39,7 +37,7 @@ def job_json(row: sqlite3.Row) -> dict:
     if row["message"]:
         job["message"] = row["message"]
     if row["phase"] == "Running" and row["cancelled_by"]:
-        job["reason"] = TERMINATING
+        job["reason"] = reasons.TERMINATING
         left = max(0.0, (row["kill_after"] or 0.0) - time.time())
         job["message"] = (
             f"cancelled by {row['cancelled_by']}; sent SIGTERM, SIGKILL in {left:.0f}s"

@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Callable
 
+from ... import reasons
 from . import clock, command, jobview, ledger, livejobs, logtail, procfs, quotausage, runner, scheduler, tracking
 
 
@@ -92,7 +93,7 @@ class Lifecycle:
             # orphans, which keep the job (and its GPUs) until they are gone.
             left = tracking.reap_leftovers({process_of(r): self.job_dir(r) for r in gone}) if gone else {}
             ended = [r for r in gone if process_of(r) not in left]
-            holding = [r for r in gone if process_of(r) in left and r["reason"] != jobview.TERMINATING]
+            holding = [r for r in gone if process_of(r) in left and r["reason"] != reasons.TERMINATING]
             if ended or holding:
                 with self._ledger.write() as con:
                     for row in ended:
@@ -101,7 +102,7 @@ class Lifecycle:
                     for row in holding:
                         self._log.warning("job %s/%s: its supervisor is gone, killing %d processes it left",
                                           row["namespace"], row["name"], left[process_of(row)])
-                        ledger.update(con, row["id"], "Running", reason=jobview.TERMINATING,
+                        ledger.update(con, row["id"], "Running", reason=reasons.TERMINATING,
                                       message=_orphans_message(left[process_of(row)]))
             ended_ids = {r["id"] for r in ended}
             self._forget_children(keep={process_of(r) for r in running if r["id"] not in ended_ids})
@@ -201,7 +202,7 @@ class Lifecycle:
                 launch = self._launch(row, decision.gpu_indices)
             except OSError as e:
                 self._log.warning("job %s/%s cannot start: %s", row["namespace"], row["name"], e)
-                ledger.update(con, job_id, "Pending", phase="Failed", reason="StartError",
+                ledger.update(con, job_id, "Pending", phase="Failed", reason=reasons.START_ERROR,
                               message=f"cannot start the job: {e}", finished_at=clock.now())
                 live.ended(job_id, freed=True)  # the later decisions counted it as started
                 continue
@@ -217,10 +218,10 @@ class Lifecycle:
         return seen
 
     def _fail_invalid(self, con: sqlite3.Connection, job_id: int, job: str, error: Exception) -> None:
-        """Fail a Pending job whose requests cannot be read (``scheduler.INVALID``)."""
+        """Fail a Pending job whose requests cannot be read (``reasons.INVALID_JOB``)."""
         message = scheduler.invalid_message(error)
         self._log.warning("job %s failed: %s", job, message)
-        ledger.update(con, job_id, "Pending", phase="Failed", reason=scheduler.INVALID,
+        ledger.update(con, job_id, "Pending", phase="Failed", reason=reasons.INVALID_JOB,
                       message=message, finished_at=clock.now())
 
     def _held(self, row: sqlite3.Row) -> scheduler.Running:
@@ -252,11 +253,11 @@ class Lifecycle:
             "kill_after": None,
         }
         if row["cancelled_by"]:
-            return "Failed", dict(values, reason="Cancelled", message=f"cancelled by {row['cancelled_by']}")
+            return "Failed", dict(values, reason=reasons.CANCELLED, message=f"cancelled by {row['cancelled_by']}")
         if record is None:
-            return "Failed", dict(values, reason="Lost", message=self._lost_message(row))
+            return "Failed", dict(values, reason=reasons.LOST, message=self._lost_message(row))
         if record.get("error"):
-            return "Failed", dict(values, reason="StartError", message=record["error"])
+            return "Failed", dict(values, reason=reasons.START_ERROR, message=record["error"])
         if code == 0:
             return "Succeeded", dict(values, reason=None, message=None)
         message = f"exit code {code}"
@@ -265,7 +266,7 @@ class Lifecycle:
         last = logtail.last_line(os.path.join(directory, runner.LOG_FILE))
         if last:
             message += f": {last}"
-        return "Failed", dict(values, reason="Error", message=message)
+        return "Failed", dict(values, reason=reasons.ERROR, message=message)
 
     def _lost_message(self, row: sqlite3.Row) -> str:
         child = self._children.get(process_of(row))

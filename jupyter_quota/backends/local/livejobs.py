@@ -24,7 +24,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Callable
 
-from ... import quota
+from ... import quota, reasons
 from . import ledger, scheduler
 
 
@@ -84,7 +84,7 @@ class LiveJobs:
     def decided(self, job_id: int, reason: str, message: str) -> None:
         job = self.pending[job_id]
         job.reason, job.message = reason, message
-        if reason == scheduler.UNSCHEDULABLE:
+        if reason == reasons.UNSCHEDULABLE:
             self._unschedulable.add(job_id)
 
     def started(self, job_id: int, holding: scheduler.Running) -> None:

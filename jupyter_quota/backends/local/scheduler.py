@@ -23,15 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from ... import bounds, reasons
 from ...quantity import Quantity
 
 GPU = "nvidia.com/gpu"
 NODE_RESOURCES = ("cpu", "memory", GPU)
 ZERO = Fraction(0)
-UNSCHEDULABLE = "Unschedulable"
-WAITING = "WaitingForResources"
-INVALID = "InvalidJob"  # a Failed job's reason: its requests cannot be read
-SHOWN_DIGITS = 40  # how much of an unreadable quantity a message repeats
 
 
 @dataclass
@@ -68,9 +65,9 @@ def schedule(inventory: dict, running: list[Running], pending: list[Pending]) ->
     for job in pending:
         wanted = amounts(job.requests)
         missing = _insufficient(wanted, allocatable)
-        reason = UNSCHEDULABLE
+        reason = reasons.UNSCHEDULABLE
         if not missing:
-            reason = WAITING
+            reason = reasons.WAITING
             missing = _insufficient(wanted, left)
             gpus = int(wanted.get(GPU, 0))
             if gpus > len(free_gpus) and GPU not in missing:
@@ -135,12 +132,12 @@ def invalid_message(error: Exception) -> str:
 
 
 def _shown(q) -> str:
-    """A quantity as a message may repeat it: at most ``SHOWN_DIGITS`` characters."""
+    """A quantity as a message may repeat it (``bounds.shown``: long texts cut short)."""
     try:
         text = str(q)
     except (ValueError, ArithmeticError):  # e.g. an integer past Python's 4,300-digit str() limit
         return "(a number too long to show)"
-    return text if len(text) <= SHOWN_DIGITS else text[:SHOWN_DIGITS] + "..."
+    return bounds.shown(text)
 
 
 def _total(all_requests) -> dict[str, Fraction]:

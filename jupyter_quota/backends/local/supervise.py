@@ -22,7 +22,7 @@ Its duties:
   the job's GPUs only then.
 - Every process of the job inherits ``JUPYTER_QUOTA_JOB_UID`` (``procfs.MARKER``), unique to
   this supervisor. Should this process itself be SIGKILLed, its orphans go to init; the server
-  then finds them by that marker in ``/proc/<pid>/environ`` (see ``runner.leftovers``). The
+  then finds them by that marker in ``/proc/<pid>/environ`` (see ``tracking.reap_leftovers``). The
   marker alone is not enough (a process may exec with a clean environment) and the tree alone
   is not either (it breaks when this process dies): the two together cover both.
 - With ``--cgroup-file``, and where the machine allows it (see ``cgroup``), the job also runs
