@@ -203,3 +203,9 @@ def test_aggregate_drops_duplicates():
     """utilerrors.NewAggregate: a repeated message is shown once and then needs no brackets."""
     assert pr.aggregate(["a", "a"]) == "a"
     assert pr.aggregate(["a", "b", "a"]) == "[a, b]"
+
+
+@pytest.mark.parametrize("value", ["example.com\n/gpu", "example.com/gpu\n"])
+def test_a_qualified_name_ending_a_part_in_a_newline_is_refused(value):
+    # Go's regexp anchors ``$`` at the very end; Python's ``$`` also matches before a final newline.
+    assert pr.qualified_name_errors(value) != []
