@@ -200,10 +200,10 @@ def is_integer_resource(name: str) -> bool:
     return name in INTEGER_RESOURCES or is_extended_resource_name(name)
 
 
-_QNAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_QNAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 #: IsDNS1123Label's pattern (namespaces, job names); use ``fullmatch``: ``$`` would pass a final newline.
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _QNAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
               "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
               "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
@@ -227,13 +227,13 @@ def qualified_name_errors(value: str) -> list[str]:
         else:
             if len(prefix) > 253:
                 errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN.match(prefix):
+            if not _DNS1123_SUBDOMAIN.fullmatch(prefix):
                 errs.append("prefix part " + _DNS_MSG)
     if not name:
         errs.append("name part must be non-empty")
     elif len(name) > 63:
         errs.append("name part must be no more than 63 characters")
-    if not _QNAME.match(name):
+    if not _QNAME.fullmatch(name):
         errs.append("name part " + _QNAME_MSG)
     return errs
 
