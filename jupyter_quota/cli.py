@@ -21,6 +21,7 @@ EPILOG = """examples:
   jupyter quota profiles render --team alpha
   jupyter quota estimate --gpus 1 -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora
   jupyter quota plan --namespace team-alpha -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type full
+  jupyter quota serve                 # as a JupyterHub service (README: Running under JupyterHub)
 """
 
 
@@ -110,6 +111,19 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the plan result as JSON")
     _config_option(plan)
     plan.set_defaults(func=_plan, command="plan", swift_args=None)
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the quota service of a JupyterHub (started by the hub as a managed service)",
+        description="Run the one quota authority of a JupyterHub: the REST API of the server "
+        "extension under $JUPYTERHUB_SERVICE_PREFIX/quota/v1, listening on $JUPYTERHUB_SERVICE_URL, "
+        "with every team's state (the local backend's ledger and jobs, or the Kubernetes "
+        "credentials). Callers are identified by the hub and need the scope "
+        "access:services!service=jupyter-quota. The hub starts it: see "
+        "jupyter_quota.hubservice.hubconfig and the README (Running under JupyterHub).",
+    )
+    _config_option(serve)
+    serve.set_defaults(func=_serve)
     return parser
 
 
@@ -188,6 +202,12 @@ def _profiles_apply(args) -> int:
     if args.dry_run:
         sys.stdout.write(render_diff(results))
     return 0
+
+
+def _serve(args) -> int:
+    from .hubservice.app import serve
+
+    return serve(load_config(args.config))
 
 
 def _estimate(args) -> int:
