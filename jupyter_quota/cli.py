@@ -232,13 +232,33 @@ def _plan(args) -> int:
     from .planner.request import parse_gpus
 
     gpus = None if args.gpus is None else parse_gpus(args.gpus, "--gpus")
-    context = configured_context(args.namespace, args.config)
-    result = plan(args.swift_args, context, gpus=gpus).to_json()
+    config = load_config(args.config)
+    if config.service_url:  # under a hub: the quota service holds the balance
+        result = _service_plan(config, args.namespace, args.swift_args, gpus)
+    else:
+        result = plan(args.swift_args, configured_context(args.namespace, config), gpus=gpus).to_json()
     if args.json:
         print(json.dumps(result, indent=1))
     else:
         print(plan_text(result))
     return 0 if result["recommended"] is not None else 3
+
+
+def _service_plan(config: JupyterQuota, namespace: str | None, swift_args: list[str], gpus) -> dict:
+    """``POST /namespaces/{ns}/plan`` at the hub's quota service, as this server's user."""
+    from .magics.client import QuotaClient, QuotaClientError
+
+    token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
+    client = QuotaClient(config.service_url, token, "JupyterQuota.service_url", timeout=config.service_timeout)
+    try:
+        if not namespace:
+            mine = [n["name"] for n in client.namespaces()]
+            if len(mine) != 1:
+                raise QuotaError(f"name the namespace with --namespace; yours: {', '.join(mine) or 'none'}")
+            namespace = mine[0]
+        return client.plan(namespace, swift_args, gpus)
+    except QuotaClientError as e:
+        raise QuotaError(e.message) from None
 
 
 def configured_context(namespace: str | None, config_file=None, **options):
