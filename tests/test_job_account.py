@@ -36,7 +36,7 @@ from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
     wait_for,
     wait_log,
 )
-from test_orphans import CGROUPS, run  # noqa: F401 (run is a fixture)
+from test_orphans import CGROUPS, cgroups, run  # noqa: F401 (cgroups and run are fixtures)
 
 NO_ACCOUNT = f"no-such-user-{uuid.uuid4().hex[:6]}"
 
@@ -191,9 +191,9 @@ def _uid(pid: int) -> int | None:
         return None
 
 
-def test_cancel_kills_every_process_of_a_job_run_as_another_account(make_backend, account, run):
+def test_cancel_kills_every_process_of_a_job_run_as_another_account(make_backend, account, cgroups, run):
     entry, python = account
-    backend, profile = make_backend(workdir="", job_user="auto", grace_period=2.0), Profile()
+    backend, profile = make_backend(workdir="", job_user="auto", grace_period=2.0, cgroups=cgroups), Profile()
     spawn = ["--spawn", "ignore-term", "--spawn", "setsid", "--pid-dir", entry.pw_dir, "--sleep", "60"]
     backend.submit(profile, whoami_job("tree", python, *spawn, env=[(RUN, run)]), owner=entry.pw_name)
     wait_log(backend, profile, "tree", "ready", timeout=60)
