@@ -315,5 +315,10 @@ export function asModelError(error: unknown): IModelError {
   return { status: 0, reason: 'Error', message: String(error) };
 }
 
-const DEFAULT_INTERVAL = 10 * 1000;
+/**
+ * Milliseconds between two polls unless the settings say otherwise (their
+ * `refreshInterval` defaults to the same 10 s). Each poll reads `GET namespaces`
+ * again, hard limits included, so an admin's profile edit shows within one interval.
+ */
+export const DEFAULT_INTERVAL = 10 * 1000;
 const MAX_BACKOFF = 5 * 60 * 1000;
