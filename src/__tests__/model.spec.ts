@@ -147,6 +147,17 @@ describe('QuotaModel', () => {
     expect(polled.isDisposed).toBe(true);
   });
 
+  it('takes a refresh interval longer than the longest back-off', () => {
+    const slow = new QuotaModel({ client, auto: false, refreshInterval: 10 * 60 * 1000 });
+    try {
+      expect(slow.refreshInterval).toBe(600_000);
+      slow.refreshInterval = 60 * 60 * 1000; // the settings' refreshInterval has no maximum
+      expect(slow.refreshInterval).toBe(3_600_000);
+    } finally {
+      slow.dispose();
+    }
+  });
+
   it('reads the hard limits again at each poll: a new one shows at the next', async () => {
     const polled = new QuotaModel({ client, refreshInterval: 20, standby: 'never' });
     const hardOf = () => polled.namespaces.find(n => n.name === 'team-beta')?.balance.resources['requests.nvidia.com/gpu'].hard;
