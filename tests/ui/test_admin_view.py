@@ -7,11 +7,13 @@ The admin server's user is a quota admin through ``JupyterQuota.admin_users`` (f
 
 from __future__ import annotations
 
+import json
+import re
 import time
 
 import pytest
 
-from quota_ui import api, left_text, open_sidebar
+from quota_ui import api, left_text, open_sidebar, reload_lab, server_request
 
 pytestmark = pytest.mark.ui
 
@@ -24,6 +26,9 @@ GPU = "requests.nvidia.com/gpu"
 POLL_INTERVAL_S = 10
 #: What a loaded machine may add to one poll interval: the request, the balance, the redraw.
 SLACK_S = 20
+#: The admin page's poll interval during the edit: far longer than the test waits, so only the
+#: read that a save triggers can bring the new balance to that page.
+SLOW_POLL_S = 3600
 
 
 def open_admin_view(page):
@@ -34,6 +39,12 @@ def open_admin_view(page):
     panel = page.locator(f"#{ADMIN_ID}")
     panel.wait_for(state="visible")
     return panel
+
+
+def put_settings(page, raw: dict) -> None:
+    """Store the extension's user settings on the server (read by pages loaded afterwards)."""
+    answer = server_request(page, "PUT", "lab/api/settings/jupyter-quota:plugin", {"raw": json.dumps(raw)})
+    assert answer["status"] == 204, answer
 
 
 def test_admin_edits_a_gpu_quota_and_sees_the_api_message(admin_lab_page, admin_viewer_page, ui_output_dir):
@@ -49,12 +60,18 @@ def test_admin_edits_a_gpu_quota_and_sees_the_api_message(admin_lab_page, admin_
     viewer_bar.wait_for()
     assert viewer_bar.get_attribute("data-hard") == old_hard
 
+    # The viewer has read its settings (the default interval); the admin page reads the slow one.
+    put_settings(page, {"refreshInterval": SLOW_POLL_S})
     try:
+        reload_lab(page)
         panel = open_admin_view(page)
         row = panel.locator(f"table[data-namespace='{NAMESPACE}'] tr[data-key='{GPU}']")
         row.wait_for()
         assert row.get_attribute("data-hard") == old_hard
         assert panel.locator("table.jp-QuotaAdmin-balance").count() == len(api(page, "GET", "profiles")["body"]["profiles"])
+        # A read now cancels the tick the page scheduled before it applied the slow interval.
+        with page.expect_response(re.compile(r".*/quota/v1/namespaces(\?.*)?$")):
+            panel.get_by_role("button", name="Refresh all balances").click()
 
         form = panel.get_by_role("form", name="Edit a team profile")
         form.get_by_label("Team", exact=True).select_option(TEAM)
@@ -65,11 +82,12 @@ def test_admin_edits_a_gpu_quota_and_sees_the_api_message(admin_lab_page, admin_
         form.get_by_role("status").filter(has_text=f"Saved team {TEAM}.").wait_for()
         saved_at = time.monotonic()
 
-        # The admin's own balances are read again on save; the API agrees with them.
+        # The admin's own balances are read again on save (its poll is an hour away).
         page.wait_for_function(
             "([ns, key, hard]) => document.querySelector("
             "`#jupyter-quota-admin table[data-namespace='${ns}'] tr[data-key='${key}']`)?.dataset.hard === hard",
             arg=[NAMESPACE, GPU, new_hard],
+            timeout=(POLL_INTERVAL_S + SLACK_S) * 1000,
         )
         balance = api(page, "GET", f"namespaces/{NAMESPACE}/balance")["body"]["resources"][GPU]
         assert balance["hard"] == new_hard
@@ -104,6 +122,7 @@ def test_admin_edits_a_gpu_quota_and_sees_the_api_message(admin_lab_page, admin_
         alert.scroll_into_view_if_needed()
         panel.screenshot(path=ui_output_dir / "admin-view-refused.png")
     finally:
+        put_settings(page, {})
         assert api(page, "PUT", f"profiles/{TEAM}", original)["status"] == 200
 
 
