@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import warnings
 
@@ -46,3 +47,16 @@ async def test_every_verb_refuses_an_anonymous_caller(http_server_client, jp_bas
         response = await http_server_client.fetch(url, method=verb, body=body, raise_error=False)
         assert response.code == 403, (verb, url, response.code, response.body[:200])
         assert b"resources" not in response.body and b"jobs" not in response.body
+
+
+@pytest.mark.parametrize("verb", ["GET", "POST", "PUT", "DELETE"])
+async def test_an_unknown_token_is_told_so_on_every_verb(http_server_client, jp_base_url, verb):
+    """A write with a token the server does not know is refused for the token, not for a missing
+    XSRF cookie (jupyter-server checks XSRF on writes of callers it did not authenticate)."""
+    body = "{}" if verb in ("POST", "PUT") else None
+    response = await http_server_client.fetch(f"{jp_base_url}quota/v1/profiles/alpha", method=verb, body=body,
+                                              headers={"Authorization": "token forged"}, raise_error=False)
+    answer = json.loads(response.body)
+    assert response.code in (403, 405) and answer["reason"] in ("Forbidden", "MethodNotAllowed")
+    if response.code == 403:
+        assert "token" in answer["message"] and "_xsrf" not in answer["message"], answer
