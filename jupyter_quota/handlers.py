@@ -34,6 +34,8 @@ CHUNKED_BODY_LIMIT = 2 * MAX_BODY_BYTES
 MAX_BODY_DEPTH = 32
 _TOO_DEEP = f"the body is nested too deeply; at most {MAX_BODY_DEPTH} levels are accepted"
 AUTH_RESOURCE = "quota"
+TOKEN_REFUSED = ("the token sent (header Authorization) was not accepted here: it is unknown or expired, "
+                 "or lacks the scope this server needs")
 NOT_SIGNED_IN = ("not signed in here: send a token that may use this server (header Authorization: "
                  "token <token>), or sign in with a browser first")
 
@@ -136,6 +138,14 @@ class QuotaHandler(APIHandler):
         if _depth(body) > MAX_BODY_DEPTH:  # shallower, but deep enough to exhaust recursion further on
             raise InvalidRequest(_TOO_DEEP)
         return body
+
+    def check_xsrf_cookie(self) -> None:
+        """A caller who sent a token that was not accepted hears about the token, not about XSRF
+        (jupyter-server checks XSRF on every write of a caller it did not authenticate)."""
+        if (self.request.headers.get("Authorization") and hasattr(self, "_jupyter_current_user")
+                and self._jupyter_current_user is None):
+            raise tornado.web.HTTPError(403, TOKEN_REFUSED)
+        return super().check_xsrf_cookie()
 
     def get_login_url(self) -> str:
         """An API call without credentials is refused with what to send, never redirected."""
