@@ -58,7 +58,7 @@ class KubeBackend(Backend):
     def __init__(self, kube: Kube, *, job_image: str = "", backoff_limit: int = 0,
                  ttl_seconds_after_finished: int = -1, cache_volumes: list | None = None,
                  watch_timeout: int = 10, stale_after: float = STALE_AFTER, backoff_max: float = 30.0,
-                 sync_timeout: float = 10.0, log: logging.Logger | None = None):
+                 sync_timeout: float = 10.0, namespaced: bool = False, log: logging.Logger | None = None):
         self.kube = kube
         self.job_image = job_image
         self.backoff_limit = backoff_limit
@@ -67,7 +67,7 @@ class KubeBackend(Backend):
         self.sync_timeout = sync_timeout
         self.log = log or logging.getLogger(__name__)
         self.cache = ClusterCache(kube, watch_timeout=watch_timeout, stale_after=stale_after,
-                                  backoff_max=backoff_max, log=self.log)
+                                  backoff_max=backoff_max, log=self.log, namespaced=namespaced)
         # A turn waits for earlier Jobs' pods, then reads the quotas and creates the Job.
         self.turns = Turns(self.cache, settle_timeout=sync_timeout,
                            turn_timeout=sync_timeout + 2 * kube.request_timeout)
@@ -87,6 +87,7 @@ class KubeBackend(Backend):
             watch_timeout=config.kube_watch_timeout,
             stale_after=config.kube_stale_after,
             backoff_max=config.kube_watch_backoff_max,
+            namespaced=config.kube_watch_scope == "namespaces",
             log=log,
         )
 
@@ -110,7 +111,7 @@ class KubeBackend(Backend):
     # -- reads, from the cache -------------------------------------------------------------------
 
     def balance(self, profile) -> dict:
-        namespace = profile.namespace
+        namespace = self._watched(profile)
         quotas = sorted(self.cache["resourcequotas"].items(namespace), key=_name)
         limit_ranges = sorted(self.cache["limitranges"].items(namespace), key=_name)
         summary = quota.balance(quotas)
@@ -121,8 +122,8 @@ class KubeBackend(Backend):
             "quotas": summary["quotas"],
             "warnings": summary["warnings"],
             "limitRange": limit_range_spec(limit_ranges),
-            "observedAt": self.cache.observed_at(BALANCE_KINDS),
-            "stale": self.cache.stale(BALANCE_KINDS),
+            "observedAt": self.cache.observed_at(BALANCE_KINDS, namespace),
+            "stale": self.cache.stale(BALANCE_KINDS, namespace),
         }
 
     def page_jobs(self, profile, limit: int, start: str | None = None) -> paging.Page:
@@ -132,7 +133,7 @@ class KubeBackend(Backend):
         between pages, but a key order is stable, so no job shows twice or is skipped (one
         created since the first page is newer than every key and is not shown).
         """
-        namespace = profile.namespace
+        namespace = self._watched(profile)
         after = _start_key(start) if start is not None else None
         jobs = {_name(j): j for j in self.cache["jobs"].items(namespace)}
         entries = [((_created(j), _name(j)), lambda j=j: self._view(profile, j))
@@ -150,7 +151,7 @@ class KubeBackend(Backend):
         return paging.Page(views, "/".join(shown[-1][0]), len(rest))
 
     def get_job(self, profile, name: str) -> dict:
-        job = self.cache["jobs"].get(profile.namespace, name)
+        job = self.cache["jobs"].get(self._watched(profile), name)
         with self._lock:
             cancelled = self._cancelled.get((profile.namespace, name))
         if cancelled is not None and not _replaced(job, cancelled):
@@ -172,10 +173,10 @@ class KubeBackend(Backend):
     # -- writes, to the API server ---------------------------------------------------------------
 
     def submit(self, profile, job: dict, owner: str) -> dict:
-        namespace = profile.namespace
+        namespace = self._watched(profile)
         job = self.prepare_job(profile, job, owner)
         name = job["metadata"]["name"]
-        self._require_synced()
+        self._require_synced(namespace)
         if self.cache["jobs"].get(namespace, name) is not None:
             raise errors.Conflict(f'jobs.batch "{name}" already exists')
         with self.turns.turn(namespace):  # admission.py: whole-job admission, one submit at a time
@@ -333,11 +334,21 @@ class KubeBackend(Backend):
             self.log.warning("kube: %s: %s", what, e.detail)
             raise
 
-    def _require_synced(self) -> None:
-        if not self.cache.synced(BALANCE_KINDS + ("jobs",)):
+    def _watched(self, profile) -> str:
+        """The profile's namespace, watched from now on; its first read waits for the first list
+        (``kube_watch_scope = "namespaces"``: a namespace is watched from its first request)."""
+        namespace = profile.namespace
+        if self.cache.watch(namespace) and self._started:
+            self.cache.wait(lambda: self.cache.synced(namespace=namespace), self.sync_timeout)
+        return namespace
+
+    def _require_synced(self, namespace: str) -> None:
+        kinds = BALANCE_KINDS + ("jobs",)
+        if not self.cache.synced(kinds, namespace):
             self.start()
-            if not self.cache.wait(lambda: self.cache.synced(BALANCE_KINDS + ("jobs",)), self.sync_timeout):
-                problems = "; ".join(f"{k}: {v}" for k, v in self.cache.errors().items()) or "no answer yet"
+            if not self.cache.wait(lambda: self.cache.synced(kinds, namespace), self.sync_timeout):
+                problems = "; ".join(f"{k}: {v}" for k, v in self.cache.errors(namespace=namespace).items()) \
+                    or "no answer yet"
                 raise ClusterUnavailable(f"the cluster's quotas could not be read, so nothing is submitted ({problems})")
 
 
