@@ -6,8 +6,8 @@ and ``stale`` (broken, or silent for ``kube_stale_after`` seconds) say how curre
 go to the API server; one that gets no answer is a 503 whose message names no address (the log
 has it):
 
-- ``submit`` enriches the Job (image, node selector, tolerations, priority class, cache
-  volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), and in its namespace's turn
+- ``submit`` enriches the Job (image, node selector, tolerations, priority class, the
+  profile's volumes with ``{username}`` expanded and the cache volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), and in its namespace's turn
   (``admission.py``: after the pods of earlier Jobs are charged) pre-checks it with
   ``quota.admit_job`` against the ResourceQuota status read from the API server and the cached
   LimitRanges (all of a Job's pods together, since Kubernetes admits them one by one and could
@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 
-from ... import errors, paging, quota, reasons
+from ... import errors, paging, quota, reasons, volumes
 from ...jobspec import label_value
 from ..base import Backend
 from . import jobview
@@ -40,7 +40,6 @@ from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_pat
 
 BALANCE_KINDS = ("resourcequotas", "limitranges")
 MANAGED_BY_KEY, MANAGED_BY_VALUE = MANAGED_SELECTOR.split("=")
-VOLUME_MOUNT_KEYS = ("name", "mountPath", "readOnly", "subPath", "mountPropagation")
 
 
 class LogsUnavailable(errors.QuotaError):
@@ -297,17 +296,17 @@ class KubeBackend(Backend):
                         f"no container image for team {profile.team!r}: set the profile's 'image' or "
                         "JupyterQuota.job_image to an image that has ms-swift")
                 container["image"] = image
-        if self.cache_volumes:
-            volumes = pod.setdefault("volumes", [])
-            taken = {v.get("name") for v in volumes}
-            for entry in self.cache_volumes:
-                if entry.get("name") in taken:
-                    continue
-                volumes.append({k: copy.deepcopy(v) for k, v in entry.items()
-                                if k not in VOLUME_MOUNT_KEYS or k == "name"})
-                mount = {k: entry[k] for k in VOLUME_MOUNT_KEYS if k in entry}
-                for container in containers:
-                    container.setdefault("volumeMounts", []).append(dict(mount))
+        # The profile's volumes (the user's home, the team's share) first, then the server's caches.
+        entries = volumes.for_user(list(profile.volumes), owner) + self.cache_volumes
+        taken = {v.get("name") for v in pod.get("volumes") or []}
+        for entry in entries:
+            if entry.get("name") in taken:
+                continue
+            taken.add(entry.get("name"))
+            volume, mount = volumes.split(copy.deepcopy(entry))
+            pod.setdefault("volumes", []).append(volume)
+            for container in containers:
+                container.setdefault("volumeMounts", []).append(dict(mount))
         return job
 
     # -- helpers -----------------------------------------------------------------------------------
