@@ -424,6 +424,15 @@ def create_namespace(kube: Kube, name: str) -> None:
             raise
 
 
+def allowed(kube: Kube, namespace: str, group: str, resource: str, subresource: str, verb: str) -> bool:
+    """Whether ``kube``'s identity may do ``verb`` (a SelfSubjectAccessReview; "" namespace: cluster-wide)."""
+    review = kube.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"namespace": namespace, "group": group, "resource": resource,
+                                        "subresource": subresource, "verb": verb}}})
+    return review["status"].get("allowed", False)
+
+
 def wait_quota_status(kube: Kube, namespace: str, timeout: float = 30.0) -> None:
     """Until the quota controller filled ``status.hard`` of every quota in ``namespace``."""
     deadline = time.monotonic() + timeout
@@ -552,6 +561,6 @@ def cluster_or_fail(config) -> Cluster:
         pytest.fail(f"the Kubernetes test cluster could not start: {e}", pytrace=False)
 
 
-__all__ = ["cluster_or_fail", "CACHE", "GPU", "IDENTITIES", "JOB_COMMAND", "JOB_IMAGE", "NODES", "TOKEN", "Cluster", "ClusterStartError",
+__all__ = ["allowed", "cluster_or_fail", "CACHE", "GPU", "IDENTITIES", "JOB_COMMAND", "JOB_IMAGE", "NODES", "TOKEN", "Cluster", "ClusterStartError",
            "NodeAgent", "create_namespace", "fate", "register_node", "shared_cluster", "start_cluster",
            "wait_quota_status"]

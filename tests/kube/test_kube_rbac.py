@@ -12,7 +12,7 @@ import logging
 
 import kubecluster
 import pytest
-from kubecluster import team_profile
+from kubecluster import allowed, team_profile
 
 from jupyter_quota import errors, jobspec, rbac
 from jupyter_quota.backends.kube import KubeBackend, LogsUnavailable, apply_profiles
@@ -27,14 +27,6 @@ NOT_GRANTED = [("batch", "jobs", "", "update"), ("batch", "jobs", "", "patch"), 
                ("", "secrets", "", "list"), ("", "resourcequotas", "", "update"), ("", "limitranges", "", "delete"),
                ("", "events", "", "create"), ("rbac.authorization.k8s.io", "roles", "", "create"),
                ("rbac.authorization.k8s.io", "rolebindings", "", "create"), ("", "serviceaccounts", "token", "create")]
-
-
-def allowed(kube, namespace, group, resource, subresource, verb) -> bool:
-    review = kube.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": {"namespace": namespace, "group": group, "resource": resource,
-                                        "subresource": subresource, "verb": verb}}})
-    return review["status"].get("allowed", False)
 
 
 @pytest.fixture
