@@ -33,16 +33,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jupyter_quota.backends.kube.client import Kube, KubeError, load_api_client
+from jupyter_quota.rbac import ServiceAccount
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("JUPYTER_QUOTA_KUBE_CACHE") or Path.home() / ".cache/jupyter-quota/kube-1.20.2")
 TOKEN = "jupyter-quota-test-token"
+#: The quota service's account (z2jh's hub pod's, in the release namespace ``jhub``).
+SERVICE_ACCOUNT = ServiceAccount("hub", "jhub")
 #: Who else the API server knows (``--token-auth-file``), each with its token and groups, as the
-#: API server names a ServiceAccount's token: the quota service (the hub pod's account in Zero to
-#: JupyterHub, ``JupyterQuota.kube_service_account``) and a single-user pod's account. The API
-#: server authorizes with RBAC; the admin (``TOKEN``) is in ``system:masters``.
+#: API server names a ServiceAccount's token: the quota service (``JupyterQuota.kube_service_account``)
+#: and a single-user pod's account. The API server authorizes with RBAC; the admin (``TOKEN``) is
+#: in ``system:masters``.
 IDENTITIES = {
-    "service": ("jupyter-quota-test-service-token", "system:serviceaccount:jhub:hub",
+    "service": ("jupyter-quota-test-service-token", SERVICE_ACCOUNT.username,
                 "system:serviceaccounts,system:serviceaccounts:jhub,system:authenticated"),
     "user-pod": ("jupyter-quota-test-user-pod-token", "system:serviceaccount:jhub:default",
                  "system:serviceaccounts,system:serviceaccounts:jhub,system:authenticated"),
@@ -100,6 +103,10 @@ class Cluster:
         """A kubeconfig with the token of ``IDENTITIES[identity]`` (not the admin's)."""
         self._require_own(f"sign in as the test identity {identity!r}")
         return self.workdir / f"kubeconfig-{identity}"
+
+    def service_kube(self, timeout: float = 10.0) -> Kube:
+        """As the quota service's account (``SERVICE_ACCOUNT``); an external cluster: its kubeconfig's user."""
+        return self.kube(timeout) if self.external else self.kube_as("service", timeout)
 
     def kube_as(self, identity: str, timeout: float = 10.0) -> Kube:
         return Kube(load_api_client(str(self.kubeconfig_as(identity)), in_cluster="false"), request_timeout=timeout)
@@ -561,6 +568,6 @@ def cluster_or_fail(config) -> Cluster:
         pytest.fail(f"the Kubernetes test cluster could not start: {e}", pytrace=False)
 
 
-__all__ = ["allowed", "cluster_or_fail", "CACHE", "GPU", "IDENTITIES", "JOB_COMMAND", "JOB_IMAGE", "NODES", "TOKEN", "Cluster", "ClusterStartError",
+__all__ = ["allowed", "cluster_or_fail", "CACHE", "GPU", "IDENTITIES", "JOB_COMMAND", "SERVICE_ACCOUNT", "JOB_IMAGE", "NODES", "TOKEN", "Cluster", "ClusterStartError",
            "NodeAgent", "create_namespace", "fate", "register_node", "shared_cluster", "start_cluster",
            "wait_quota_status"]

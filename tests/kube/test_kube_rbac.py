@@ -17,7 +17,7 @@ from kubecluster import allowed, team_profile
 from jupyter_quota import errors, jobspec, rbac
 from jupyter_quota.backends.kube import KubeBackend, LogsUnavailable, apply_profiles
 
-ACCOUNT = rbac.ServiceAccount("hub", "jhub")
+ACCOUNT = kubecluster.SERVICE_ACCOUNT
 #: Each (group, resource, subresource, verb) the rendered Role grants.
 GRANTED = [(g, r.split("/")[0], (r.split("/") + [""])[1], verb)
            for rule in rbac.RULES for g in rule["apiGroups"] for r in rule["resources"] for verb in rule["verbs"]]
