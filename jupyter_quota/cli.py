@@ -184,8 +184,8 @@ def _profiles_apply(args) -> int:
     try:
         results = apply_profiles(profiles, client, ServiceAccount.from_config(config), dry_run=args.dry_run)
     except KubeError as e:
-        raise QuotaError(f"{e}; check JupyterQuota.kube_config_file / kube_context and the "
-                         "service account's RBAC (deploy/rbac.yaml)") from None
+        raise QuotaError(f"{e}; check JupyterQuota.kube_config_file / kube_context: `profiles apply` "
+                         "creates Namespaces, Roles and RoleBindings, so it needs a cluster admin") from None
     for r in results:
         where = f"{r['namespace']}/" if r["namespace"] else ""
         print(f"{r['kind']} {where}{r['name']}: {r['action']}{' (dry run)' if r['dryRun'] else ''}")
