@@ -306,6 +306,7 @@ class ClusterCache:
         self.log = log or logging.getLogger(__name__)
         self.changed = threading.Condition()
         self.namespaced = namespaced
+        self.watch_timeout = max(1, min(int(watch_timeout), renewal_period(stale_after)))
         if int(watch_timeout) > renewal_period(stale_after):
             self.log.warning("kube cache: watches are renewed every %ds, not every %ds (kube_watch_timeout), so that "
                              "a quiet cluster never reads stale (kube_stale_after=%gs)",
@@ -323,6 +324,10 @@ class ClusterCache:
             else reflector(kind, *spec)
             for kind, spec in (kinds or KINDS).items()
         }
+
+    def watches(self) -> int:
+        """How many list-and-watch loops run (one per kind, or per kind and team namespace)."""
+        return len(self._some(None))
 
     def watch(self, namespace: str) -> bool:
         """Namespaced: watch ``namespace`` too; True if it was new (always False cluster-wide)."""
