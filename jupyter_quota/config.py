@@ -10,13 +10,12 @@ import getpass
 import os
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Bool, Dict, Float, Int, List, Unicode, default, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode, default, validate
 from traitlets.config import Configurable
 
 from .paging import MAX_LIMIT
 
 BACKENDS = ("local", "kube")
-WATCH_SCOPES = ("namespaces", "cluster")
 
 
 class JupyterQuota(Configurable):
@@ -284,7 +283,8 @@ class JupyterQuota(Configurable):
     def _service_account_namespace_default(self):
         return os.environ.get("POD_NAMESPACE") or "jupyterhub"
 
-    kube_watch_scope = Unicode(
+    kube_watch_scope = Enum(
+        ("namespaces", "cluster"),
         "namespaces",
         help="Kubernetes backend: ``namespaces`` watches each team namespace on its own (5 watches "
         "per team), which the per-namespace Role of ``kube_service_account`` allows; ``cluster`` "
@@ -292,10 +292,3 @@ class JupyterQuota(Configurable):
         "list and watch of pods, jobs, events, resourcequotas and limitranges (a ClusterRole). "
         "Default: ``namespaces`` (least privilege).",
     ).tag(config=True)
-
-    @validate("kube_watch_scope")
-    def _valid_watch_scope(self, proposal):
-        if proposal["value"] not in WATCH_SCOPES:
-            raise ValueError(f"JupyterQuota.kube_watch_scope must be one of {', '.join(WATCH_SCOPES)}, "
-                             f"not {proposal['value']!r}")
-        return proposal["value"]
