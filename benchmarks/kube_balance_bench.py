@@ -8,7 +8,10 @@ then measures:
 - ``cache``: ``KubeBackend.balance(profile)``, served from the cache (no API call);
 - ``list``: what a backend without a cache would do per read: list the namespace's
   ResourceQuotas and LimitRanges from the API server, then ``quota.balance``;
-- the cache's memory: Python heap (tracemalloc) and RSS growth from start to synced.
+- the cache's memory: Python heap (tracemalloc) and RSS growth from start to synced;
+- both watch scopes (``kube_watch_scope``): ``cluster`` (5 watches across all namespaces) and
+  ``namespaces`` (5 per team namespace, what the per-namespace Role allows): sync time, heap,
+  threads, watch requests per second (each watch is renewed every ``kube_watch_timeout``) and reads.
 
     .venv/bin/python benchmarks/kube_balance_bench.py [--namespaces 200] [--pods 50] [--reads 2000] [--json out.json]
 """
@@ -77,38 +80,49 @@ def main() -> int:
         _wait_quota_used(kube, profiles, args.pods)
         print(f"quota controller caught up in {time.monotonic() - t:.1f}s", flush=True)
 
-        tracemalloc.start()
-        rss_before = _rss()
-        heap_before = tracemalloc.get_traced_memory()[0]
-        t = time.monotonic()
-        backend = KubeBackend(cluster.kube(timeout=60), job_image="bench")
-        backend.start()
-        assert backend.wait_synced(120), backend.cache.errors()
-        sync_s = time.monotonic() - t
-        heap_after = tracemalloc.get_traced_memory()[0]
-        tracemalloc.stop()
-        rss_after = _rss()
-        counts = {k: r.count() for k, r in backend.cache.reflectors.items()}
-        print(f"cache synced in {sync_s:.1f}s: {counts}", flush=True)
-
         rng = random.Random(7)
         picks = [rng.choice(profiles) for _ in range(args.reads)]
-        cached = _timed(lambda p: backend.balance(p), picks)
+        scopes = {}
+        for scope in ("cluster", "namespaces"):
+            tracemalloc.start()
+            rss_before, threads_before = _rss(), threading.active_count()
+            heap_before = tracemalloc.get_traced_memory()[0]
+            t = time.monotonic()
+            backend = KubeBackend(cluster.kube(timeout=60), job_image="bench", namespaced=scope == "namespaces")
+            for p in profiles:  # the namespaced cache watches a team from its first request; here all at once
+                backend.cache.watch(p.namespace)
+            backend.start()
+            assert backend.wait_synced(300), backend.cache.errors()
+            sync_s = time.monotonic() - t
+            heap_after = tracemalloc.get_traced_memory()[0]
+            tracemalloc.stop()
+            counts = {k: r.count() for k, r in backend.cache.reflectors.items()}
+            watches = backend.cache.watches()
+            print(f"{scope}: cache synced in {sync_s:.1f}s with {watches} watches: {counts}", flush=True)
+            cached = _timed(lambda p: backend.balance(p), picks)
+            check = backend.balance(profiles[0])["resources"]["pods"]
+            assert check["used"] == str(args.pods), check
+            scopes[scope] = {
+                "watches": watches, "watchRequestsPerSecond": round(watches / backend.cache.watch_timeout, 1),
+                "threads": threading.active_count() - threads_before, "cacheSyncSeconds": round(sync_s, 2),
+                "cacheHeapMiB": round((heap_after - heap_before) / 2**20, 1),
+                "rssGrowthMiB": round((_rss() - rss_before) / 2**20, 1), "cacheReadMicroseconds": _summary(cached)}
+            backend.close()
         listed = _timed(lambda p: _balance_by_listing(kube, p), picks[: max(50, args.reads // 10)])
-        check = backend.balance(profiles[0])["resources"]["pods"]
-        assert check["used"] == str(args.pods), check
-        backend.close()
     finally:
         cluster.stop()
+    cached_s = scopes["cluster"]["cacheReadMicroseconds"]
 
+    listed_s = _summary(listed)
     figures = {
         "namespaces": args.namespaces, "podsPerNamespace": args.pods, "cachedObjects": counts,
-        "cacheSyncSeconds": round(sync_s, 2),
-        "cacheReadMicroseconds": _summary(cached), "listReadMicroseconds": _summary(listed),
-        "ratioMedian": round(statistics.median(listed) / statistics.median(cached), 1),
-        "ratioMean": round(statistics.fmean(listed) / statistics.fmean(cached), 1),
-        "cacheHeapMiB": round((heap_after - heap_before) / 2**20, 1),
-        "rssGrowthMiB": round((rss_after - rss_before) / 2**20, 1),
+        "scopes": scopes, "listReadMicroseconds": listed_s,
+        "ratioMedian": round(listed_s["median"] / cached_s["median"], 1),
+        "ratioMean": round(listed_s["mean"] / cached_s["mean"], 1),
+        "namespacesOverClusterSync": round(scopes["namespaces"]["cacheSyncSeconds"]
+                                           / scopes["cluster"]["cacheSyncSeconds"], 1),
+        "namespacesOverClusterHeap": round(scopes["namespaces"]["cacheHeapMiB"]
+                                           / max(0.1, scopes["cluster"]["cacheHeapMiB"]), 1),
     }
     print(json.dumps(figures, indent=2))
     if args.json:

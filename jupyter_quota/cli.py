@@ -57,22 +57,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    profiles = sub.add_parser("profiles", help="team profiles: render their Namespace, ResourceQuota and LimitRange")
+    profiles = sub.add_parser("profiles", help="team profiles: render or apply their Namespace, ResourceQuota, "
+                              "LimitRange, Role and RoleBinding")
     psub = profiles.add_subparsers(title="profile commands", metavar="ACTION")
     render = psub.add_parser(
         "render",
-        help="print each team's Namespace, ResourceQuota and LimitRange as YAML",
+        help="print each team's Namespace, ResourceQuota, LimitRange, Role and RoleBinding as YAML",
         description="Print, as a multi-document YAML stream, the Namespace, ResourceQuota and "
-        "LimitRange objects each team profile stands for (ready for `kubectl apply -f -`).",
+        "LimitRange objects each team profile stands for, and the Role and RoleBinding that let the "
+        "quota service's account (JupyterQuota.kube_service_account) run jobs there "
+        "(ready for `kubectl apply -f -`).",
     )
     _config_option(render)
     render.add_argument("--team", action="append", metavar="TEAM", help="only this team (repeatable)")
     render.set_defaults(func=_profiles_render)
     apply = psub.add_parser(
         "apply",
-        help="create or update each team's Namespace, ResourceQuota and LimitRange in the cluster",
+        help="create or update each team's Namespace, ResourceQuota, LimitRange, Role and RoleBinding",
         description="Make the cluster (JupyterQuota.kube_config_file / kube_context, or in-cluster "
-        "config) hold each team's Namespace, ResourceQuota and LimitRange: created when absent, "
+        "config) hold each team's Namespace, ResourceQuota, LimitRange, and the Role and RoleBinding "
+        "of JupyterQuota.kube_service_account: created when absent, "
         "replaced when they differ, unchanged otherwise. With --dry-run the API server validates "
         "and defaults every object (dryRun=All) and nothing is stored; a diff is printed.",
     )
@@ -170,12 +174,11 @@ def _selected_profiles(config: JupyterQuota, teams: list[str] | None) -> list:
 
 
 def _profiles_render(args) -> int:
-    profiles = _selected_profiles(load_config(args.config), args.team)
-    docs = []
-    for p in profiles:
-        docs.append(p.namespace_object())
-        docs.extend(p.resource_quotas())
-        docs.extend(p.limit_ranges())
+    from .rbac import ServiceAccount, team_objects
+
+    config = load_config(args.config)
+    account = ServiceAccount.from_config(config)
+    docs = [obj for p in _selected_profiles(config, args.team) for obj in team_objects(p, account)]
     yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
     return 0
 
@@ -183,6 +186,7 @@ def _profiles_render(args) -> int:
 def _profiles_apply(args) -> int:
     from .backends.kube.apply import apply_profiles, render_diff
     from .backends.kube.client import KubeError, load_api_client
+    from .rbac import ServiceAccount
 
     config = load_config(args.config)
     profiles = _selected_profiles(config, args.team)
@@ -192,10 +196,10 @@ def _profiles_apply(args) -> int:
         raise QuotaError(f"cannot load the Kubernetes configuration: {e}; set "
                          "c.JupyterQuota.kube_config_file (or run inside the cluster)") from None
     try:
-        results = apply_profiles(profiles, client, dry_run=args.dry_run)
+        results = apply_profiles(profiles, client, ServiceAccount.from_config(config), dry_run=args.dry_run)
     except KubeError as e:
-        raise QuotaError(f"{e}; check JupyterQuota.kube_config_file / kube_context and the "
-                         "service account's RBAC (deploy/rbac.yaml)") from None
+        raise QuotaError(f"{e}; check JupyterQuota.kube_config_file / kube_context: `profiles apply` "
+                         "creates Namespaces, Roles and RoleBindings, so it needs a cluster admin") from None
     for r in results:
         where = f"{r['namespace']}/" if r["namespace"] else ""
         print(f"{r['kind']} {where}{r['name']}: {r['action']}{' (dry run)' if r['dryRun'] else ''}")

@@ -309,3 +309,30 @@ class JupyterQuota(Configurable):
         "``mountPath``, optional ``readOnly`` and ``subPath``, and one Kubernetes volume source "
         "(``persistentVolumeClaim``, ``hostPath``, ``emptyDir``, ``nfs``, ...). Default: none.",
     ).tag(config=True)
+
+    kube_service_account = Unicode(
+        "hub",
+        help="Kubernetes backend: the ServiceAccount the quota service runs as, the only account "
+        "that gets a Role in the team namespaces (``jupyter quota profiles render|apply`` binds it; "
+        "``jupyter_quota/rbac.py``). Default: ``hub``, the hub pod's account in Zero to JupyterHub, "
+        "where the service runs as a hub-managed service.",
+    ).tag(config=True)
+
+    kube_service_account_namespace = Unicode(
+        help="Kubernetes backend: the namespace of ``kube_service_account`` (where the hub runs). "
+        "Default: ``POD_NAMESPACE`` (Zero to JupyterHub sets it in the hub pod), else ``jupyterhub``.",
+    ).tag(config=True)
+
+    @default("kube_service_account_namespace")
+    def _service_account_namespace_default(self):
+        return os.environ.get("POD_NAMESPACE") or "jupyterhub"
+
+    kube_watch_scope = Enum(
+        ("namespaces", "cluster"),
+        "namespaces",
+        help="Kubernetes backend: ``namespaces`` watches each team namespace on its own (5 watches "
+        "per team), which the per-namespace Role of ``kube_service_account`` allows; ``cluster`` "
+        "watches each kind across all namespaces (5 watches in all), which needs cluster-wide "
+        "list and watch of pods, jobs, events, resourcequotas and limitranges (a ClusterRole). "
+        "Default: ``namespaces`` (least privilege).",
+    ).tag(config=True)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from traitlets import Dict, HasTraits, List, TraitError, Unicode
 
-from . import bounds, profileshape, quota
+from . import bounds, profileshape, quota, volumes
 from .errors import Invalid, InvalidRequest
 
 #: The label every object we create carries, so admins can find them.
@@ -100,6 +100,16 @@ class TeamProfile(HasTraits):
         help="Kubernetes backend: container image that has ms-swift, for job pods. "
         "Default: empty (the server's ``JupyterQuota.job_image``).",
     ).tag(config=True)
+    volumes = List(
+        Dict(),
+        help="Kubernetes backend: volumes the team's job pods mount, each a volume and its mount "
+        "in one dict: ``name`` (a DNS-1123 label), ``mountPath`` (absolute), optional ``readOnly`` "
+        "and ``subPath``, and one volume source. ``{username}`` in ``claimName`` or ``subPath`` is "
+        "the submitting user, e.g. the home claim KubeSpawner made: ``{'name': 'home', 'mountPath': "
+        "'/home/jovyan', 'persistentVolumeClaim': {'claimName': 'claim-{username}'}}``; a team's "
+        "shared volume: ``{'name': 'shared', 'mountPath': '/shared', 'persistentVolumeClaim': "
+        "{'claimName': 'alpha-shared'}}`` (ReadWriteMany). Default: none.",
+    ).tag(config=True)
 
     def __init__(self, **kwargs):
         unknown = sorted(set(kwargs) - set(self.trait_names()))
@@ -127,6 +137,7 @@ class TeamProfile(HasTraits):
                 quota.validate_limit_range_spec(lr["spec"])
             if self.gpuMemory:
                 bounds.quantity(self.gpuMemory, "gpuMemory")
+            volumes.check(self.volumes)
         except (Invalid, InvalidRequest, ValueError) as e:
             raise InvalidRequest(f"profile {self.team!r}: {getattr(e, 'message', e)}") from None
 

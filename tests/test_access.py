@@ -56,6 +56,10 @@ async def test_admin_sees_all_and_changes_a_profile(api):
         ({"namespace": "Team_Beta"}, "a lowercase RFC 1123 label must consist of"),
         ({"namespace": "team-alpha"}, "team-alpha"),
         ({"colour": "blue"}, "unknown profile field"),
+        ({"volumes": [{"name": "home", "mountPath": "home", "emptyDir": {}}]},
+         'volumes[0].mountPath: Invalid value: "home": must be an absolute path'),
+        ({"volumes": [{"name": "home", "mountPath": "/home", "persistentVolumeClaim": {"claimName": "Claim-{username}"}}]},
+         "which is not a PersistentVolumeClaim name"),
     ],
 )
 async def test_bad_profile_is_refused_and_nothing_changes(api, change, words):

@@ -20,9 +20,11 @@ def test_profiles_render_prints_the_kubernetes_objects():
     out = run("profiles", "render", "--config", str(DEMO_CONFIG)).stdout
     docs = list(yaml.safe_load_all(out))
     kinds = [(d["kind"], d["metadata"].get("namespace", d["metadata"]["name"])) for d in docs]
-    assert kinds == [("Namespace", "team-alpha"), ("ResourceQuota", "team-alpha"), ("LimitRange", "team-alpha"),
-                     ("Namespace", "team-beta"), ("ResourceQuota", "team-beta"), ("LimitRange", "team-beta")]
+    team = ["Namespace", "ResourceQuota", "LimitRange", "Role", "RoleBinding"]
+    assert kinds == [(k, "team-alpha") for k in team] + [(k, "team-beta") for k in team]
     assert docs[1]["spec"]["hard"]["requests.nvidia.com/gpu"] == "2"
+    # the quota service's account (JupyterQuota.kube_service_account, default: z2jh's hub account)
+    assert docs[4]["subjects"] == [{"kind": "ServiceAccount", "name": "hub", "namespace": "jupyterhub"}]
 
 
 def test_render_one_team_and_unknown_team():

@@ -123,6 +123,10 @@ class LocalHarness(Harness):
 
 
 class KubeHarness(Harness):
+    """The backend as deployed: under the quota service's account with only its per-namespace
+    Role (``rbac.py``), watching each team namespace on its own (on an external cluster: the
+    kubeconfig's identity)."""
+
     kind = "kube"
     command = kubecluster.JOB_COMMAND
 
@@ -134,17 +138,17 @@ class KubeHarness(Harness):
 
     def profile(self, **fields) -> TeamProfile:
         profile = super().profile(**fields)
-        apply_profiles([profile], self.kube)
+        apply_profiles([profile], self.kube, kubecluster.SERVICE_ACCOUNT)
         kubecluster.wait_quota_status(self.kube, profile.namespace)
         self.namespaces.append(profile.namespace)
         return profile
 
     def backend(self, profile=None):
-        backend = KubeBackend(self.cluster.kube(), job_image=kubecluster.JOB_IMAGE, backoff_max=1.0,
-                              log=logging.getLogger("jupyter_quota.kube.contract"))
+        backend = KubeBackend(self.cluster.service_kube(), job_image=kubecluster.JOB_IMAGE, backoff_max=1.0,
+                              namespaced=True, log=logging.getLogger("jupyter_quota.kube.contract"))
         backend.start()
-        assert backend.wait_synced(30), f"the cache never synced: {backend.cache.errors()}"
         if profile is not None:  # the quota objects, with the controller's status, are in the cache
+            backend.balance(profile)  # its namespace is watched from its first request on
             assert backend.cache.wait(lambda: _quotas_cached(backend, profile), 30), backend.balance(profile)
         self.backends.append(backend)
         return backend

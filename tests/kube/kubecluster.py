@@ -1,6 +1,7 @@
 """A real Kubernetes v1.20.2 control plane on loopback for the kube test tier.
 
-``start_cluster()`` runs etcd, kube-apiserver (TLS, a bearer token, LimitRanger and
+``start_cluster()`` runs etcd, kube-apiserver (TLS, bearer tokens, RBAC authorization with the
+admin in ``system:masters`` and the test identities of :data:`IDENTITIES`, LimitRanger and
 ResourceQuota admission on), kube-controller-manager (resourcequota, job, garbagecollector and
 namespace controllers) and kube-scheduler, all from ``scripts/build-kube.sh``'s cache, on free
 loopback ports in a temporary directory; registers simulated GPU nodes; and runs a
@@ -32,10 +33,23 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jupyter_quota.backends.kube.client import Kube, KubeError, load_api_client
+from jupyter_quota.rbac import ServiceAccount
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("JUPYTER_QUOTA_KUBE_CACHE") or Path.home() / ".cache/jupyter-quota/kube-1.20.2")
 TOKEN = "jupyter-quota-test-token"
+#: The quota service's account (z2jh's hub pod's, in the release namespace ``jhub``).
+SERVICE_ACCOUNT = ServiceAccount("hub", "jhub")
+#: Who else the API server knows (``--token-auth-file``), each with its token and groups, as the
+#: API server names a ServiceAccount's token: the quota service (``JupyterQuota.kube_service_account``)
+#: and a single-user pod's account. The API server authorizes with RBAC; the admin (``TOKEN``) is
+#: in ``system:masters``.
+IDENTITIES = {
+    "service": ("jupyter-quota-test-service-token", SERVICE_ACCOUNT.username,
+                "system:serviceaccounts,system:serviceaccounts:jhub,system:authenticated"),
+    "user-pod": ("jupyter-quota-test-user-pod-token", "system:serviceaccount:jhub:default",
+                 "system:serviceaccounts,system:serviceaccounts:jhub,system:authenticated"),
+}
 GPU = "nvidia.com/gpu"
 #: The job command on the test cluster: a POSIX-shell stand-in for ``swift sft`` taking
 #: fake_trainer's arguments, so the same jobs also run on a real cluster's nodes (busybox).
@@ -84,6 +98,18 @@ class Cluster:
 
     def kube(self, timeout: float = 10.0) -> Kube:
         return Kube(self.api_client(), request_timeout=timeout)
+
+    def kubeconfig_as(self, identity: str) -> Path:
+        """A kubeconfig with the token of ``IDENTITIES[identity]`` (not the admin's)."""
+        self._require_own(f"sign in as the test identity {identity!r}")
+        return self.workdir / f"kubeconfig-{identity}"
+
+    def service_kube(self, timeout: float = 10.0) -> Kube:
+        """As the quota service's account (``SERVICE_ACCOUNT``); an external cluster: its kubeconfig's user."""
+        return self.kube(timeout) if self.external else self.kube_as("service", timeout)
+
+    def kube_as(self, identity: str, timeout: float = 10.0) -> Kube:
+        return Kube(load_api_client(str(self.kubeconfig_as(identity)), in_cluster="false"), request_timeout=timeout)
 
     # -- processes ---------------------------------------------------------------------------
 
@@ -208,7 +234,8 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
     t0 = time.monotonic()
     try:
         _certificates(workdir)
-        (workdir / "tokens.csv").write_text(f"{TOKEN},admin,admin-uid,system:masters\n")
+        (workdir / "tokens.csv").write_text(f"{TOKEN},admin,admin-uid,system:masters\n" + "".join(
+            f'{token},{user},{user}-uid,"{groups}"\n' for token, user, groups in IDENTITIES.values()))
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         cluster.spawn("etcd", [
             etcd, "--name", "default", "--data-dir", str(workdir / "etcd"),
@@ -226,7 +253,7 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
             f"--etcd-servers=http://127.0.0.1:{etcd_port}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
             f"--tls-cert-file={workdir / 'server.crt'}", f"--tls-private-key-file={workdir / 'server.key'}",
-            f"--token-auth-file={workdir / 'tokens.csv'}", "--authorization-mode=AlwaysAllow",
+            f"--token-auth-file={workdir / 'tokens.csv'}", "--authorization-mode=RBAC",
             "--service-cluster-ip-range=10.0.0.0/24", "--service-account-issuer=https://kubernetes.default.svc",
             f"--service-account-key-file={workdir / 'sa.pub'}",
             f"--service-account-signing-key-file={workdir / 'sa.key'}",
@@ -235,6 +262,9 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
             "--kubelet-preferred-address-types=InternalIP", "--v=1",
         ])
         _write_kubeconfig(cluster.kubeconfig, f"https://127.0.0.1:{api_port}", workdir / "ca.crt")
+        for identity, (token, _, _) in IDENTITIES.items():
+            _write_kubeconfig(cluster.kubeconfig_as(identity), f"https://127.0.0.1:{api_port}", workdir / "ca.crt",
+                              token)
         cluster.wait_ready(90)
         cluster.timings["kube-apiserver"] = time.monotonic() - t0
         cluster.spawn("kube-controller-manager", [
@@ -401,6 +431,15 @@ def create_namespace(kube: Kube, name: str) -> None:
             raise
 
 
+def allowed(kube: Kube, namespace: str, group: str, resource: str, subresource: str, verb: str) -> bool:
+    """Whether ``kube``'s identity may do ``verb`` (a SelfSubjectAccessReview; "" namespace: cluster-wide)."""
+    review = kube.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
+        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"namespace": namespace, "group": group, "resource": resource,
+                                        "subresource": subresource, "verb": verb}}})
+    return review["status"].get("allowed", False)
+
+
 def wait_quota_status(kube: Kube, namespace: str, timeout: float = 30.0) -> None:
     """Until the quota controller filled ``status.hard`` of every quota in ``namespace``."""
     deadline = time.monotonic() + timeout
@@ -437,7 +476,7 @@ def _certificates(workdir: Path) -> None:
             raise ClusterStartError(f"{shlex.join(step)} failed: {done.stderr.strip()}")
 
 
-def _write_kubeconfig(path: Path, server: str, ca: Path) -> None:
+def _write_kubeconfig(path: Path, server: str, ca: Path, token: str = TOKEN) -> None:
     path.write_text(f"""apiVersion: v1
 kind: Config
 clusters:
@@ -448,7 +487,7 @@ clusters:
 users:
 - name: admin
   user:
-    token: {TOKEN}
+    token: {token}
 contexts:
 - name: test
   context:
@@ -529,6 +568,6 @@ def cluster_or_fail(config) -> Cluster:
         pytest.fail(f"the Kubernetes test cluster could not start: {e}", pytrace=False)
 
 
-__all__ = ["cluster_or_fail", "CACHE", "GPU", "JOB_COMMAND", "JOB_IMAGE", "NODES", "TOKEN", "Cluster", "ClusterStartError",
+__all__ = ["allowed", "cluster_or_fail", "CACHE", "GPU", "IDENTITIES", "JOB_COMMAND", "SERVICE_ACCOUNT", "JOB_IMAGE", "NODES", "TOKEN", "Cluster", "ClusterStartError",
            "NodeAgent", "create_namespace", "fate", "register_node", "shared_cluster", "start_cluster",
            "wait_quota_status"]

@@ -36,12 +36,13 @@ def test_dry_run_then_apply_then_nothing_to_do(kube_cluster, namespace_name, tmp
     first = run_apply(config)
     assert first.returncode == 0, first.stderr
     assert f"LimitRange {namespace_name}/team-limits: created" in first.stdout
+    assert f"RoleBinding {namespace_name}/jupyter-quota: created" in first.stdout
     quota = kube_cluster.kube().get(f"/api/v1/namespaces/{namespace_name}/resourcequotas/team-quota")
     assert quota["spec"]["hard"] == {"requests.nvidia.com/gpu": "2"}
 
     again = run_apply(config)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count(": unchanged") == 3, again.stdout
+    assert again.stdout.count(": unchanged") == 5, again.stdout  # Namespace, quota, limits, Role, RoleBinding
 
 
 def test_no_kubeconfig_is_a_clear_error(tmp_path):

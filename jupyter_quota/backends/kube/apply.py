@@ -1,7 +1,7 @@
 """``jupyter quota profiles apply [--dry-run]``: make the cluster hold each team's objects.
 
 For every profile: its Namespace, ResourceQuota objects and LimitRange (from ``TeamProfile``),
-created when absent and replaced when they differ (get, compare, replace with the live
+and the Role and RoleBinding of the quota service's account (``rbac.team_objects``), created when absent and replaced when they differ (get, compare, replace with the live
 ``resourceVersion``, so a concurrent change is a 409 rather than lost). Only what a profile
 states is compared and written: labels other tools put on a Namespace, and the status the
 quota controller writes, are kept. Running it twice changes nothing the second time.
@@ -11,7 +11,7 @@ defaults them without storing anything, and each result carries a unified diff.
 
 Usage (the CLI wires this; any ``ApiClient`` from ``client.load_api_client`` works)::
 
-    results = apply_profiles(profiles, api_client, dry_run=True)
+    results = apply_profiles(profiles, api_client, account, dry_run=True)
     for r in results:
         print(r["action"], r["kind"], r["namespace"], r["name"]); print(r["diff"])
 
@@ -26,23 +26,24 @@ import difflib
 import json
 
 from ...quantity import Quantity
+from ...rbac import RBAC_API, ServiceAccount, team_objects
 from .client import Kube, KubeError, ns_path
 
 
-def apply_profiles(profiles, api_client, dry_run: bool = False) -> list[dict]:
-    """Create or update each profile's Namespace, ResourceQuotas and LimitRange; see the module doc.
+def apply_profiles(profiles, api_client, account: ServiceAccount | None = None, dry_run: bool = False) -> list[dict]:
+    """Create or update each profile's objects (``rbac.team_objects``); see the module doc.
 
     ``profiles``: ``TeamProfile`` objects (or a dict of them by team). ``api_client``: a
-    ``kubernetes.client.ApiClient`` or a :class:`client.Kube`. Raises :class:`client.KubeError`
-    on the first refusal (with the API server's message); results before it were applied.
+    ``kubernetes.client.ApiClient`` or a :class:`client.Kube`. ``account``: the quota service's
+    ServiceAccount, bound to the Role (None: no Role and RoleBinding). Raises :class:`client.KubeError` on the first refusal
+    (with the API server's message); results before it were applied.
     """
     kube = api_client if isinstance(api_client, Kube) else Kube(api_client)
     if isinstance(profiles, dict):
         profiles = list(profiles.values())
     results = []
     for profile in profiles:
-        results.append(_apply(kube, profile.namespace_object(), dry_run))
-        for obj in [*profile.resource_quotas(), *profile.limit_ranges()]:
+        for obj in team_objects(profile, account):
             results.append(_apply(kube, obj, dry_run))
     return results
 
@@ -61,14 +62,22 @@ def render_diff(results: list[dict]) -> str:
 # -- one object ---------------------------------------------------------------------------------------
 
 
-_PLURALS = {"Namespace": "namespaces", "ResourceQuota": "resourcequotas", "LimitRange": "limitranges"}
+#: kind -> (API group version, "" for core; plural; the top-level fields a profile decides).
+_KINDS = {
+    "Namespace": ("", "namespaces", ()),
+    "ResourceQuota": ("", "resourcequotas", ("spec",)),
+    "LimitRange": ("", "limitranges", ("spec",)),
+    "Role": (RBAC_API, "roles", ("rules",)),
+    "RoleBinding": (RBAC_API, "rolebindings", ("roleRef", "subjects")),
+}
 
 
 def _apply(kube: Kube, desired: dict, dry_run: bool) -> dict:
     kind = desired["kind"]
     meta = desired["metadata"]
     name, namespace = meta["name"], meta.get("namespace", "")
-    collection = "/api/v1/namespaces" if kind == "Namespace" else ns_path(namespace, _PLURALS[kind])
+    group, plural, _ = _KINDS[kind]
+    collection = "/api/v1/namespaces" if kind == "Namespace" else ns_path(namespace, plural, group=group)
     path = f"{collection}/{name}"
     query = {"dryRun": "All"} if dry_run else {}
     try:
@@ -90,8 +99,8 @@ def _apply(kube: Kube, desired: dict, dry_run: bool) -> dict:
     body.pop("status", None)
     body["metadata"].pop("managedFields", None)
     body["metadata"]["labels"] = {**(live["metadata"].get("labels") or {}), **(meta.get("labels") or {})}
-    if "spec" in desired:
-        body["spec"] = copy.deepcopy(desired["spec"])
+    for field in _KINDS[kind][2]:
+        body[field] = copy.deepcopy(desired[field])
     body.setdefault("apiVersion", desired["apiVersion"])
     body.setdefault("kind", kind)
     stored = kube.put(path, body, **query)
@@ -113,8 +122,8 @@ def _managed(obj: dict) -> dict:
     meta = obj.get("metadata") or {}
     out = {"labels": {k: v for k, v in (meta.get("labels") or {}).items()
                       if k.startswith(("app.kubernetes.io/managed-by", "jupyter-quota/"))}}
-    if obj.get("kind") != "Namespace":
-        out["spec"] = _canonical(obj.get("spec") or {})
+    for field in _KINDS[obj.get("kind", "")][2]:
+        out[field] = _canonical(obj.get(field) or {}) if field == "spec" else obj.get(field)
     return out
 
 
@@ -143,6 +152,7 @@ def _diff(kind: str, namespace: str, name: str, live: dict | None, stored: dict)
 def _shown(obj: dict) -> list[str]:
     meta = obj.get("metadata") or {}
     shown = {"metadata": {k: meta[k] for k in ("name", "namespace", "labels") if meta.get(k)}}
-    if "spec" in obj and obj.get("kind", "") != "Namespace":
-        shown["spec"] = obj["spec"]
+    for field in _KINDS[obj.get("kind", "")][2]:
+        if field in obj:
+            shown[field] = obj[field]
     return [line + "\n" for line in json.dumps(shown, indent=2, sort_keys=True).splitlines()]

@@ -6,8 +6,8 @@ and ``stale`` (broken, or silent for ``kube_stale_after`` seconds) say how curre
 go to the API server; one that gets no answer is a 503 whose message names no address (the log
 has it):
 
-- ``submit`` enriches the Job (image, node selector, tolerations, priority class, cache
-  volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), and in its namespace's turn
+- ``submit`` enriches the Job (image, node selector, tolerations, priority class, the
+  profile's volumes with ``{username}`` expanded and the cache volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), and in its namespace's turn
   (``admission.py``: after the pods of earlier Jobs are charged) pre-checks it with
   ``quota.admit_job`` against the ResourceQuota status read from the API server and the cached
   LimitRanges (all of a Job's pods together, since Kubernetes admits them one by one and could
@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 
-from ... import errors, paging, quota, reasons
+from ... import errors, paging, quota, reasons, volumes
 from ...jobspec import label_value
 from ..base import Backend
 from . import jobview
@@ -40,7 +40,6 @@ from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_pat
 
 BALANCE_KINDS = ("resourcequotas", "limitranges")
 MANAGED_BY_KEY, MANAGED_BY_VALUE = MANAGED_SELECTOR.split("=")
-VOLUME_MOUNT_KEYS = ("name", "mountPath", "readOnly", "subPath", "mountPropagation")
 
 
 class LogsUnavailable(errors.QuotaError):
@@ -58,7 +57,7 @@ class KubeBackend(Backend):
     def __init__(self, kube: Kube, *, job_image: str = "", backoff_limit: int = 0,
                  ttl_seconds_after_finished: int = -1, cache_volumes: list | None = None,
                  watch_timeout: int = 10, stale_after: float = STALE_AFTER, backoff_max: float = 30.0,
-                 sync_timeout: float = 10.0, log: logging.Logger | None = None):
+                 sync_timeout: float = 10.0, namespaced: bool = False, log: logging.Logger | None = None):
         self.kube = kube
         self.job_image = job_image
         self.backoff_limit = backoff_limit
@@ -67,7 +66,7 @@ class KubeBackend(Backend):
         self.sync_timeout = sync_timeout
         self.log = log or logging.getLogger(__name__)
         self.cache = ClusterCache(kube, watch_timeout=watch_timeout, stale_after=stale_after,
-                                  backoff_max=backoff_max, log=self.log)
+                                  backoff_max=backoff_max, log=self.log, namespaced=namespaced)
         # A turn waits for earlier Jobs' pods, then reads the quotas and creates the Job.
         self.turns = Turns(self.cache, settle_timeout=sync_timeout,
                            turn_timeout=sync_timeout + 2 * kube.request_timeout)
@@ -87,6 +86,7 @@ class KubeBackend(Backend):
             watch_timeout=config.kube_watch_timeout,
             stale_after=config.kube_stale_after,
             backoff_max=config.kube_watch_backoff_max,
+            namespaced=config.kube_watch_scope == "namespaces",
             log=log,
         )
 
@@ -121,7 +121,7 @@ class KubeBackend(Backend):
     # -- reads, from the cache -------------------------------------------------------------------
 
     def balance(self, profile) -> dict:
-        namespace = profile.namespace
+        namespace = self._watched(profile)
         quotas = sorted(self.cache["resourcequotas"].items(namespace), key=_name)
         limit_ranges = sorted(self.cache["limitranges"].items(namespace), key=_name)
         summary = quota.balance(quotas)
@@ -132,8 +132,8 @@ class KubeBackend(Backend):
             "quotas": summary["quotas"],
             "warnings": summary["warnings"],
             "limitRange": limit_range_spec(limit_ranges),
-            "observedAt": self.cache.observed_at(BALANCE_KINDS),
-            "stale": self.cache.stale(BALANCE_KINDS),
+            "observedAt": self.cache.observed_at(BALANCE_KINDS, namespace),
+            "stale": self.cache.stale(BALANCE_KINDS, namespace),
         }
 
     def page_jobs(self, profile, limit: int, start: str | None = None) -> paging.Page:
@@ -143,7 +143,7 @@ class KubeBackend(Backend):
         between pages, but a key order is stable, so no job shows twice or is skipped (one
         created since the first page is newer than every key and is not shown).
         """
-        namespace = profile.namespace
+        namespace = self._watched(profile)
         after = _start_key(start) if start is not None else None
         jobs = {_name(j): j for j in self.cache["jobs"].items(namespace)}
         entries = [((_created(j), _name(j)), lambda j=j: self._view(profile, j))
@@ -161,7 +161,7 @@ class KubeBackend(Backend):
         return paging.Page(views, "/".join(shown[-1][0]), len(rest))
 
     def get_job(self, profile, name: str) -> dict:
-        job = self.cache["jobs"].get(profile.namespace, name)
+        job = self.cache["jobs"].get(self._watched(profile), name)
         with self._lock:
             cancelled = self._cancelled.get((profile.namespace, name))
         if cancelled is not None and not _replaced(job, cancelled):
@@ -183,10 +183,10 @@ class KubeBackend(Backend):
     # -- writes, to the API server ---------------------------------------------------------------
 
     def submit(self, profile, job: dict, owner: str) -> dict:
-        namespace = profile.namespace
+        namespace = self._watched(profile)
         job = self.prepare_job(profile, job, owner)
         name = job["metadata"]["name"]
-        self._require_synced()
+        self._require_synced(namespace)
         if self.cache["jobs"].get(namespace, name) is not None:
             raise errors.Conflict(f'jobs.batch "{name}" already exists')
         with self.turns.turn(namespace):  # admission.py: whole-job admission, one submit at a time
@@ -307,17 +307,17 @@ class KubeBackend(Backend):
                         f"no container image for team {profile.team!r}: set the profile's 'image' or "
                         "JupyterQuota.job_image to an image that has ms-swift")
                 container["image"] = image
-        if self.cache_volumes:
-            volumes = pod.setdefault("volumes", [])
-            taken = {v.get("name") for v in volumes}
-            for entry in self.cache_volumes:
-                if entry.get("name") in taken:
-                    continue
-                volumes.append({k: copy.deepcopy(v) for k, v in entry.items()
-                                if k not in VOLUME_MOUNT_KEYS or k == "name"})
-                mount = {k: entry[k] for k in VOLUME_MOUNT_KEYS if k in entry}
-                for container in containers:
-                    container.setdefault("volumeMounts", []).append(dict(mount))
+        # The profile's volumes (the user's home, the team's share) first, then the server's caches.
+        entries = volumes.for_user(list(profile.volumes), owner) + self.cache_volumes
+        taken = {v.get("name") for v in pod.get("volumes") or []}
+        for entry in entries:
+            if entry.get("name") in taken:
+                continue
+            taken.add(entry.get("name"))
+            volume, mount = volumes.split(copy.deepcopy(entry))
+            pod.setdefault("volumes", []).append(volume)
+            for container in containers:
+                container.setdefault("volumeMounts", []).append(dict(mount))
         return job
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -344,11 +344,21 @@ class KubeBackend(Backend):
             self.log.warning("kube: %s: %s", what, e.detail)
             raise
 
-    def _require_synced(self) -> None:
-        if not self.cache.synced(BALANCE_KINDS + ("jobs",)):
+    def _watched(self, profile) -> str:
+        """The profile's namespace, watched from now on; its first read waits for the first list
+        (``kube_watch_scope = "namespaces"``: a namespace is watched from its first request)."""
+        namespace = profile.namespace
+        if self.cache.watch(namespace) and self._started:
+            self.cache.wait(lambda: self.cache.synced(namespace=namespace), self.sync_timeout)
+        return namespace
+
+    def _require_synced(self, namespace: str) -> None:
+        kinds = BALANCE_KINDS + ("jobs",)
+        if not self.cache.synced(kinds, namespace):
             self.start()
-            if not self.cache.wait(lambda: self.cache.synced(BALANCE_KINDS + ("jobs",)), self.sync_timeout):
-                problems = "; ".join(f"{k}: {v}" for k, v in self.cache.errors().items()) or "no answer yet"
+            if not self.cache.wait(lambda: self.cache.synced(kinds, namespace), self.sync_timeout):
+                problems = "; ".join(f"{k}: {v}" for k, v in self.cache.errors(namespace=namespace).items()) \
+                    or "no answer yet"
                 raise ClusterUnavailable(f"the cluster's quotas could not be read, so nothing is submitted ({problems})")
 
 

@@ -38,17 +38,19 @@ import time
 from datetime import datetime, timezone
 
 from .bounded import bounded
-from .client import ClusterUnavailable, Kube, KubeError, status_error, unavailable
+from .client import ClusterUnavailable, Kube, KubeError, ns_path, status_error, unavailable
+from .pernamespace import PerNamespace
 
-#: What the backend watches: name -> (list path, label selector, field selector).
-#: Pods and Jobs are the ones this server labelled; events only those about Jobs.
+#: What the backend watches: resource -> (API group version, "" for core; label selector; field
+#: selector). Pods and Jobs are the ones this server labelled; events only those about Jobs.
+#: ``jupyter_quota/rbac.py`` grants exactly list and watch of these in each team namespace.
 MANAGED_SELECTOR = "app.kubernetes.io/managed-by=jupyter-quota"
 KINDS = {
-    "resourcequotas": ("/api/v1/resourcequotas", "", ""),
-    "limitranges": ("/api/v1/limitranges", "", ""),
-    "pods": ("/api/v1/pods", MANAGED_SELECTOR, ""),
-    "jobs": ("/apis/batch/v1/jobs", MANAGED_SELECTOR, ""),
-    "events": ("/api/v1/events", "", "involvedObject.kind=Job"),
+    "resourcequotas": ("", "", ""),
+    "limitranges": ("", "", ""),
+    "pods": ("", MANAGED_SELECTOR, ""),
+    "jobs": ("batch/v1", MANAGED_SELECTOR, ""),
+    "events": ("", "", "involvedObject.kind=Job"),
 }
 BACKOFF_START = 0.2
 #: Seconds without data from the API server after which a kind reads stale (see above).
@@ -292,22 +294,46 @@ class Reflector:
 
 
 class ClusterCache:
-    """The five reflectors the backend reads from, started and stopped together."""
+    """The five kinds the backend reads from, started and stopped together.
+
+    ``namespaced``: one reflector per kind and team namespace (:meth:`watch` adds a namespace),
+    as the per-namespace Role allows; otherwise one per kind across all namespaces.
+    """
 
     def __init__(self, kube: Kube, *, watch_timeout: int = 10, stale_after: float = STALE_AFTER,
-                 backoff_max: float = 30.0, log: logging.Logger | None = None, kinds: dict | None = None):
+                 backoff_max: float = 30.0, log: logging.Logger | None = None, kinds: dict | None = None,
+                 namespaced: bool = False):
         self.log = log or logging.getLogger(__name__)
         self.changed = threading.Condition()
+        self.namespaced = namespaced
+        self.watch_timeout = max(1, min(int(watch_timeout), renewal_period(stale_after)))
         if int(watch_timeout) > renewal_period(stale_after):
             self.log.warning("kube cache: watches are renewed every %ds, not every %ds (kube_watch_timeout), so that "
                              "a quiet cluster never reads stale (kube_stale_after=%gs)",
                              renewal_period(stale_after), watch_timeout, stale_after)
+
+        def reflector(kind, group, labels, fields, namespace=None):
+            path = ns_path(namespace, kind, group=group) if namespace else \
+                (f"/apis/{group}/{kind}" if group else f"/api/v1/{kind}")
+            return Reflector(kube, kind, path, label_selector=labels, field_selector=fields,
+                             watch_timeout=watch_timeout, stale_after=stale_after, backoff_max=backoff_max,
+                             log=self.log, changed=self.changed)
+
         self.reflectors = {
-            kind: Reflector(kube, kind, path, label_selector=labels, field_selector=fields,
-                            watch_timeout=watch_timeout, stale_after=stale_after, backoff_max=backoff_max,
-                            log=self.log, changed=self.changed)
-            for kind, (path, labels, fields) in (kinds or KINDS).items()
+            kind: PerNamespace(kind, lambda ns, spec=(kind, *spec): reflector(*spec, namespace=ns)) if namespaced
+            else reflector(kind, *spec)
+            for kind, spec in (kinds or KINDS).items()
         }
+
+    def watches(self) -> int:
+        """How many list-and-watch loops run (one per kind, or per kind and team namespace)."""
+        return len(self._some(None))
+
+    def watch(self, namespace: str) -> bool:
+        """Namespaced: watch ``namespace`` too; True if it was new (always False cluster-wide)."""
+        if not self.namespaced:
+            return False
+        return any([r.add(namespace) for r in self.reflectors.values()])
 
     def __getitem__(self, kind: str) -> Reflector:
         return self.reflectors[kind]
@@ -320,22 +346,22 @@ class ClusterCache:
         for r in self.reflectors.values():
             r.stop()
 
-    def stale(self, kinds=None) -> bool:
-        return any(r.stale() for r in self._some(kinds))
+    def stale(self, kinds=None, namespace: str | None = None) -> bool:
+        return any(r.stale() for r in self._some(kinds, namespace))
 
-    def synced(self, kinds=None) -> bool:
-        return all(r.synced for r in self._some(kinds))
+    def synced(self, kinds=None, namespace: str | None = None) -> bool:
+        return all(r.synced for r in self._some(kinds, namespace))
 
-    def observed_at(self, kinds=None) -> str:
+    def observed_at(self, kinds=None, namespace: str | None = None) -> str:
         """RFC 3339 UTC: the oldest of the kinds' last data from the API server ("" before any)."""
-        moments = [r.observed_at() for r in self._some(kinds)]
+        moments = [r.observed_at() for r in self._some(kinds, namespace)]
         moment = min(moments) if moments else 0.0
         return rfc3339(moment) if moment else ""
 
-    def errors(self, kinds=None) -> dict:
+    def errors(self, kinds=None, namespace: str | None = None) -> dict:
         """Why each stale kind is stale, in words for a user."""
         return {r.kind: r.error or f"no data from the Kubernetes API server for over {r.stale_after:g} s"
-                for r in self._some(kinds) if r.stale()}
+                for r in self._some(kinds, namespace) if r.stale()}
 
     def wait(self, predicate, timeout: float) -> bool:
         """Block until ``predicate()`` holds (re-checked on every change), or ``timeout`` passes."""
@@ -351,8 +377,12 @@ class ClusterCache:
     def wait_synced(self, timeout: float) -> bool:
         return self.wait(self.synced, timeout)
 
-    def _some(self, kinds):
-        return [self.reflectors[k] for k in (kinds or self.reflectors)]
+    def _some(self, kinds, namespace: str | None = None) -> list[Reflector]:
+        """The reflectors of ``kinds`` (all kinds if None), only ``namespace``'s when namespaced."""
+        chosen = [self.reflectors[k] for k in (kinds or self.reflectors)]
+        if not self.namespaced:
+            return chosen
+        return [r for group in chosen for r in group.reflectors(namespace)]
 
 
 def trim(obj: dict, kind: str) -> dict:
