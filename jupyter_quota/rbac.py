@@ -7,7 +7,9 @@ gets one Role and one RoleBinding for that account; user pods get none (they tal
 team namespace (``backends/kube``): the cache lists and watches ResourceQuotas, LimitRanges, Pods,
 Jobs and Events there (``cache.KINDS``, one watch per namespace and kind); a submit lists the
 ResourceQuotas and creates a Job; a job read that misses the cache gets the Job; logs get
-``pods/log``; a cancel deletes the Job. ``tests/kube/test_kube_rbac.py`` runs the backend with
+``pods/log``; a cancel deletes the Job; an admin's ``PUT /profiles/{team}`` gets, then creates or
+updates, the namespace's ResourceQuotas and LimitRange (``KubeBackend.apply_profile``), so an
+edit holds for every user at once. ``tests/kube/test_kube_rbac.py`` runs the backend with
 only these rights and checks that every call passes and that nothing else does.
 
 ``jupyter quota profiles render|apply`` emits them next to each team's Namespace, ResourceQuota
@@ -29,7 +31,8 @@ RULES = (
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
-    {"apiGroups": [""], "resources": ["resourcequotas", "limitranges"], "verbs": ["list", "watch"]},
+    {"apiGroups": [""], "resources": ["resourcequotas", "limitranges"],
+     "verbs": ["create", "get", "list", "update", "watch"]},
 )
 
 

@@ -24,7 +24,7 @@ GRANTED = [(g, r.split("/")[0], (r.split("/") + [""])[1], verb)
 #: What the service must not do even in a team namespace.
 NOT_GRANTED = [("batch", "jobs", "", "update"), ("batch", "jobs", "", "patch"), ("", "pods", "", "create"),
                ("", "pods", "", "delete"), ("", "pods", "exec", "create"), ("", "secrets", "", "get"),
-               ("", "secrets", "", "list"), ("", "resourcequotas", "", "update"), ("", "limitranges", "", "delete"),
+               ("", "secrets", "", "list"), ("", "resourcequotas", "", "delete"), ("", "limitranges", "", "delete"),
                ("", "events", "", "create"), ("rbac.authorization.k8s.io", "roles", "", "create"),
                ("rbac.authorization.k8s.io", "rolebindings", "", "create"), ("", "serviceaccounts", "token", "create")]
 
@@ -97,6 +97,11 @@ def test_the_whole_backend_works_with_only_the_team_role(kube_cluster, team):
         assert "forbidden" not in no_logs.value.message.lower()
         with pytest.raises(errors.NotFound):  # a cache miss asks the server: get is allowed
             backend.get_job(team, "never-created")
+
+        more = type(team)(**{**team.to_json(), "hard": {**team.hard, "requests.nvidia.com/gpu": "3"}})
+        backend.apply_profile(more)  # an admin's PUT /profiles: the Role may update the ResourceQuota
+        assert backend.cache.wait(
+            lambda: backend.balance(team)["resources"]["requests.nvidia.com/gpu"]["hard"] == "3", 30)
 
         backend.submit(team, build(team, "cancelled", "--sleep", "600"), owner="alice")
         assert backend.cancel(team, "cancelled", "alice")["reason"] == "Cancelled"
