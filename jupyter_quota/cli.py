@@ -127,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
         "jupyter_quota.hubservice.hubconfig and the README (Running under JupyterHub).",
     )
     _config_option(serve)
+    serve.add_argument("--ip", metavar="IP", help="the address to listen on (default: the host of "
+                       "$JUPYTERHUB_SERVICE_URL; 0.0.0.0 for every interface, e.g. in a hub pod whose "
+                       "service URL names the Kubernetes Service)")
+    serve.add_argument("--port", type=int, metavar="PORT", help="the port to listen on (default: the port "
+                       "of $JUPYTERHUB_SERVICE_URL)")
     serve.set_defaults(func=_serve)
     return parser
 
@@ -211,7 +216,7 @@ def _profiles_apply(args) -> int:
 def _serve(args) -> int:
     from .hubservice.app import serve
 
-    return serve(load_config(args.config))
+    return serve(load_config(args.config), ip=args.ip, port=args.port)
 
 
 def _estimate(args) -> int:

@@ -19,7 +19,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
-from .errors import BodyTooLarge, Forbidden, InvalidRequest, NotFound, QuotaError
+from .errors import BodyTooLarge, Forbidden, InvalidRequest, NotFound, QuotaError, ServiceUnavailable
 from .identity import identify
 from .slots import WorkSlots
 from .statedir import storage_error
@@ -140,11 +140,11 @@ class QuotaHandler(APIHandler):
         return body
 
     def check_xsrf_cookie(self) -> None:
-        """A caller who sent a token that was not accepted hears about the token, not about XSRF
-        (jupyter-server checks XSRF on every write of a caller it did not authenticate)."""
-        if (self.request.headers.get("Authorization") and hasattr(self, "_jupyter_current_user")
-                and self._jupyter_current_user is None):
-            raise tornado.web.HTTPError(403, TOKEN_REFUSED)
+        """A caller who is not signed in (or whose token was not accepted) hears that, not about
+        XSRF (jupyter-server checks XSRF on every write of a caller it did not authenticate)."""
+        if hasattr(self, "_jupyter_current_user") and self._jupyter_current_user is None:
+            raise tornado.web.HTTPError(403, TOKEN_REFUSED if self.request.headers.get("Authorization")
+                                        else NOT_SIGNED_IN)
         return super().check_xsrf_cookie()
 
     def get_login_url(self) -> str:
@@ -156,10 +156,13 @@ class QuotaHandler(APIHandler):
     def write_error(self, status_code: int, **kwargs) -> None:
         """Even tornado's own errors (403 from auth, 405, 500) answer in the API's shape."""
         self.set_header("Content-Type", "application/json")
-        reasons = {400: InvalidRequest.reason, 403: Forbidden.reason, 404: NotFound.reason, 405: "MethodNotAllowed"}
+        reasons = {400: InvalidRequest.reason, 403: Forbidden.reason, 404: NotFound.reason, 405: "MethodNotAllowed",
+                   503: ServiceUnavailable.reason}
         reason = reasons.get(status_code, "InternalError")
         error = (kwargs.get("exc_info") or (None, None, None))[1]
-        said = error.log_message if isinstance(error, tornado.web.HTTPError) and status_code < 500 else None
+        # a 4xx or 503 says what to do; a 500's text may hold internals, so it stays generic
+        said = (error.log_message if isinstance(error, tornado.web.HTTPError) and (status_code < 500 or status_code == 503)
+                else None)
         message = said or self._reason or "internal error; the server log has the details"
         self.finish(json.dumps({"reason": reason, "message": message}))
 

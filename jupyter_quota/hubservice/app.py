@@ -113,13 +113,15 @@ def listen_address(env=os.environ) -> tuple[str, int, str]:
     return parsed.hostname or "127.0.0.1", parsed.port or 80, prefix if prefix.endswith("/") else prefix + "/"
 
 
-def serve(config: JupyterQuota) -> int:
-    """Run the service until SIGTERM or SIGINT; the hub restarts it if it dies."""
+def serve(config: JupyterQuota, ip: str | None = None, port: int | None = None) -> int:
+    """Run the service until SIGTERM or SIGINT; the hub restarts it if it dies. ``ip`` and
+    ``port`` override where ``JUPYTERHUB_SERVICE_URL`` says to listen."""
     log = logging.getLogger("jupyter_quota")
     if not log.handlers:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                             format="[%(levelname).1s %(asctime)s %(name)s] %(message)s")
-    host, port, prefix = listen_address()
+    host, url_port, prefix = listen_address()
+    host, port = ip or host, port or url_port
     service = build_service(config, log=log, root_dir=os.getcwd())
     service.backend.start()
     app = make_app(service, HubServiceIdentityProvider(hub_auth=hub_auth_from(config.config)), prefix, log)

@@ -20,6 +20,10 @@ from tornado.web import HTTPError
 from traitlets import Instance
 
 
+HUB_UNAVAILABLE = ("JupyterHub did not answer when the quota service asked who you are; try again in a "
+                   "minute, and if it persists ask a hub admin to check the hub")
+
+
 class HubUser(User):
     """A jupyter-server ``User`` carrying the hub's model, as ``identify`` expects."""
 
@@ -37,7 +41,14 @@ class HubServiceIdentityProvider(IdentityProvider):
         handler._quota_hub_user = None
         self._patch_login_url(handler)
         self.hub_auth._patch_xsrf(handler)  # cookie-authenticated writes need the hub's XSRF token
-        model = await self.hub_auth.get_user(handler, sync=False)
+        try:
+            model = await self.hub_auth.get_user(handler, sync=False)
+        except HTTPError as e:
+            if e.status_code < 500:
+                raise
+            # HubAuth answers 500 when the hub's API does not answer: the caller may try again
+            self.log.error("jupyter_quota: could not identify a caller: %s", e.log_message)
+            raise HTTPError(503, HUB_UNAVAILABLE) from None
         if not model:
             return None
         kind, name = model.get("kind", "user"), model.get("name", "")
