@@ -140,3 +140,28 @@ def test_the_cap_is_exact_for_a_signed_in_user(server):
     with sock:
         status, _, body = read_response(sock)
     assert_refused_with_413(status, body)
+
+
+@pytest.mark.parametrize("framing", [{"Content-Length": "20"}, {"Transfer-Encoding": "chunked"}])
+def test_a_refusal_before_the_body_is_read_says_the_connection_closes(server, framing):
+    """A write refused on its headers (no token here; under a hub, a cookie without XSRF) leaves its
+    body unread, so tornado closes the connection after the answer. The answer must say so
+    (``Connection: close``): configurable-http-proxy otherwise puts the socket back in its pool, and
+    the next request it sends on it fails with ECONNRESET, which the hub turns into a 503 page."""
+    sock = post(server, "/estimate", framing)
+    try:
+        status, headers, body = read_response(sock)
+        assert status == 403, body
+        assert headers.get("connection", "").lower() == "close", headers
+    finally:
+        sock.close()
+
+
+def test_a_request_without_a_body_keeps_the_connection(server):
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    try:
+        sock.sendall(f"GET /quota/v1/identity HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+        status, headers, _ = read_response(sock)
+        assert status == 403 and headers.get("connection", "").lower() != "close", headers
+    finally:
+        sock.close()
