@@ -65,7 +65,9 @@ class QuotaHandler(APIHandler):
     before jupyter-server's auth and before tornado reads the body: a declared ``Content-Length``
     over ``MAX_BODY_BYTES`` is refused at once, and a chunked body as soon as it passes the cap.
     Refusing before the body is read makes tornado close the connection after the answer
-    (``HTTP1Connection.finish``), the only way not to read the rest.
+    (``HTTP1Connection.finish``), the only way not to read the rest. Such an answer says
+    ``Connection: close``, which tornado does not add: a proxy (the hub's configurable-http-proxy)
+    would otherwise reuse the closed socket for its next request and fail it (a 503).
     """
 
     auth_resource = AUTH_RESOURCE
@@ -81,7 +83,8 @@ class QuotaHandler(APIHandler):
             self._refuse_body(f"{int(declared)} bytes")
             return
         self.request.connection.set_max_body_size(MAX_BODY_BYTES if declared is not None else CHUNKED_BODY_LIMIT)
-        await super().prepare()
+        await super().prepare()  # a refusal here or before (auth, tornado's XSRF check) leaves the body unread
+        self._body_read = True  # tornado reads it all before the method; data_received refuses on its own
 
     def data_received(self, chunk: bytes) -> None:
         if self._finished:
@@ -93,6 +96,7 @@ class QuotaHandler(APIHandler):
 
     def _refuse_body(self, size: str) -> None:
         error = BodyTooLarge(f"the request body is {size}; at most {MAX_BODY_BYTES} bytes (1 MiB) are accepted")
+        self.set_header("Connection", "close")
         self.reply(error.to_json(), error.status)
 
     @property
@@ -146,6 +150,11 @@ class QuotaHandler(APIHandler):
     def write_error(self, status_code: int, **kwargs) -> None:
         """Even tornado's own errors (403 from auth, 405, 500) answer in the API's shape."""
         self.set_header("Content-Type", "application/json")
+        headers = self.request.headers
+        has_body = headers.get("Content-Length") not in (None, "0") or "chunked" in headers.get(
+            "Transfer-Encoding", "").lower()
+        if has_body and not getattr(self, "_body_read", False):
+            self.set_header("Connection", "close")
         reasons = {400: InvalidRequest.reason, 403: Forbidden.reason, 404: NotFound.reason, 405: "MethodNotAllowed"}
         reason = reasons.get(status_code, "InternalError")
         error = (kwargs.get("exc_info") or (None, None, None))[1]
