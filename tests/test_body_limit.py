@@ -165,3 +165,26 @@ def test_a_request_without_a_body_keeps_the_connection(server):
         assert status == 403 and headers.get("connection", "").lower() != "close", headers
     finally:
         sock.close()
+
+
+def test_a_cookie_write_without_xsrf_is_refused_once_its_body_is_in(server):
+    """The XSRF refusal of a browser's write waits for its (capped) body, then answers 403 in the API's
+    shape on a connection that stays usable: refused on the headers alone, the connection was closed
+    under a proxy still sending the body, which then got a reset instead of the answer."""
+    import requests
+
+    login = requests.get(f"http://127.0.0.1:{server.port}/login", params={"token": server.token},
+                         allow_redirects=False, timeout=60)
+    cookie = "; ".join(f"{c.name}={c.value}" for c in login.cookies if not c.name.startswith("_xsrf"))
+    assert cookie, login.headers
+    body = json.dumps({"args": ["--model", "Qwen/Qwen2.5-0.5B-Instruct"]}).encode()
+    sock = post(server, "/estimate", {"Cookie": cookie, "Content-Length": str(len(body))})
+    try:
+        assert select.select([sock], [], [], 1.0)[0] == [], "answered before the body was sent"
+        sock.sendall(body)
+        status, headers, answer = read_response(sock)
+        assert status == 403 and set(json.loads(answer)) >= {"reason", "message"}, answer
+        assert "xsrf" in json.loads(answer)["message"].lower(), answer
+        assert headers.get("connection", "").lower() != "close", headers
+    finally:
+        sock.close()
