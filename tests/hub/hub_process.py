@@ -13,6 +13,7 @@ deadline, never a bare sleep.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
@@ -181,6 +182,14 @@ class HubProcess:
         assert r.status_code in (202, 204), r.text
         wait_for(f"{user}'s server to stop",
                  lambda: not self.api("GET", f"/users/{user}").json().get("servers"), timeout, self.log)
+
+    def quota(self, user: str, method: str, path: str, body=None, via: str = "server") -> requests.Response:
+        """``user`` calls ``quota/v1{path}`` with their token, through their server (``via="server"``)
+        or at the quota service through the hub's proxy (``via="service"``)."""
+        base = f"{self.url}/user/{user}/" if via == "server" else f"{self.url}{SERVICE_PREFIX}"
+        return requests.request(method, f"{base}quota/v1{path}", timeout=60,
+                                headers={"Authorization": f"token {self.token(user)}"},
+                                data=None if body is None else json.dumps(body))
 
     # -- a browser's session -------------------------------------------------------------------
 
