@@ -84,15 +84,16 @@ class QuotaHandler(APIHandler):
             self._refuse_body(f"{int(declared)} bytes")
             return
         self.request.connection.set_max_body_size(MAX_BODY_BYTES if declared is not None else CHUNKED_BODY_LIMIT)
-        await super().prepare()  # a refusal here or before (auth, tornado's XSRF check) leaves the body unread
+        await super().prepare()  # a refusal here closes the connection (HTTP1Connection.finish)
         self._body_read = True  # tornado reads it all before the method; data_received refuses on its own
 
     def check_xsrf_cookie(self) -> None:
-        """jupyter-server checks XSRF in ``prepare``, before the body is read; a refusal then closes the
-        connection, and a proxy that is still sending the body gets a reset instead of the answer
-        (a 503 page from the hub). So with a body (at most ``MAX_BODY_BYTES``: ``prepare`` refuses
-        more) the check waits for it: ``api_call`` runs it before the handler's method does anything."""
-        if not getattr(self, "_body_read", False) and self._has_body():
+        """jupyter-server checks XSRF in ``prepare``, before tornado has read the request (body or not);
+        a refusal then closes the connection, and a proxy reusing it, or still sending the body, gets
+        a reset instead of the answer (a 503 page from the hub). So the check waits for the body (at
+        most ``MAX_BODY_BYTES``: ``prepare`` refuses more): ``api_call`` runs it before the handler's
+        method does anything."""
+        if not getattr(self, "_body_read", False):
             self._xsrf_deferred = True
             return
         super().check_xsrf_cookie()
@@ -101,11 +102,6 @@ class QuotaHandler(APIHandler):
         if getattr(self, "_xsrf_deferred", False):
             self._xsrf_deferred = False
             super().check_xsrf_cookie()
-
-    def _has_body(self) -> bool:
-        headers = self.request.headers
-        return headers.get("Content-Length") not in (None, "0") or "chunked" in headers.get(
-            "Transfer-Encoding", "").lower()
 
     def data_received(self, chunk: bytes) -> None:
         if self._finished:
@@ -171,7 +167,7 @@ class QuotaHandler(APIHandler):
     def write_error(self, status_code: int, **kwargs) -> None:
         """Even tornado's own errors (403 from auth, 405, 500) answer in the API's shape."""
         self.set_header("Content-Type", "application/json")
-        if self._has_body() and not getattr(self, "_body_read", False):
+        if not getattr(self, "_body_read", False):  # an answer before the read: tornado closes
             self.set_header("Connection", "close")
         reasons = {400: InvalidRequest.reason, 403: Forbidden.reason, 404: NotFound.reason, 405: "MethodNotAllowed"}
         reason = reasons.get(status_code, "InternalError")
