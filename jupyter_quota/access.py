@@ -68,8 +68,13 @@ class TeamRegistry:
 
     # -- changing (admins) --------------------------------------------------------------------
 
-    def put(self, team: str, body: dict) -> TeamProfile:
-        """Create or replace a team's profile; the new one is validated before anything changes."""
+    def put(self, team: str, body: dict, before_store=None) -> TeamProfile:
+        """Create or replace a team's profile; the new one is validated before anything changes.
+
+        ``before_store(profile)`` runs once the profile is valid and before it is stored (the kube
+        backend writes the namespace's ResourceQuota and LimitRange there): if it raises, nothing
+        is stored.
+        """
         if not isinstance(body, dict):
             raise InvalidRequest("the body must be a JSON object with the profile's fields")
         if body.get("team", team) != team:
@@ -78,6 +83,8 @@ class TeamRegistry:
         with self._lock:
             candidate = {**self._profiles, team: profile}
             load_profiles(candidate.values())  # duplicate namespaces are refused here
+            if before_store is not None:
+                before_store(profile)
             overrides = {**self._overrides, team: profile.to_json()}
             self._write_overrides(overrides)  # first: a failed write changes nothing
             self._overrides, self._profiles = overrides, candidate

@@ -128,7 +128,7 @@ class QuotaService:
 
     def put_profile(self, who: Identity, team: str, body) -> dict:
         self._require_admin(who)
-        return self.registry.put(team, body).to_json()
+        return self.registry.put(team, body, before_store=self.backend.apply_profile).to_json()
 
     @staticmethod
     def _require_admin(who: Identity) -> None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from quota_testing import FAKE_TRAINER, demo_config
+from quota_testing import FAKE_TRAINER, SERVER_TOKEN, demo_config
 
 pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
@@ -23,11 +23,9 @@ def extra_quota_config() -> dict:
     return {}
 
 
-@pytest.fixture
-def jp_server_config(quota_state, extra_quota_config):
+def quota_test_config(quota_state, extra_quota_config):
+    """The demo config with the tests' state dir, fake trainer and quick reaper."""
     c = demo_config()
-    c.ServerApp.jpserver_extensions = {"jupyter_quota": True}
-    c.ServerApp.allow_unauthenticated_access = False
     c.JupyterQuota.state_dir = str(quota_state)
     c.JupyterQuota.job_command = [sys.executable, str(FAKE_TRAINER)]
     c.JupyterQuota.reap_interval = 0.1
@@ -35,6 +33,38 @@ def jp_server_config(quota_state, extra_quota_config):
     for key, value in extra_quota_config.items():
         setattr(c.JupyterQuota, key, value)
     return c
+
+
+@pytest.fixture
+def quota_mode() -> str:
+    """``embedded`` (the server is the quota authority) or ``service`` (the server forwards to a
+    quota service, as under a hub). A module runs its tests in both with
+    ``@pytest.fixture(params=QUOTA_MODES)`` over this name."""
+    return "embedded"
+
+
+@pytest.fixture
+def jp_server_config(quota_state, extra_quota_config, quota_mode, request):
+    c = quota_test_config(quota_state, extra_quota_config)
+    c.ServerApp.jpserver_extensions = {"jupyter_quota": True}
+    c.ServerApp.allow_unauthenticated_access = False
+    if quota_mode == "service":
+        c.JupyterQuota.service_url = request.getfixturevalue("quota_service_url")
+    return c
+
+
+@pytest.fixture
+def quota_service_url(quota_state, extra_quota_config, io_loop, monkeypatch):
+    """A quota service app (``hubservice.app``) in this process, on the demo config, whose
+    callers are this server's owner (the token the server forwards with); the real one, behind
+    a real JupyterHub, is in tests/hub/."""
+    from quota_testing import start_quota_service
+
+    c = quota_test_config(quota_state, extra_quota_config)
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", SERVER_TOKEN)
+    url, stop = start_quota_service(c, SERVER_TOKEN)
+    yield url
+    stop()
 
 
 @pytest.fixture

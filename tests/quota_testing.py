@@ -11,6 +11,10 @@ from traitlets.config.loader import PyFileConfigLoader
 ROOT = Path(__file__).resolve().parent.parent
 DEMO_CONFIG = ROOT / "binder" / "jupyter_server_config.py"
 FAKE_TRAINER = Path(__file__).resolve().parent / "fake_trainer.py"
+#: the hub token a user server in service mode forwards with (tests stand in for JupyterHub)
+SERVER_TOKEN = "test-server-token"
+#: the two ways a Jupyter server serves the quota API (``quota_mode`` in conftest.py)
+QUOTA_MODES = ("embedded", "service")
 
 
 def demo_config() -> Config:
@@ -27,3 +31,49 @@ class HeaderIdentityProvider(IdentityProvider):
             return None
         name = handler.request.headers.get("X-Test-User")
         return User(username=name) if name else user
+
+
+class ServerTokenIdentityProvider(IdentityProvider):
+    """The quota service's callers in tests: ``token`` is the forwarding server's, whose owner is
+    ``owner`` (as JupyterHub would answer for that server's token); nothing else signs in."""
+
+    def __init__(self, token: str, owner: str, **kwargs):
+        super().__init__(**kwargs)
+        self._token, self._owner = token, owner
+
+    async def get_user(self, handler):
+        from jupyter_quota.hubservice.identity import HubUser
+
+        if handler.request.headers.get("Authorization") != f"token {self._token}":
+            return None
+        handler._token_authenticated = True
+        return HubUser({"kind": "user", "name": self._owner, "groups": [], "admin": False, "scopes": []})
+
+    def is_token_authenticated(self, handler) -> bool:
+        return bool(getattr(handler, "_token_authenticated", False))
+
+
+def start_quota_service(config: Config, token: str):
+    """Run ``hubservice.app`` on a free loopback port in the current IO loop: (its URL, stop)."""
+    import logging
+    import socket
+
+    from jupyter_quota.config import JupyterQuota
+    from jupyter_quota.extension import build_service
+    from jupyter_quota.hubservice.app import make_app
+
+    quota = JupyterQuota(config=config)
+    service = build_service(quota)
+    service.backend.start()
+    prefix = "/services/jupyter-quota/"
+    app = make_app(service, ServerTokenIdentityProvider(token, quota.owner), prefix, logging.getLogger("test-service"))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = app.listen(port, address="127.0.0.1")
+
+    def stop():
+        server.stop()
+        service.backend.close()
+
+    return f"http://127.0.0.1:{port}{prefix}", stop

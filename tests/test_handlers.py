@@ -1,4 +1,5 @@
-"""The REST API on a real jupyter-server with the demo teams (local backend)."""
+"""The REST API on a real jupyter-server with the demo teams (local backend), in both modes:
+the server as the quota authority, and the server forwarding to a quota service."""
 
 from __future__ import annotations
 
@@ -8,9 +9,16 @@ import re
 
 import pytest
 
+from quota_testing import QUOTA_MODES
+
 from jupyter_quota.quantity import Quantity
 
 GPU = "requests.nvidia.com/gpu"
+
+
+@pytest.fixture(params=QUOTA_MODES)
+def quota_mode(request):
+    return request.param
 
 
 async def wait_for_phase(api, ns, name, phases, timeout=20.0):

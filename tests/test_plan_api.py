@@ -9,7 +9,7 @@ import getpass
 
 import pytest
 
-from quota_testing import demo_config
+from quota_testing import QUOTA_MODES, demo_config
 
 GIB = 1024**3
 GAMMA = {
@@ -34,6 +34,11 @@ DELTA = {
     "gpuModel": "A100 80GB",
     "gpuMemory": "80Gi",
 }
+
+
+@pytest.fixture(params=QUOTA_MODES)
+def quota_mode(request):
+    return request.param
 
 
 @pytest.fixture

@@ -34,6 +34,13 @@ class Backend(abc.ABC):
     def close(self) -> None:
         """Stop background work; running jobs keep running."""
 
+    def apply_profile(self, profile: TeamProfile) -> None:
+        """Make the place jobs run hold ``profile``'s quota, before an admin's change is stored.
+
+        The local backend reads the registry on every balance and admission: nothing to do. The
+        kube backend writes the namespace's ResourceQuota and LimitRange objects.
+        """
+
     @abc.abstractmethod
     def balance(self, profile: TeamProfile) -> dict:
         """``{"namespace", "team", "resources", "quotas", "warnings", "limitRange", "observedAt", "stale"}``.

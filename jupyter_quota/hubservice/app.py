@@ -75,11 +75,17 @@ def hub_auth_from(config: Config) -> HubOAuth:
     return HubOAuth(config=config)
 
 
-def make_app(service, hub_auth: HubOAuth, base_url: str, log: logging.Logger) -> tornado.web.Application:
-    """The service's tornado application: the quota API, the OAuth callback and a sign-in page."""
+def make_app(service, identity_provider: HubServiceIdentityProvider, base_url: str,
+             log: logging.Logger) -> tornado.web.Application:
+    """The service's tornado application: the quota API, the OAuth callback and a sign-in page.
+
+    ``identity_provider`` is a ``HubServiceIdentityProvider``; tests may give another
+    jupyter-server ``IdentityProvider`` whose users carry a hub model (``HubUser``).
+    """
+    hub_auth = getattr(identity_provider, "hub_auth", None)
     settings = {
         "base_url": base_url,
-        "identity_provider": HubServiceIdentityProvider(hub_auth=hub_auth),
+        "identity_provider": identity_provider,
         # authorization is per team and per action, in QuotaService; the hub scope is checked
         # by the identity provider
         "authorizer": AllowAllAuthorizer(),
@@ -88,10 +94,10 @@ def make_app(service, hub_auth: HubOAuth, base_url: str, log: logging.Logger) ->
         "log_function": lambda handler: None if handler.get_status() < 400 else log.info(
             "%d %s %s", handler.get_status(), handler.request.method, handler.request.path),
     }
-    app = tornado.web.Application([
-        (url_path_join(base_url, "oauth_callback"), OAuthCallbackHandler, {"hub_auth": hub_auth}),
-        (base_url.rstrip("/") + "/?", HomeHandler),
-    ], **settings)
+    routes = [(base_url.rstrip("/") + "/?", HomeHandler)]
+    if hub_auth is not None:
+        routes.append((url_path_join(base_url, "oauth_callback"), OAuthCallbackHandler, {"hub_auth": hub_auth}))
+    app = tornado.web.Application(routes, **settings)
     setup_handlers(app, service)
     return app
 
@@ -116,7 +122,7 @@ def serve(config: JupyterQuota) -> int:
     host, port, prefix = listen_address()
     service = build_service(config, log=log, root_dir=os.getcwd())
     service.backend.start()
-    app = make_app(service, hub_auth_from(config.config), prefix, log)
+    app = make_app(service, HubServiceIdentityProvider(hub_auth=hub_auth_from(config.config)), prefix, log)
     server = app.listen(port, address=host, xheaders=True)
     loop = IOLoop.current()
 

@@ -66,3 +66,40 @@ def test_balance_refusal_and_a_job_over_rest(kube_cluster, namespace_name, tmp_p
         assert "Traceback" not in server.log()
     finally:
         server.stop()
+
+
+def test_an_admins_profile_change_reaches_the_cluster_and_every_balance(kube_cluster, namespace_name, tmp_path):
+    """``PUT /profiles/{team}`` on the kube backend writes the namespace's ResourceQuota (as the
+    quota service does for every user of a hub), and a change the API server refuses stores nothing."""
+    me = getpass.getuser()
+    profile = {"team": "edit", "namespace": namespace_name, "users": [me], "hard": {"requests.nvidia.com/gpu": "2"}}
+    apply_profiles([TeamProfile(**profile)], kube_cluster.kube())
+    root = tmp_path / "root"
+    root.mkdir()
+    gone = {"team": "gone", "namespace": f"{namespace_name}-gone", "users": [me], "hard": {"requests.cpu": "1"}}
+    server = ServerProcess(tmp_path / "state", root, extra_config=(
+        "c.JupyterQuota.backend = 'kube'\n"
+        f"c.JupyterQuota.profiles = [{profile!r}, {gone!r}]\n"
+        f"c.JupyterQuota.admin_users = [{me!r}]\n"
+        f"c.JupyterQuota.kube_config_file = {str(kube_cluster.kubeconfig)!r}\n"
+        "c.JupyterQuota.kube_in_cluster = 'false'\n"
+    ))
+    try:
+        server.start()
+        status, stored = server.call("PUT", "/profiles/edit", {**profile, "hard": {"requests.nvidia.com/gpu": "3"}})
+        assert status == 200, stored
+        live = kube_cluster.kube().get(f"/api/v1/namespaces/{namespace_name}/resourcequotas/team-quota")
+        assert live["spec"]["hard"] == {"requests.nvidia.com/gpu": "3"}
+        wait(lambda: server.call("GET", f"/namespaces/{namespace_name}/balance"),
+             lambda b: b["resources"].get("requests.nvidia.com/gpu", {}).get("hard") == "3",
+             what="the new hard limit in the balance")
+
+        # the namespace of team "gone" does not exist: the API server refuses, nothing is stored
+        status, refused = server.call("PUT", "/profiles/gone", {**gone, "hard": {"requests.cpu": "2"}})
+        assert status == 404 and "not found" in refused["message"], refused
+        status, kept = server.call("GET", "/profiles/gone")
+        assert kept["hard"] == {"requests.cpu": "1"}
+        assert not (tmp_path / "state" / "profiles.json").exists() or "gone" not in (
+            tmp_path / "state" / "profiles.json").read_text()
+    finally:
+        server.stop()

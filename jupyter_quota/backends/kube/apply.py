@@ -47,6 +47,12 @@ def apply_profiles(profiles, api_client, dry_run: bool = False) -> list[dict]:
     return results
 
 
+def apply_quota_objects(profile, kube: Kube) -> list[dict]:
+    """Only the profile's ResourceQuotas and LimitRange, in its existing namespace: what the quota
+    service writes when an admin changes a profile (it has no right to create namespaces)."""
+    return [_apply(kube, obj, False) for obj in [*profile.resource_quotas(), *profile.limit_ranges()]]
+
+
 def render_diff(results: list[dict]) -> str:
     """All the diffs of ``apply_profiles`` results, one after another (for printing)."""
     return "".join(r["diff"] for r in results if r["diff"])

@@ -102,6 +102,17 @@ class KubeBackend(Backend):
         self.cache.stop()
         self._started = False
 
+    def apply_profile(self, profile) -> None:
+        """An admin's profile change reaches the cluster first: the namespace's ResourceQuota and
+        LimitRange objects are written (the watch then updates every user's balance); a refusal
+        from the API server stores nothing."""
+        from .apply import apply_quota_objects
+
+        for result in apply_quota_objects(profile, self.kube):
+            if result["action"] != "unchanged":
+                self.log.info("jupyter_quota: %s %s %s/%s for an admin's change to team %s", result["action"],
+                              result["kind"], result["namespace"], result["name"], profile.team)
+
     def wait_synced(self, timeout: float | None = None) -> bool:
         """Block until every kind was listed once (tests, and ``submit`` right after start)."""
         self.start()
