@@ -110,12 +110,17 @@ def get(conn: http.client.HTTPConnection, path: str, token: str) -> tuple[int, b
 
 
 def load(port: int, token: str, paths: list[str], seconds: float, concurrency: int) -> dict:
+    return load_targets([(port, paths, token)] * concurrency, seconds)
+
+
+def load_targets(targets: list[tuple[int, list[str], str]], seconds: float) -> dict:
+    """One keep-alive client per (port on 127.0.0.1, paths to pick from, token), all at once, for ``seconds``."""
     latencies: list[float] = []
     errors = []
     lock = threading.Lock()
     stop = time.perf_counter() + seconds
 
-    def client():
+    def client(port, paths, token):
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         mine = []
         while time.perf_counter() < stop:
@@ -128,16 +133,20 @@ def load(port: int, token: str, paths: list[str], seconds: float, concurrency: i
         with lock:
             latencies.extend(mine)
 
-    threads = [threading.Thread(target=client) for _ in range(concurrency)]
+    threads = [threading.Thread(target=client, args=target) for target in targets]
     t0 = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.perf_counter() - t0
-    latencies.sort()
+    return summary(latencies, time.perf_counter() - t0, len(errors))
+
+
+def summary(latencies: list[float], elapsed: float, errors: int) -> dict:
+    """Requests, requests per second, errors and the p50/p99 latency (ms) of one load run."""
+    latencies = sorted(latencies)
     return {
-        "requests": len(latencies), "per_s": len(latencies) / elapsed, "errors": len(errors),
+        "requests": len(latencies), "per_s": len(latencies) / elapsed, "errors": errors,
         "p50_ms": 1000 * latencies[len(latencies) // 2],
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
     }

@@ -45,6 +45,7 @@ def api_call(method):
 
     @functools.wraps(method)
     async def wrapper(self, *args, **kwargs):
+        self.check_deferred_xsrf()
         try:
             await method(self, *args, **kwargs)
         except (QuotaError, sqlite3.Error, OSError) as cause:
@@ -67,7 +68,9 @@ class QuotaHandler(APIHandler):
     before jupyter-server's auth and before tornado reads the body: a declared ``Content-Length``
     over ``MAX_BODY_BYTES`` is refused at once, and a chunked body as soon as it passes the cap.
     Refusing before the body is read makes tornado close the connection after the answer
-    (``HTTP1Connection.finish``), the only way not to read the rest.
+    (``HTTP1Connection.finish``), the only way not to read the rest. Such an answer says
+    ``Connection: close``, which tornado does not add: a proxy (the hub's configurable-http-proxy)
+    would otherwise reuse the closed socket for its next request and fail it (a 503).
     """
 
     auth_resource = AUTH_RESOURCE
@@ -83,7 +86,34 @@ class QuotaHandler(APIHandler):
             self._refuse_body(f"{int(declared)} bytes")
             return
         self.request.connection.set_max_body_size(MAX_BODY_BYTES if declared is not None else CHUNKED_BODY_LIMIT)
-        await super().prepare()
+        await super().prepare()  # a refusal here closes the connection (HTTP1Connection.finish)
+        self._body_read = True  # tornado reads it all before the method; data_received refuses on its own
+
+    def check_xsrf_cookie(self) -> None:
+        """jupyter-server checks XSRF in ``prepare``, before tornado has read the request (body or not);
+        a refusal then closes the connection, and a proxy reusing it, or still sending the body, gets
+        a reset instead of the answer (a 503 page from the hub). So the check waits for the body (at
+        most ``MAX_BODY_BYTES``: ``prepare`` refuses more): ``api_call`` runs it before the handler's
+        method does anything."""
+        if not getattr(self, "_body_read", False):
+            self._xsrf_deferred = True
+            return
+        self._check_xsrf_now()
+
+    def check_deferred_xsrf(self) -> None:
+        if getattr(self, "_xsrf_deferred", False):
+            self._xsrf_deferred = False
+            self._check_xsrf_now()
+
+    def _check_xsrf_now(self) -> None:
+        """A caller who is not signed in (or whose token was not accepted) hears that, not about
+        XSRF (jupyter-server checks XSRF on every write of a caller it did not authenticate)."""
+        if hasattr(self, "_jupyter_current_user") and self._jupyter_current_user is None:
+            raise tornado.web.HTTPError(403, self._not_signed_in())
+        super().check_xsrf_cookie()
+
+    def _not_signed_in(self) -> str:
+        return TOKEN_REFUSED if self.request.headers.get("Authorization") else NOT_SIGNED_IN
 
     def data_received(self, chunk: bytes) -> None:
         if self._finished:
@@ -95,6 +125,7 @@ class QuotaHandler(APIHandler):
 
     def _refuse_body(self, size: str) -> None:
         error = BodyTooLarge(f"the request body is {size}; at most {MAX_BODY_BYTES} bytes (1 MiB) are accepted")
+        self.set_header("Connection", "close")
         self.reply(error.to_json(), error.status)
 
     @property
@@ -139,23 +170,17 @@ class QuotaHandler(APIHandler):
             raise InvalidRequest(_TOO_DEEP)
         return body
 
-    def check_xsrf_cookie(self) -> None:
-        """A caller who is not signed in (or whose token was not accepted) hears that, not about
-        XSRF (jupyter-server checks XSRF on every write of a caller it did not authenticate)."""
-        if hasattr(self, "_jupyter_current_user") and self._jupyter_current_user is None:
-            raise tornado.web.HTTPError(403, TOKEN_REFUSED if self.request.headers.get("Authorization")
-                                        else NOT_SIGNED_IN)
-        return super().check_xsrf_cookie()
-
     def get_login_url(self) -> str:
         """An API call without credentials is refused with what to send, never redirected."""
         if not self.current_user:
-            raise tornado.web.HTTPError(403, NOT_SIGNED_IN)
+            raise tornado.web.HTTPError(403, self._not_signed_in())
         return super().get_login_url()
 
     def write_error(self, status_code: int, **kwargs) -> None:
         """Even tornado's own errors (403 from auth, 405, 500) answer in the API's shape."""
         self.set_header("Content-Type", "application/json")
+        if not getattr(self, "_body_read", False):  # an answer before the read: tornado closes
+            self.set_header("Connection", "close")
         reasons = {400: InvalidRequest.reason, 403: Forbidden.reason, 404: NotFound.reason, 405: "MethodNotAllowed",
                    503: ServiceUnavailable.reason}
         reason = reasons.get(status_code, "InternalError")
@@ -163,6 +188,8 @@ class QuotaHandler(APIHandler):
         # a 4xx or 503 says what to do; a 500's text may hold internals, so it stays generic
         said = (error.log_message if isinstance(error, tornado.web.HTTPError) and (status_code < 500 or status_code == 503)
                 else None)
+        if status_code == 403 and not said and getattr(self, "_jupyter_current_user", None) is None:
+            said = self._not_signed_in()  # tornado's @authenticated refuses a write with a bare 403
         message = said or self._reason or "internal error; the server log has the details"
         self.finish(json.dumps({"reason": reason, "message": message}))
 

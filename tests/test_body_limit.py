@@ -140,3 +140,77 @@ def test_the_cap_is_exact_for_a_signed_in_user(server):
     with sock:
         status, _, body = read_response(sock)
     assert_refused_with_413(status, body)
+
+
+def test_a_body_refused_on_its_headers_says_the_connection_closes(server):
+    """Refused before its body is read, a request leaves tornado no choice but to close the
+    connection after the answer. The answer must say so (``Connection: close``):
+    configurable-http-proxy otherwise puts the socket back in its pool, and the next request it
+    sends on it fails with ECONNRESET, which the hub turns into a 503 page."""
+    sock = post(server, "/estimate", {"Content-Length": str(MAX_BODY_BYTES + 1)})
+    try:
+        status, headers, body = read_response(sock)
+        assert status == 413, body
+        assert headers.get("connection", "").lower() == "close", headers
+    finally:
+        sock.close()
+
+
+def test_an_answer_says_connection_close_exactly_when_the_server_closes(server):
+    """A GET without credentials is refused in ``prepare`` too: tornado closes, and the answer says so."""
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    try:
+        sock.sendall(f"GET /quota/v1/identity HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+        status, headers, _ = read_response(sock)
+        sock.settimeout(5)
+        try:
+            closed = sock.recv(1) == b""
+        except TimeoutError:
+            closed = False
+        assert status == 403 and closed == (headers.get("connection", "").lower() == "close"), (closed, headers)
+    finally:
+        sock.close()
+
+
+def test_a_cookie_write_without_xsrf_is_refused_once_its_body_is_in(server):
+    """The XSRF refusal of a browser's write waits for its (capped) body, then answers 403 in the API's
+    shape on a connection that stays usable: refused on the headers alone, the connection was closed
+    under a proxy still sending the body, which then got a reset instead of the answer."""
+    import requests
+
+    login = requests.get(f"http://127.0.0.1:{server.port}/login", params={"token": server.token},
+                         allow_redirects=False, timeout=60)
+    cookie = "; ".join(f"{c.name}={c.value}" for c in login.cookies if not c.name.startswith("_xsrf"))
+    assert cookie, login.headers
+    body = json.dumps({"args": ["--model", "Qwen/Qwen2.5-0.5B-Instruct"]}).encode()
+    sock = post(server, "/estimate", {"Cookie": cookie, "Content-Length": str(len(body))})
+    try:
+        assert select.select([sock], [], [], 1.0)[0] == [], "answered before the body was sent"
+        sock.sendall(body)
+        status, headers, answer = read_response(sock)
+        assert status == 403 and set(json.loads(answer)) >= {"reason", "message"}, answer
+        assert "xsrf" in json.loads(answer)["message"].lower(), answer
+        assert headers.get("connection", "").lower() != "close", headers
+    finally:
+        sock.close()
+
+
+def test_a_cookie_delete_without_xsrf_keeps_the_connection(server):
+    """The same for a write without a body (a DELETE): answered during ``prepare``, tornado closed the
+    connection without saying so, and the hub's proxy failed the next request sent on it."""
+    import requests
+
+    login = requests.get(f"http://127.0.0.1:{server.port}/login", params={"token": server.token},
+                         allow_redirects=False, timeout=60)
+    cookie = "; ".join(f"{c.name}={c.value}" for c in login.cookies if not c.name.startswith("_xsrf"))
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+    request = (f"DELETE /quota/v1/namespaces/team-alpha/jobs/nobody HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+               f"Cookie: {cookie}\r\nContent-Length: 0\r\n\r\n").encode()
+    try:
+        for _ in range(2):  # the second on the same connection
+            sock.sendall(request)
+            status, headers, answer = read_response(sock)
+            assert status == 403 and "xsrf" in json.loads(answer)["message"].lower(), answer
+            assert headers.get("connection", "").lower() != "close", headers
+    finally:
+        sock.close()
