@@ -6,12 +6,48 @@ and the open panel is the visible child of ``#jp-left-stack``.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from fractions import Fraction
+
+import pytest
 
 from jupyter_quota.quantity import parse_quantity
 
 SIDEBAR_ID = "jupyter-quota-sidebar"
 NAMESPACE = "team-alpha"
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@contextlib.contextmanager
+def chromium():
+    """Debian's Chromium under Playwright; fails (not skips) when it is not installed.
+
+    Playwright's own browser download is never used (``executable_path``).
+    """
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail(
+            "chromium is not on PATH: the UI tests need Debian's chromium package. "
+            "Run scripts/install-chromium.sh (or deselect them with -m 'not ui').",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def open_sidebar(page):
