@@ -21,6 +21,7 @@ EPILOG = """examples:
   jupyter quota profiles render --team alpha
   jupyter quota estimate --gpus 1 -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora
   jupyter quota plan --namespace team-alpha -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type full
+  jupyter quota serve                 # as a JupyterHub service (README: Running under JupyterHub)
 """
 
 
@@ -110,6 +111,19 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the plan result as JSON")
     _config_option(plan)
     plan.set_defaults(func=_plan, command="plan", swift_args=None)
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the quota service of a JupyterHub (started by the hub as a managed service)",
+        description="Run the one quota authority of a JupyterHub: the REST API of the server "
+        "extension under $JUPYTERHUB_SERVICE_PREFIX/quota/v1, listening on $JUPYTERHUB_SERVICE_URL, "
+        "with every team's state (the local backend's ledger and jobs, or the Kubernetes "
+        "credentials). Callers are identified by the hub and need the scope "
+        "access:services!service=jupyter-quota. The hub starts it: see "
+        "jupyter_quota.hubservice.hubconfig and the README (Running under JupyterHub).",
+    )
+    _config_option(serve)
+    serve.set_defaults(func=_serve)
     return parser
 
 
@@ -190,6 +204,12 @@ def _profiles_apply(args) -> int:
     return 0
 
 
+def _serve(args) -> int:
+    from .hubservice.app import serve
+
+    return serve(load_config(args.config))
+
+
 def _estimate(args) -> int:
     from .estimator import estimate
     from .planner.report import estimate_text
@@ -212,13 +232,33 @@ def _plan(args) -> int:
     from .planner.request import parse_gpus
 
     gpus = None if args.gpus is None else parse_gpus(args.gpus, "--gpus")
-    context = configured_context(args.namespace, args.config)
-    result = plan(args.swift_args, context, gpus=gpus).to_json()
+    config = load_config(args.config)
+    if config.service_url:  # under a hub: the quota service holds the balance
+        result = _service_plan(config, args.namespace, args.swift_args, gpus)
+    else:
+        result = plan(args.swift_args, configured_context(args.namespace, config), gpus=gpus).to_json()
     if args.json:
         print(json.dumps(result, indent=1))
     else:
         print(plan_text(result))
     return 0 if result["recommended"] is not None else 3
+
+
+def _service_plan(config: JupyterQuota, namespace: str | None, swift_args: list[str], gpus) -> dict:
+    """``POST /namespaces/{ns}/plan`` at the hub's quota service, as this server's user."""
+    from .magics.client import QuotaClient, QuotaClientError
+
+    token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
+    client = QuotaClient(config.service_url, token, "JupyterQuota.service_url", timeout=config.service_timeout)
+    try:
+        if not namespace:
+            mine = [n["name"] for n in client.namespaces()]
+            if len(mine) != 1:
+                raise QuotaError(f"name the namespace with --namespace; yours: {', '.join(mine) or 'none'}")
+            namespace = mine[0]
+        return client.plan(namespace, swift_args, gpus)
+    except QuotaClientError as e:
+        raise QuotaError(e.message) from None
 
 
 def configured_context(namespace: str | None, config_file=None, **options):

@@ -92,6 +92,34 @@ class JupyterQuota(Configurable):
         "this machine's. Default: none (no GPUs without nvidia-smi).",
     ).tag(config=True)
 
+    service_url = Unicode(
+        help="The hub's quota service (``jupyter quota serve``), e.g. "
+        "``http://127.0.0.1:10101/services/jupyter-quota/``. When set, this server keeps no quota "
+        "state: ``{base_url}quota/v1/*`` is forwarded there with the server's hub token, for the "
+        "server's owner only. Default: ``JUPYTER_QUOTA_SERVICE_URL`` (the hub sets it for every "
+        "server: ``jupyter_quota.hubservice.hubconfig``), else empty: embedded mode, where this "
+        "server is its own quota authority.",
+    ).tag(config=True)
+
+    @default("service_url")
+    def _service_url_default(self):
+        from .hubservice.names import SERVICE_URL_ENV
+
+        return os.environ.get(SERVICE_URL_ENV, "")
+
+    @validate("service_url")
+    def _valid_service_url(self, proposal):
+        url = proposal["value"]
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError(f"JupyterQuota.service_url must be an http(s) URL, not {url!r}")
+        return url
+
+    service_timeout = Float(
+        300.0,
+        help="Seconds a user server waits for the quota service to answer a forwarded call (a "
+        "plan search is the slowest). Default: 300.",
+    ).tag(config=True)
+
     job_command = List(
         Unicode(),
         default_value=["swift", "sft"],

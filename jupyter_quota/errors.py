@@ -74,6 +74,13 @@ class StateDirectoryError(QuotaError):
     reason = FULL
 
 
+class ServiceUnavailable(QuotaError):
+    """Something the answer depends on did not answer (the hub's quota service): try again."""
+
+    status = 503
+    reason = "ServiceUnavailable"
+
+
 class Forbidden(QuotaError):
     """The caller may not see or touch this (403)."""
 

@@ -34,6 +34,8 @@ CHUNKED_BODY_LIMIT = 2 * MAX_BODY_BYTES
 MAX_BODY_DEPTH = 32
 _TOO_DEEP = f"the body is nested too deeply; at most {MAX_BODY_DEPTH} levels are accepted"
 AUTH_RESOURCE = "quota"
+NOT_SIGNED_IN = ("not signed in here: send a token that may use this server (header Authorization: "
+                 "token <token>), or sign in with a browser first")
 
 
 def api_call(method):
@@ -44,7 +46,7 @@ def api_call(method):
         try:
             await method(self, *args, **kwargs)
         except (QuotaError, sqlite3.Error, OSError) as cause:
-            e = cause if isinstance(cause, QuotaError) else storage_error(cause, self.service.config.state_dir)
+            e = cause if isinstance(cause, QuotaError) else storage_error(cause, self.quota_config.state_dir)
             if e is None:
                 raise
             self.set_status(e.status)
@@ -98,8 +100,12 @@ class QuotaHandler(APIHandler):
         return self.settings["jupyter_quota_service"]
 
     @property
+    def quota_config(self):
+        return self.settings["jupyter_quota_config"]
+
+    @property
     def who(self):
-        return identify(self.current_user, self.identity_provider, self.service.config)
+        return identify(self.current_user, self.identity_provider, self.quota_config)
 
     @property
     def plan_slots(self) -> WorkSlots:
@@ -131,12 +137,20 @@ class QuotaHandler(APIHandler):
             raise InvalidRequest(_TOO_DEEP)
         return body
 
+    def get_login_url(self) -> str:
+        """An API call without credentials is refused with what to send, never redirected."""
+        if not self.current_user:
+            raise tornado.web.HTTPError(403, NOT_SIGNED_IN)
+        return super().get_login_url()
+
     def write_error(self, status_code: int, **kwargs) -> None:
-        """Even tornado's own errors (405, 500) answer in the API's shape."""
+        """Even tornado's own errors (403 from auth, 405, 500) answer in the API's shape."""
         self.set_header("Content-Type", "application/json")
         reasons = {400: InvalidRequest.reason, 403: Forbidden.reason, 404: NotFound.reason, 405: "MethodNotAllowed"}
         reason = reasons.get(status_code, "InternalError")
-        message = self._reason or "internal error; the server log has the details"
+        error = (kwargs.get("exc_info") or (None, None, None))[1]
+        said = error.log_message if isinstance(error, tornado.web.HTTPError) and status_code < 500 else None
+        message = said or self._reason or "internal error; the server log has the details"
         self.finish(json.dumps({"reason": reason, "message": message}))
 
 
@@ -298,6 +312,7 @@ ROUTES = [
 def setup_handlers(web_app, service) -> None:
     """Register the routes under the server's base URL (so they work under JupyterHub)."""
     web_app.settings["jupyter_quota_service"] = service
+    web_app.settings["jupyter_quota_config"] = service.config
     web_app.settings["jupyter_quota_plan_slots"] = WorkSlots(
         service.config.max_concurrent_plans, "plan or estimate searches", "JupyterQuota.max_concurrent_plans")
     base_url = web_app.settings["base_url"]

@@ -1,6 +1,7 @@
 """Who is asking: a user name, their groups and whether they are an admin.
 
-Under JupyterHub the single-user server's current user carries the hub's model (``hub_user``:
+Under JupyterHub the single-user server's current user (and the quota service's, see
+``hubservice/identity.py``) carries the hub's model (``hub_user``:
 name, groups, admin). Outside a hub, jupyter-server's built-in token/password login has one
 account, the server's owner, so its anonymous per-browser user names mean the owner
 (``JupyterQuota.owner``); a custom identity provider's user names are taken as they are.
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from jupyter_server.auth.identity import IdentityProvider, LegacyIdentityProvider, PasswordIdentityProvider
 
 from .config import JupyterQuota
+from .hubservice.names import ADMIN_SCOPE
 
 _OWNER_ONLY_PROVIDERS = (IdentityProvider, PasswordIdentityProvider, LegacyIdentityProvider)
 
@@ -36,7 +38,8 @@ def identify(user, identity_provider, config: JupyterQuota) -> Identity:
     if isinstance(hub_user, dict) and hub_user.get("name"):
         name = str(hub_user["name"])
         groups = tuple(sorted(str(g) for g in hub_user.get("groups") or ()))
-        admin = bool(hub_user.get("admin")) or _configured_admin(name, groups, config)
+        admin = (bool(hub_user.get("admin")) or ADMIN_SCOPE in (hub_user.get("scopes") or ())
+                 or _configured_admin(name, groups, config))
         return Identity(name, groups, admin, "jupyterhub")
     if type(identity_provider) in _OWNER_ONLY_PROVIDERS:
         return owner_identity(config)

@@ -1,0 +1,117 @@
+"""The user server's quota API when a hub runs the quota service: every call is forwarded.
+
+``{base_url}quota/v1/<path>`` in the user's server becomes ``{service_url}quota/v1/<path>``,
+same method, query and body, sent with the server's own hub token (``JUPYTERHUB_API_TOKEN``).
+That token proves the server's owner to the service and nothing more, so the user's server
+holds no quota state and no credential beyond what its owner already has; the service decides
+everything. The sidebar, the magics and the CLI keep calling their own server, unchanged.
+
+Only the server's owner is forwarded: a hub admin or a user the server is shared with would
+otherwise act as the owner, so they get 403 and are told to use their own server.
+"""
+
+from __future__ import annotations
+
+import os
+
+import tornado.web
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.utils import url_path_join
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+
+from ..errors import Forbidden, ServiceUnavailable
+from ..handlers import API_PREFIX, QuotaHandler, api_call
+
+#: the service's answer headers a client needs (Location is rewritten to this server's path)
+_RELAYED_HEADERS = ("Content-Type", "Retry-After")
+#: what a client is told to wait when the service does not answer (the hub restarts it)
+RETRY_AFTER_SECONDS = 10
+
+
+class ForwardHandler(QuotaHandler):
+    """Every method of every path below ``quota/v1``: checked here, answered by the service."""
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self, path):
+        await self._forward()
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, path):
+        await self._forward()
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def put(self, path):
+        await self._forward()
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def delete(self, path):
+        await self._forward()
+
+    async def _forward(self) -> None:
+        settings = self.settings["jupyter_quota_forward"]
+        caller = self.who.name
+        if caller != settings.owner:
+            raise Forbidden(f'this server belongs to {settings.owner}; quota calls go through your own '
+                            f'server, and {caller} is not its owner: open yours from the hub home page')
+        local = url_path_join(self.base_url, *API_PREFIX)
+        rest = self.request.uri[len(local):]  # "/namespaces/...?query", still percent-encoded
+        body = bytes(self.request.body) if self.request.method in ("POST", "PUT") else None
+        request = HTTPRequest(
+            settings.service_url + "/".join(API_PREFIX) + rest, method=self.request.method, body=body,
+            headers={"Authorization": f"token {settings.token}", "Content-Type": "application/json"},
+            request_timeout=settings.timeout, follow_redirects=False, allow_nonstandard_methods=True,
+        )
+        try:
+            answer = await AsyncHTTPClient().fetch(request, raise_error=False)
+        except (OSError, HTTPClientError) as e:
+            raise self._unavailable(settings, e) from None
+        if answer.code == 599:  # tornado's "no answer": timeout or connection error
+            raise self._unavailable(settings, answer.error)
+        self.set_status(answer.code)
+        for name in _RELAYED_HEADERS:
+            if name in answer.headers:
+                self.set_header(name, answer.headers[name])
+        if "Location" in answer.headers:
+            self.set_header("Location", local + answer.headers["Location"].split("/".join(API_PREFIX), 1)[-1])
+        self.finish(answer.body or b"")
+
+    def _unavailable(self, settings, cause) -> ServiceUnavailable:
+        self.log.warning("jupyter_quota: the quota service at %s did not answer: %s", settings.service_url, cause)
+        error = ServiceUnavailable(
+            "the hub's quota service did not answer; try again in a minute. If it persists, ask a hub "
+            "admin to check the jupyter-quota service in the hub's log")
+        error.headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        return error
+
+
+class ForwardSettings:
+    """Where to forward, as whom, and for how long to wait."""
+
+    def __init__(self, service_url: str, owner: str, token: str, timeout: float):
+        self.service_url = service_url if service_url.endswith("/") else service_url + "/"
+        self.owner = owner
+        self.token = token
+        self.timeout = timeout
+
+
+def setup_forwarding(web_app, config, log) -> ForwardSettings:
+    """Route ``{base_url}quota/v1/*`` to the service at ``config.service_url``."""
+    token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
+    if not token:
+        raise RuntimeError("JupyterQuota.service_url is set, but this server has no JUPYTERHUB_API_TOKEN: "
+                           "the quota service is reached from servers a JupyterHub started")
+    settings = ForwardSettings(config.service_url, config.owner, token, config.service_timeout)
+    web_app.settings["jupyter_quota_forward"] = settings
+    web_app.settings["jupyter_quota_service"] = None  # no state here: the service holds it
+    web_app.settings["jupyter_quota_config"] = config
+    base_url = web_app.settings["base_url"]
+    web_app.add_handlers(".*$", [(url_path_join(base_url, *API_PREFIX) + "(/.*)?$", ForwardHandler)])
+    return settings

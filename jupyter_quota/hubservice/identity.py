@@ -1,0 +1,77 @@
+"""Who calls the quota service: the hub user behind a token or the service's OAuth cookie.
+
+The same pattern as JupyterHub's own single-user server (``JupyterHubIdentityProvider`` in
+``jupyterhub/singleuser/extension.py``), for a service: ``HubOAuth`` resolves a token (header)
+or the OAuth cookie (browsers, after ``{prefix}oauth_callback``) to the hub's user model, at
+most ``HubOAuth.cache_max_age`` seconds old, and the caller must hold the service's access
+scope (``names.ACCESS_SCOPE``). The model reaches ``jupyter_quota.identity.identify`` as the
+user's ``hub_user``, exactly as in a single-user server, so name, groups and admin mean the
+same in both modes. Hub services (``kind: service``) are not quota users and are refused.
+"""
+
+from __future__ import annotations
+
+from unittest import mock
+
+from jupyter_server.auth import IdentityProvider, User
+from jupyterhub.services.auth import HubOAuth
+from tornado.httputil import url_concat
+from tornado.web import HTTPError
+from traitlets import Instance
+
+
+class HubUser(User):
+    """A jupyter-server ``User`` carrying the hub's model, as ``identify`` expects."""
+
+    def __init__(self, hub_user: dict):
+        self.hub_user = hub_user
+        super().__init__(username=hub_user["name"])
+
+
+class HubServiceIdentityProvider(IdentityProvider):
+    hub_auth = Instance(HubOAuth)
+
+    async def get_user(self, handler):
+        if hasattr(handler, "_quota_hub_user"):
+            return handler._quota_hub_user
+        handler._quota_hub_user = None
+        self._patch_login_url(handler)
+        self.hub_auth._patch_xsrf(handler)  # cookie-authenticated writes need the hub's XSRF token
+        model = await self.hub_auth.get_user(handler, sync=False)
+        if not model:
+            return None
+        kind, name = model.get("kind", "user"), model.get("name", "")
+        if kind != "user" or not self.hub_auth.check_scopes(self.hub_auth.access_scopes, model):
+            reason = ("hub services have no team quota; call it with a user's token" if kind != "user" else
+                      f"it needs the scope {' or '.join(sorted(self.hub_auth.access_scopes))}: ask a hub "
+                      "admin to grant it (README: Running under JupyterHub)")
+            self.log.warning("jupyter_quota: refusing hub %s %r: %s", kind, name, reason)
+            # signed in but not allowed: a 403 that says why (a login redirect could not help)
+            raise HTTPError(403, f"hub {kind} {name!r} may not use the quota service: {reason}")
+        handler._quota_hub_user = HubUser(model)
+        return handler._quota_hub_user
+
+    def is_token_authenticated(self, handler) -> bool:
+        return bool(getattr(handler, "_token_authenticated", False))
+
+    def validate_security(self, app, ssl_options=None):
+        """No token or password of our own: the hub authenticates every call."""
+
+    def _patch_login_url(self, handler):
+        """A page asked for by a browser without the cookie starts the hub's OAuth flow (API
+        handlers answer 403 instead, as jupyter-server's ``APIHandler.get_login_url`` does)."""
+        original = handler.get_login_url
+        hub_auth = self.hub_auth
+
+        def get_login_url():
+            with mock.patch.dict(handler.application.settings, {"login_url": hub_auth.login_url}):
+                login_url = original()
+            params, state = {}, {}
+            if getattr(hub_auth, "pkce_enabled", False):  # JupyterHub 6; 5.x has no PKCE
+                verifier, challenge, method = hub_auth.generate_pkce_code_challenge()
+                params.update(code_challenge=challenge, code_challenge_method=method)
+                state["code_verifier"] = verifier
+            params["state"] = hub_auth.set_state_cookie(handler, next_url=handler.request.uri, **state)
+            return url_concat(login_url, params)
+
+        handler.get_login_url = get_login_url
