@@ -18,7 +18,9 @@ import {
   IJobRequest,
   IModelList,
   INamespaceList,
-  IPlanResult
+  IPlanResult,
+  IProfile,
+  IProfileList
 } from './tokens';
 
 export class QuotaClient implements IQuotaClient {
@@ -78,6 +80,16 @@ export class QuotaClient implements IQuotaClient {
   /** `POST namespaces/{ns}/plan`: the best plan that fits the namespace's balance. */
   plan(namespace: string, args: string[]): Promise<IPlanResult> {
     return this._send<IPlanResult>(`namespaces/${enc(namespace)}/plan`, 'POST', { args });
+  }
+
+  /** `GET profiles`: every team profile (admins only). */
+  profiles(): Promise<IProfileList> {
+    return this._get<IProfileList>('profiles');
+  }
+
+  /** `PUT profiles/{team}`: replace a team's profile (admins only); 400 with the validation message. */
+  putProfile(team: string, profile: IProfile): Promise<IProfile> {
+    return this._send<IProfile>(`profiles/${enc(team)}`, 'PUT', profile);
   }
 
   private _get<T>(endPoint: string): Promise<T> {

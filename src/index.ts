@@ -15,9 +15,11 @@ import { IStatusBar } from '@jupyterlab/statusbar';
 
 import { showBalanceDialog } from './balancedialog';
 import { QuotaClient } from './client';
+import { ADMIN_PANEL_ID, QuotaAdminPanel } from './components/AdminPanel';
 import { QuotaSidebar } from './components/Sidebar';
 import { quotaIcon } from './icons';
 import { QuotaModel } from './model';
+import { ProfileEditor } from './profileeditor';
 import { QuotaStatus } from './statusbar';
 
 /**
@@ -28,6 +30,7 @@ namespace CommandIDs {
   export const refresh = 'jupyter-quota:refresh';
   export const plan = 'jupyter-quota:plan';
   export const showBalance = 'jupyter-quota:show-balance';
+  export const openAdmin = 'jupyter-quota:open-admin';
 }
 
 const PLUGIN_ID = 'jupyter-quota:plugin';
@@ -82,6 +85,23 @@ const plugin: JupyterFrontEndPlugin<void> = {
       icon: args => (args.isPalette ? undefined : quotaIcon),
       execute: open
     });
+    // Only a quota admin gets the admin view; the API refuses `profiles` to anyone else anyway.
+    let admin: QuotaAdminPanel | null = null;
+    Private.whenAdmin(model, () => {
+      const editor = new ProfileEditor({ client, onSaved: () => model.refresh() });
+      admin = new QuotaAdminPanel({ model, editor });
+      app.shell.add(admin, 'left', { rank: 601 });
+      restorer?.add(admin, admin.id);
+      void editor.load();
+      app.commands.notifyCommandChanged(CommandIDs.openAdmin);
+    });
+    app.commands.addCommand(CommandIDs.openAdmin, {
+      label: 'Open Quota Admin',
+      caption: 'Every team\'s balance, and their profiles to edit (quota admins)',
+      isVisible: () => admin !== null,
+      execute: () => app.shell.activateById(ADMIN_PANEL_ID)
+    });
+
     app.commands.addCommand(CommandIDs.refresh, {
       label: 'Refresh Team Quota',
       caption: 'Read the balance and jobs again now',
@@ -130,6 +150,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
 export default plugin;
 
 namespace Private {
+  /**
+   * Call `create` once, when the model first knows that the user is a quota admin.
+   */
+  export function whenAdmin(model: QuotaModel, create: () => void): void {
+    const onChange = () => {
+      if (model.identity) {
+        model.changed.disconnect(onChange);
+        if (model.identity.admin) {
+          create();
+        }
+      }
+    };
+    model.changed.connect(onChange);
+  }
+
   /**
    * Log once how many namespaces the user can see, or why they could not be read.
    */

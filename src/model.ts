@@ -9,7 +9,7 @@
  */
 
 import { IDisposable } from '@lumino/disposable';
-import { Poll } from '@lumino/polling';
+import { IPoll, Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { balanceLine } from './quantity';
@@ -77,7 +77,7 @@ export class QuotaModel implements IDisposable {
     this._poll = new Poll({
       auto: options.auto ?? true,
       factory: () => this._fetch(),
-      frequency: { interval: this._interval, backoff: true, max: MAX_BACKOFF },
+      frequency: frequencyOf(this._interval),
       name: 'jupyter-quota:QuotaModel#balance',
       standby: options.standby ?? 'when-hidden'
     });
@@ -133,7 +133,7 @@ export class QuotaModel implements IDisposable {
       return;
     }
     this._interval = interval;
-    this._poll.frequency = { interval, backoff: true, max: MAX_BACKOFF };
+    this._poll.frequency = frequencyOf(interval);
   }
 
   /** The namespace the status bar shows ('' for the first). */
@@ -315,5 +315,19 @@ export function asModelError(error: unknown): IModelError {
   return { status: 0, reason: 'Error', message: String(error) };
 }
 
-const DEFAULT_INTERVAL = 10 * 1000;
+/**
+ * Milliseconds between two polls unless the settings say otherwise (their
+ * `refreshInterval` defaults to the same 10 s). Each poll reads `GET namespaces`
+ * again, hard limits included, so an admin's profile edit shows within one interval.
+ */
+export const DEFAULT_INTERVAL = 10 * 1000;
 const MAX_BACKOFF = 5 * 60 * 1000;
+
+/**
+ * The poll's schedule: every `interval` ms, backing off after errors up to
+ * 5 minutes, or up to `interval` when that is longer (Poll refuses an
+ * interval over its max).
+ */
+function frequencyOf(interval: number): IPoll.Frequency {
+  return { interval, backoff: true, max: Math.max(interval, MAX_BACKOFF) };
+}

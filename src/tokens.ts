@@ -254,3 +254,39 @@ export interface IPlanResult {
   candidates: IPlan[];
   rejected: { plan: IPlan; reason: string }[];
 }
+
+/**
+ * A team profile (openapi.yaml's `Profile`; every field's help is on
+ * `jupyter_quota.profiles.TeamProfile`). `GET profiles/{team}` answers every
+ * field; `PUT profiles/{team}` replaces the whole profile (admins only).
+ */
+export interface IProfile {
+  team?: string;
+  namespace?: string;
+  displayName?: string;
+  users?: string[];
+  groups?: string[];
+  /** The team's ResourceQuota `spec.hard`: quota key to quantity string. */
+  hard?: IResourceList;
+  scopes?: string[];
+  scopeSelector?: IKubeObject;
+  quotaName?: string;
+  extraQuotas?: IKubeObject[];
+  limitRange?: IKubeObject;
+  limitRangeName?: string;
+  /** The GPUs' extended resource name (`nvidia.com/gpu` unless set). */
+  gpuResource?: string;
+  gpuModel?: string;
+  gpuMemory?: string;
+  nodeSelector?: { [key: string]: string };
+  tolerations?: IKubeObject[];
+  priorityClassName?: string;
+  image?: string;
+}
+
+/**
+ * `GET profiles`: every team profile (admins only).
+ */
+export interface IProfileList {
+  profiles: IProfile[];
+}

@@ -1,2 +1,3 @@
 import './base.css';
 import './sidebar.css';
+import './admin.css';

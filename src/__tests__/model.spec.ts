@@ -147,6 +147,41 @@ describe('QuotaModel', () => {
     expect(polled.isDisposed).toBe(true);
   });
 
+  it('takes a refresh interval longer than the longest back-off', () => {
+    const slow = new QuotaModel({ client, auto: false, refreshInterval: 10 * 60 * 1000 });
+    try {
+      expect(slow.refreshInterval).toBe(600_000);
+      slow.refreshInterval = 60 * 60 * 1000; // the settings' refreshInterval has no maximum
+      expect(slow.refreshInterval).toBe(3_600_000);
+    } finally {
+      slow.dispose();
+    }
+  });
+
+  it('reads the hard limits again at each poll: a new one shows at the next', async () => {
+    const polled = new QuotaModel({ client, refreshInterval: 20, standby: 'never' });
+    const hardOf = () => polled.namespaces.find(n => n.name === 'team-beta')?.balance.resources['requests.nvidia.com/gpu'].hard;
+    const next = (hard: string) =>
+      new Promise<void>(resolve => {
+        const check = () => {
+          if (hardOf() === hard) {
+            polled.changed.disconnect(check);
+            resolve();
+          }
+        };
+        polled.changed.connect(check);
+        check();
+      });
+    try {
+      await next('4');
+      client.namespacesList = [summary('team-alpha'), summary('team-beta', { hard: '6', used: '0', remaining: '6' })];
+      await next('6'); // no refresh() call: the poll alone brings it
+      expect(polled.gpuSummary()).toEqual({ namespace: 'team-alpha', free: 1, hard: 2 });
+    } finally {
+      polled.dispose();
+    }
+  });
+
   describe('the job list in pages', () => {
     const named = (n: number) =>
       Array.from({ length: n }, (_, i) => ({ name: `job-${n - i}`, phase: 'Succeeded' }) as IJob);

@@ -13,6 +13,7 @@ import { quotaIcon } from '../icons';
 import { BalanceView } from './BalanceView';
 import { useModel, useNow } from './hooks';
 import { JobsView } from './JobsView';
+import { PanelHeader } from './PanelHeader';
 import { IPlannerClient, PlannerForm } from './PlannerForm';
 
 export interface ISidebarOptions {
@@ -105,19 +106,12 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
 
   return (
     <div className="jp-QuotaSidebar-content">
-      <header className="jp-QuotaSidebar-header">
-        <h1>Team quota</h1>
-        {model.identity && <span className="jp-QuotaSidebar-user">{model.identity.name}</span>}
-        <button
-          type="button"
-          className="jp-mod-styled jp-QuotaButton"
-          aria-label="Refresh quota"
-          title="Read the balance and jobs again"
-          onClick={() => void model.refresh()}
-        >
-          Refresh
-        </button>
-      </header>
+      <PanelHeader
+        title="Team quota"
+        model={model}
+        refreshLabel="Refresh quota"
+        refreshTitle="Read the balance and jobs again"
+      />
       {body}
     </div>
   );

@@ -2,22 +2,30 @@
  * React hooks shared by the sidebar's components.
  */
 
+import { ISignal } from '@lumino/signaling';
 import * as React from 'react';
 
 import { QuotaModel } from '../model';
 
 /**
- * Re-render on every change of the model.
+ * Re-render on every `changed` of a model (the quota model, the profile editor).
  */
-export function useModel(model: QuotaModel): number {
+export function useChanged(source: { changed: ISignal<any, void> }): void {
   const [, setCount] = React.useState(0);
   React.useEffect(() => {
     const onChange = () => setCount(c => c + 1);
-    model.changed.connect(onChange);
+    source.changed.connect(onChange);
     return () => {
-      model.changed.disconnect(onChange);
+      source.changed.disconnect(onChange);
     };
-  }, [model]);
+  }, [source]);
+}
+
+/**
+ * Re-render on every change of the model.
+ */
+export function useModel(model: QuotaModel): number {
+  useChanged(model);
   return model.generation;
 }
 

@@ -72,13 +72,18 @@ def reload_lab(page) -> None:
 
 def api(page, method: str, path: str, body=None) -> dict:
     """Call ``quota/v1/<path>`` from the page, as the frontend would (XSRF header included)."""
+    return server_request(page, method, "quota/v1/" + path, body)
+
+
+def server_request(page, method: str, path: str, body=None) -> dict:
+    """Call the server's ``<base_url><path>`` from the page, XSRF header included."""
     return page.evaluate(
         """async ([method, path, body]) => {
             const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1];
             const headers = {'Content-Type': 'application/json'};
             if (xsrf) { headers['X-XSRFToken'] = decodeURIComponent(xsrf); }
             const base = JSON.parse(document.getElementById('jupyter-config-data').textContent).baseUrl;
-            const response = await fetch(base + 'quota/v1/' + path, {
+            const response = await fetch(base + path, {
                 method, headers, credentials: 'same-origin',
                 body: body === null ? undefined : JSON.stringify(body)});
             const text = await response.text();
