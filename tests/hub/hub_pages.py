@@ -18,7 +18,7 @@ import requests
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "ui"))
 
-from quota_ui import api, chromium, open_sidebar  # noqa: E402,F401 (re-exported for the hub tests)
+from quota_ui import api, chromium, open_admin_view, open_sidebar  # noqa: E402,F401 (for the hub tests)
 
 APP_START_TIMEOUT_MS = 120_000
 GPU = "requests.nvidia.com/gpu"

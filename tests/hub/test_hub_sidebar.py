@@ -2,7 +2,8 @@
 
 Users log in at ``/hub/login`` and open ``/user/<name>/lab``; their servers forward ``quota/v1`` to
 the hub's quota service, which holds every team's ledger and profiles (fixture: hub_process.py).
-Screenshots go to ``$JUPYTER_QUOTA_TEST_OUTPUT/hub``: ``hub-cat-team-alpha-exceeded.png``.
+Screenshots go to ``$JUPYTER_QUOTA_TEST_OUTPUT/hub``: ``hub-cat-team-alpha-exceeded.png``,
+``hub-ada-admin-view-saved.png``, ``hub-bob-sidebar-new-limit.png``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from hub_pages import GPU, Rest, api, chromium, gpu_bar, lab_page, open_sidebar, poll_interval_seconds, server_model
+from hub_pages import (GPU, Rest, api, chromium, gpu_bar, lab_page, open_admin_view, open_sidebar,
+                       poll_interval_seconds, server_model)
 from hub_process import wait_for
 
 pytestmark = pytest.mark.ui
@@ -74,7 +76,8 @@ def test_one_team_ledger_cat_sees_anns_job_and_is_refused(servers, browser, outp
     name = launched.json()["name"]
     page = None
     try:
-        page = lab_page(browser, hub, "cat", height=1300)
+        page = lab_page(browser, hub, "cat", height=1500)
+        assert api(page, "GET", "identity")["body"]["name"] == "cat"  # her hub cookie, through her server
         panel = open_sidebar(page)
         bar = gpu_bar(panel, ALPHA)
         # cat's server keeps no ledger of its own: her sidebar shows ann's 2 GPUs as used
@@ -94,7 +97,7 @@ def test_one_team_ledger_cat_sees_anns_job_and_is_refused(servers, browser, outp
         shown = alert.inner_text()
         assert EXCEEDED.fullmatch(shown), shown
         alert.scroll_into_view_if_needed()
-        page.screenshot(path=output_dir / "hub-cat-team-alpha-exceeded.png")
+        panel.screenshot(path=output_dir / "hub-cat-team-alpha-exceeded.png")
 
         # the same refusal, asked from her page with her cookie and XSRF: the sidebar shows the API's text
         refusal = api(page, "POST", f"namespaces/{ALPHA}/jobs", {"args": ["--model", MODEL], "gpus": 1})
@@ -108,7 +111,7 @@ def test_one_team_ledger_cat_sees_anns_job_and_is_refused(servers, browser, outp
         ann("DELETE", f"namespaces/{ALPHA}/jobs/{name}")
 
 
-def test_a_profile_edit_reaches_bobs_open_sidebar_within_one_poll(servers, browser):
+def test_adas_edit_in_the_admin_view_reaches_bobs_open_sidebar_within_one_poll(servers, browser, output_dir):
     hub = servers
     interval = poll_interval_seconds()
     ada = Rest(hub, "ada")
@@ -117,19 +120,33 @@ def test_a_profile_edit_reaches_bobs_open_sidebar_within_one_poll(servers, brows
     new = str(int(old) + 2)
     before = server_model(hub, "bob")
     reads = []  # bob's sidebar's calls of quota/v1, as Chromium timed them
-    page = lab_page(browser, hub, "bob",
-                    on_request=lambda request: reads.append(request) if "/quota/v1/" in request.url else None)
+    bob = lab_page(browser, hub, "bob",
+                   on_request=lambda request: reads.append(request) if "/quota/v1/" in request.url else None)
+    admin = None
     try:
-        assert page.evaluate("() => document.visibilityState") == "visible"  # the poll pauses when hidden
-        panel = open_sidebar(page)
-        bar = gpu_bar(panel, BETA)
+        bar = gpu_bar(open_sidebar(bob), BETA)
         bar.wait_for()
         assert bar.get_attribute("data-hard") == old
 
-        edited = ada("PUT", "profiles/beta", {**profile, "hard": {**profile["hard"], GPU: new}})
-        assert edited.status_code == 200, edited.text
-        edited_at = time.time()
-        page.wait_for_function(  # polled at each animation frame, so the time is the DOM's
+        admin = lab_page(browser, hub, "ada", height=1000)
+        # bob's page stays visible in its own context (the sidebar's poll pauses on hidden pages)
+        assert bob.evaluate("() => document.visibilityState") == "visible"
+        panel = open_admin_view(admin)
+        form = panel.get_by_role("form", name="Edit a team profile")
+        form.get_by_label("Team", exact=True).select_option("beta")
+        field = form.get_by_label(GPU)
+        assert field.input_value() == old
+        field.fill(new)
+        with admin.expect_response(lambda r: r.request.method == "PUT" and "/quota/v1/profiles/beta" in r.url) as put:
+            form.get_by_role("button", name="Save").click()
+        assert put.value.status == 200, put.value.text()
+        form.get_by_role("status").filter(has_text="Saved team beta.").wait_for()
+        admin.wait_for_function(  # ada's own table of every team's balance reads it again on save
+            "([s, h]) => document.querySelector(s)?.dataset.hard === h",
+            arg=[f"#jupyter-quota-admin table[data-namespace='{BETA}'] tr[data-key='{GPU}']", new])
+        panel.screenshot(path=output_dir / "hub-ada-admin-view-saved.png")
+        edited_at = _end(put.value.request)
+        bob.wait_for_function(  # polled at each animation frame, so the time is the DOM's
             "([s, h]) => document.querySelector(s)?.dataset.hard === h",
             arg=[f"section[data-namespace='{BETA}'] .jp-QuotaBar[data-key='{GPU}']", new],
             timeout=4 * interval * 1000)
@@ -137,22 +154,25 @@ def test_a_profile_edit_reaches_bobs_open_sidebar_within_one_poll(servers, brows
 
         # Playwright reports a finished request asynchronously; the DOM may be ahead of it
         deadline = time.monotonic() + 30
-        while not (after := [r for r in _poll_rounds(reads) if r.start > edited_at]):
-            assert time.monotonic() < deadline, "the sidebar changed with no poll after the edit"
-            page.wait_for_timeout(100)
+        while not [r for r in _poll_rounds(reads) if r.start > edited_at]:
+            assert time.monotonic() < deadline, "bob's sidebar changed with no poll after the edit"
+            bob.wait_for_timeout(100)
         rounds = _poll_rounds(reads)
         after = [r for r in rounds if r.start > edited_at]
         beta = next(n for n in after[0].namespaces.response().json()["namespaces"] if n["name"] == BETA)
         assert beta["balance"]["resources"][GPU]["hard"] == new  # the very first poll after the edit has it
         slowest = max(r.seconds for r in rounds)
-        print(f"\nprofile edit -> bob's sidebar: {elapsed:.2f} s (poll interval {interval:.0f} s; the first "
-              f"poll after the edit began {after[0].start - edited_at:.2f} s after it and took "
-              f"{after[0].seconds:.2f} s; slowest of {len(rounds)} polls {slowest:.2f} s)")
+        print(f"\nada's edit (admin view) -> bob's sidebar: {elapsed:.2f} s (poll interval {interval:.0f} s; "
+              f"bob's first poll after the edit began {after[0].start - edited_at:.2f} s after it and took "
+              f"{after[0].seconds:.2f} s; slowest of his {len(rounds)} polls {slowest:.2f} s)")
         # Lumino's Poll starts a round one interval after the previous round ended; 1 s for the DOM
         assert elapsed <= interval + 2 * slowest + 1.0, (elapsed, interval, slowest)
+        bob.locator("#jupyter-quota-sidebar").screenshot(path=output_dir / "hub-bob-sidebar-new-limit.png")
         assert server_model(hub, "bob") == before  # no restart of bob's server
     finally:
-        page.context.close()
+        for page in (bob, admin):
+            if page is not None:
+                page.context.close()
         restored = ada("PUT", "profiles/beta", profile)
         assert restored.status_code == 200, restored.text
 
@@ -166,14 +186,19 @@ class _Round:
     seconds: float
 
 
+def _start(request) -> float:
+    """When Chromium sent ``request`` (epoch seconds)."""
+    return request.timing["startTime"] / 1000
+
+
+def _end(request) -> float:
+    """When its response had come in whole (responseEnd counts from startTime, in ms)."""
+    return _start(request) + request.timing["responseEnd"] / 1000
+
+
 def _poll_rounds(reads) -> list[_Round]:
     """Group quota/v1 reads into poll rounds: each starts with a namespaces read (src/model.ts _fetch)."""
-    def start(r):
-        return r.timing["startTime"] / 1000
-
-    def end(r):  # responseEnd counts from startTime, in ms
-        return start(r) + r.timing["responseEnd"] / 1000
-
+    start, end = _start, _end
     reads = sorted(reads, key=start)
     heads = [r for r in reads if re.search(r"/quota/v1/namespaces(\?|$)", r.url)]
     rounds = []
