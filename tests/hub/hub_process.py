@@ -79,6 +79,7 @@ class HubProcess:
             "c = get_config()\n"
             f"c.JupyterQuota.job_command = [{sys.executable!r}, {str(FAKE_TRAINER)!r}]\n"
             "c.JupyterQuota.reap_interval = 0.1\n"
+            "c.LabApp.expose_app_in_browser = True\n"  # window.jupyterapp, for the browser tests' waits
             f"c.HubOAuth.cache_max_age = {HUB_CACHE_SECONDS}\n" + server_config)
         self.config_file = root / "jupyterhub_config.py"
         self.config_file.write_text(

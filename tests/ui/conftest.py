@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -26,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from quota_ui import chromium
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEMO_CONFIG = REPO_ROOT / "binder" / "jupyter_server_config.py"
@@ -35,16 +35,6 @@ FAKE_TRAINER = REPO_ROOT / "tests" / "fake_trainer.py"
 #: Seconds to wait for the server to answer ``/api/status``, and for the page to start.
 SERVER_START_TIMEOUT = 90
 APP_START_TIMEOUT_MS = 90_000
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
 
 @dataclasses.dataclass
 class LabServer:
@@ -168,21 +158,8 @@ def chromium_browser():
     Module scope: while Playwright's sync API is open its asyncio loop stays current in this
     thread, which would confuse the async tests of other modules that run afterwards.
     """
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail(
-            "chromium is not on PATH: the UI tests need Debian's chromium package. "
-            "Run scripts/install-chromium.sh (or deselect them with -m 'not ui').",
-            pytrace=False,
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture

@@ -6,23 +6,68 @@ and the open panel is the visible child of ``#jp-left-stack``.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from fractions import Fraction
+
+import pytest
 
 from jupyter_quota.quantity import parse_quantity
 
 SIDEBAR_ID = "jupyter-quota-sidebar"
+ADMIN_ID = "jupyter-quota-admin"
 NAMESPACE = "team-alpha"
+
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@contextlib.contextmanager
+def chromium():
+    """Debian's Chromium under Playwright; fails (not skips) when it is not installed.
+
+    Playwright's own browser download is never used (``executable_path``).
+    """
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail(
+            "chromium is not on PATH: the UI tests need Debian's chromium package. "
+            "Run scripts/install-chromium.sh (or deselect them with -m 'not ui').",
+            pytrace=False,
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 def open_sidebar(page):
     """Open the quota panel (unless the restored layout already shows it); return its locator."""
-    tab = page.locator(f".jp-SideBar .lm-TabBar-tab[data-id='{SIDEBAR_ID}']")
-    tab.wait_for(state="visible")
+    return _open_panel(page, SIDEBAR_ID)
+
+
+def open_admin_view(page):
+    """Open the admin panel; its tab appears once the first poll has read the identity."""
+    return _open_panel(page, ADMIN_ID, tab_timeout=60_000)
+
+
+def _open_panel(page, panel_id: str, tab_timeout: float | None = None):
+    page.locator(f".jp-SideBar .lm-TabBar-tab[data-id='{panel_id}']").wait_for(state="visible", timeout=tab_timeout)
     # After a reload the layout restorer may open the panel a moment later, and a click on the
     # current tab collapses the sidebar: wait for the restore, then activate (never toggles).
     page.evaluate("() => window.jupyterapp.restored")
-    page.evaluate(f"() => window.jupyterapp.shell.activateById('{SIDEBAR_ID}')")
-    panel = page.locator(f"#{SIDEBAR_ID}")
+    page.evaluate(f"() => window.jupyterapp.shell.activateById('{panel_id}')")
+    panel = page.locator(f"#{panel_id}")
     panel.wait_for(state="visible")
     return panel
 

@@ -13,11 +13,10 @@ import time
 
 import pytest
 
-from quota_ui import api, left_text, open_sidebar, reload_lab, server_request
+from quota_ui import ADMIN_ID, api, left_text, open_admin_view, open_sidebar, reload_lab, server_request
 
 pytestmark = pytest.mark.ui
 
-ADMIN_ID = "jupyter-quota-admin"
 TEAM = "beta"
 NAMESPACE = "team-beta"
 GPU = "requests.nvidia.com/gpu"
@@ -29,16 +28,6 @@ SLACK_S = 20
 #: The admin page's poll interval during the edit: far longer than the test waits, so only the
 #: read that a save triggers can bring the new balance to that page.
 SLOW_POLL_S = 3600
-
-
-def open_admin_view(page):
-    """Open the admin panel; its tab appears once the first poll has read the identity."""
-    page.locator(f".jp-SideBar .lm-TabBar-tab[data-id='{ADMIN_ID}']").wait_for(state="visible", timeout=60_000)
-    page.evaluate("() => window.jupyterapp.restored")
-    page.evaluate(f"() => window.jupyterapp.shell.activateById('{ADMIN_ID}')")
-    panel = page.locator(f"#{ADMIN_ID}")
-    panel.wait_for(state="visible")
-    return panel
 
 
 def put_settings(page, raw: dict) -> None:
