@@ -10,12 +10,13 @@ import getpass
 import os
 
 from jupyter_core.paths import jupyter_data_dir
-from traitlets import Bool, Dict, Float, Int, List, Unicode, default, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, Unicode, default, validate
 from traitlets.config import Configurable
 
 from .paging import MAX_LIMIT
 
 BACKENDS = ("local", "kube")
+JOB_USERS = ("auto", "owner", "server")  # ``backends.local.account.POLICIES`` (a test keeps them one)
 
 
 class JupyterQuota(Configurable):
@@ -137,8 +138,23 @@ class JupyterQuota(Configurable):
 
     job_workdir = Unicode(
         "",
-        help="Local backend: working directory of job processes. Default: the server's root "
-        "directory.",
+        help="Local backend: working directory of job processes; ``{username}`` is replaced by the "
+        "job's owner and ``{home}`` by the home directory of the account the job runs as (see "
+        "``job_user``), e.g. ``'{home}/jobs'``. A directory that does not exist refuses the job. "
+        "Default: empty: the account's home directory for a job run as its owner's account, else "
+        "the server's root directory.",
+    ).tag(config=True)
+
+    job_user = Enum(
+        JOB_USERS,
+        "auto",
+        help="Local backend: the OS account jobs run as. ``auto``: the job owner's account (same "
+        "name) when the server runs as root (e.g. a quota service under JupyterHub with "
+        "LocalProcessSpawner) and the account exists, else the server's own user; ``owner``: "
+        "always the owner's account, and a submit by a user without one (or to a server that "
+        "cannot switch to it) is refused with 403; ``server``: always the server's own user. A job "
+        "run as its owner's account gets that account's uid, gid, groups, HOME, USER and LOGNAME. "
+        "Default: ``auto``.",
     ).tag(config=True)
 
     cancel_grace_period = Float(

@@ -2,7 +2,7 @@
 
     python fake_trainer.py [--env] [--lines N] [--fill BYTES] [--sleep S] [--until-file PATH] [--ignore-term]
                            [--exit CODE] [--spawn KIND --pid-dir DIR ...] [--check-gpus FILE]
-                           [other...]
+                           [--whoami FILE] [other...]
 
 ``--env`` prints the variables the backend sets; ``--until-file PATH`` waits (after ``--sleep``)
 until PATH exists, so a test decides when the job ends instead of racing a timer; ``--fill`` writes about BYTES of numbered
@@ -21,7 +21,8 @@ Processes a job leaves behind (the orphan tests): ``--spawn KIND`` (repeatable) 
 each sleeps forever after writing ``DIR/KIND.pid``. ``--check-gpus FILE`` writes, as JSON, the
 processes that hold one of this job's GPUs (``CUDA_VISIBLE_DEVICES``) for another job of the
 same test run (``FAKE_TRAINER_RUN`` in their environment): a GPU handed out while a process of
-a previous job still used it.
+a previous job still used it. ``--whoami FILE`` writes, as JSON, who and where the job runs: uid,
+gid, groups, cwd, HOME, USER, LOGNAME, its cgroup, and which of ``JUPYTERHUB_API_TOKEN`` it got.
 """
 
 from __future__ import annotations
@@ -59,12 +60,15 @@ def main() -> int:
     parser.add_argument("--spawn", action="append", choices=KINDS, default=[])
     parser.add_argument("--pid-dir", default=".")
     parser.add_argument("--check-gpus")
+    parser.add_argument("--whoami")
     parser.add_argument("--be", choices=KINDS, help=argparse.SUPPRESS)  # a spawned process
     args, other = parser.parse_known_args()  # stands in for `swift sft`: take any of its args
     if args.be:
         return _be(args.be, os.path.join(args.pid_dir, f"{args.be}.pid"))
     if args.check_gpus:
         _write(args.check_gpus, json.dumps(conflicts()))
+    if args.whoami:
+        _write(args.whoami, json.dumps(whoami()))
     if other:
         print(f"args: {' '.join(other)}")
     if args.ignore_term:
@@ -84,6 +88,14 @@ def main() -> int:
         time.sleep(0.05)
     print(f"exiting with {args.exit}", file=sys.stderr if args.exit else sys.stdout)
     return args.exit
+
+
+def whoami() -> dict:
+    with open("/proc/self/cgroup") as f:
+        cgroup = next((line[3:].strip() for line in f if line.startswith("0::")), None)
+    env = {var: os.environ.get(var) for var in ("HOME", "USER", "LOGNAME", "JUPYTERHUB_API_TOKEN")}
+    return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "egid": os.getegid(),
+            "groups": sorted(os.getgroups()), "cwd": os.getcwd(), "cgroup": cgroup, **env}
 
 
 def _fill(size: int) -> None:

@@ -838,11 +838,21 @@ def test_reaper_thread_records_ends_without_being_asked(make_backend):
         backend.close()
 
 
-def test_a_job_that_cannot_be_started_fails_with_start_error(make_backend, tmp_path):
-    backend, profile = make_backend(workdir=str(tmp_path / "no-such-dir")), Profile()
-    job = backend.submit(profile, make_job("homeless"), owner="alice")
+def test_a_missing_workdir_refuses_the_submit_and_fails_a_waiting_job_at_start(make_backend, tmp_path):
+    workdir = tmp_path / "soon-gone"
+    backend, profile = make_backend(workdir=str(workdir)), Profile(hard={GPU_KEY: "4"})
+    with pytest.raises(errors.Forbidden, match="soon-gone .*does not exist"):
+        backend.submit(profile, make_job("early"), owner="alice")
+    assert _rows(make_backend.ledger_path) == []  # refused before admission
+    workdir.mkdir()
+    release = tmp_path / "release"
+    backend.submit(profile, make_job("first", "--until-file", str(release), gpus=2), owner="alice")
+    assert backend.submit(profile, make_job("homeless"), owner="alice")["phase"] == "Pending"
+    workdir.rmdir()  # gone while "homeless" waits for a GPU
+    release.touch()
+    job = wait_for(backend, profile, "homeless", phase_is("Succeeded", "Failed"), timeout=60)
     assert (job["phase"], job["reason"]) == ("Failed", "StartError")
-    assert "no-such-dir" in job["message"]
+    assert "soon-gone" in job["message"] and "does not exist" in job["message"]
     assert backend.balance(profile)["resources"][GPU_KEY]["used"] == "0"
 
 

@@ -25,6 +25,12 @@ Cancelling a Pending job marks it Failed/Cancelled at once. Cancelling a job tha
 finished, or is already terminating, returns it unchanged (and one whose process ended before
 the reaper noticed is returned as it really ended).
 
+Jobs run as their owner's OS account when the server runs as root and ``job_user`` allows it
+(see ``account``), in that account's home directory or ``workdir`` (``{username}`` and ``{home}``
+expanded); otherwise as the server's user, in ``workdir`` or ``server_dir``. A submit whose job
+could not run so (``job_user="owner"`` and no account, a missing directory) is refused (403)
+before admission.
+
 Job output goes to ``<state_dir>/jobs/<namespace>/<name>/output.log``, rotated at
 ``log_max_bytes`` into ``log_backups`` older files; ``logs`` reads across them.
 
@@ -46,7 +52,7 @@ from dataclasses import dataclass
 
 from ... import errors, paging, quota, reasons, statedir
 from ..base import Backend
-from . import admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking
+from . import account, admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
 PRUNE_INTERVAL = 60.0  # seconds between the reaper's looks for finished jobs past retention
@@ -66,6 +72,8 @@ class LocalBackend(Backend):
         poll_interval: float = 0.5,
         log: logging.Logger | None = None,
         workdir: str | os.PathLike | None = None,
+        job_user: str = account.SERVER,
+        server_dir: str | os.PathLike | None = None,
         log_max_bytes: int = runner.Settings.log_max_bytes,
         log_backups: int = runner.Settings.log_backups,
         cgroups: bool = True,
@@ -93,7 +101,7 @@ class LocalBackend(Backend):
                 raise
         self._jobs = lifecycle.Lifecycle(
             self._ledger, self.state_dir, self._inventory,
-            os.path.abspath(workdir or os.getcwd()), self.log,
+            account.Policy(job_user, str(workdir or ""), os.path.abspath(server_dir or os.getcwd())), self.log,
             runner.Settings(log_max_bytes, log_backups, cgroups),
         )
         self._usage: dict[str, _Usage] = {}
@@ -167,6 +175,10 @@ class LocalBackend(Backend):
         """Admit ``job`` against the namespace's live usage and schedule, in one transaction."""
         namespace = profile.namespace
         name = admission.validate_job(job, namespace)
+        try:  # refused before it is admitted; checked again when it starts (see ``lifecycle``)
+            self._jobs.accounts.place(owner)
+        except account.Refused as e:
+            raise errors.Forbidden(f"cannot run jobs of {owner!r}: {e}") from None
         quotas = profile.resource_quotas()
         limit_ranges = profile.limit_ranges()
 

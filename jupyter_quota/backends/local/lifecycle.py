@@ -22,19 +22,20 @@ import time
 from typing import Callable
 
 from ... import reasons
-from . import clock, command, jobview, ledger, livejobs, logtail, procfs, quotausage, runner, scheduler, tracking
+from . import (account, clock, command, jobview, ledger, livejobs, logtail, procfs, quotausage, runner,
+               scheduler, tracking)
 
 
 class Lifecycle:
     """Starts pending jobs on the machine and records how running ones end."""
 
-    def __init__(self, book: ledger.Ledger, state_dir: str, inventory: dict, workdir: str,
+    def __init__(self, book: ledger.Ledger, state_dir: str, inventory: dict, accounts: account.Policy,
                  log: logging.Logger, settings: runner.Settings):
         self._ledger = book
         self._settings = settings
         self._state_dir = state_dir
         self._inventory = inventory
-        self._workdir = workdir
+        self.accounts = accounts  # as whom and where each job runs
         self._log = log
         self._children: dict[procfs.ProcessId, subprocess.Popen] = {}  # supervisors we started
         self._lock = threading.RLock()  # one schedule/reap pass at a time in this process
@@ -235,12 +236,18 @@ class Lifecycle:
             return scheduler.Running({scheduler.GPU: len(gpu_indices)}, gpu_indices)
 
     def _launch(self, row: sqlite3.Row, gpu_indices: list[int]) -> runner.Launch:
+        # Placed again at start, not only at submit: the account or its directory may be gone.
+        try:
+            place = self.accounts.place(row["owner"])
+        except account.Refused as e:
+            raise OSError(str(e)) from None  # a StartError, as any other start failure
         container = jobview.train_container(ledger.loads(row["pod"]))
         env = runner.job_environment(os.environ, container, row["namespace"], row["name"], gpu_indices)
-        env = command.job_path(env)
+        env = command.job_path(account.job_environment(env, place.account))
         # Found before the ledger says Running: CommandNotFound makes the job StartError at once.
-        argv = command.resolve(jobview.command_of(container), env["PATH"], self._workdir)
-        return runner.launch(self.job_dir(row), argv, env, self._workdir, self._settings)
+        argv = command.resolve(jobview.command_of(container), env["PATH"], place.workdir)
+        return runner.launch(self.job_dir(row), argv, env, place.workdir, self._settings,
+                             place.account.run_as() if place.account else None)
 
     def _outcome(self, row: sqlite3.Row) -> tuple[str, dict]:
         """The phase and fields of a Running job whose process is gone."""

@@ -47,13 +47,15 @@ def job_dir(state_dir: str, namespace: str, name: str) -> str:
 
 
 def launch(
-    directory: str, command: list[str], env: dict[str, str], workdir: str, settings: Settings
+    directory: str, command: list[str], env: dict[str, str], workdir: str, settings: Settings,
+    run_as: str | None = None,
 ) -> Launch:
     """Start the supervisor for ``command`` (an argv list), held at its gate.
 
     The job's output goes to ``LOG_FILE``, rotated at ``settings.log_max_bytes`` into
-    ``settings.log_backups`` older files (``output.log.1`` ...). Raises OSError when it cannot
-    be started (a missing workdir, no interpreter).
+    ``settings.log_backups`` older files (``output.log.1`` ...). ``run_as``
+    (``account.Account.run_as``): the account the job's processes run as; the supervisor stays
+    the server's. Raises OSError when it cannot be started (a missing workdir, no interpreter).
     """
     os.makedirs(directory, mode=0o700, exist_ok=True)
     for stale in os.listdir(directory):  # left by a ledger that was lost
@@ -75,6 +77,7 @@ def launch(
         f"--log-max-bytes={settings.log_max_bytes}",
         f"--log-backups={settings.log_backups}",
         *(["--cgroup-file", os.path.join(directory, CGROUP_FILE)] if settings.cgroups else []),
+        *(["--run-as", run_as] if run_as else []),
         "--",
         *command,
     ]

@@ -1,11 +1,11 @@
 """The wrapper every local job runs under: start the command, end all of it, record its exit.
 
 Run as ``python -I supervise.py --exit-file PATH --log PATH [--log-max-bytes N]
-[--log-backups K] [--cgroup-file PATH] -- argv...``, in a session of its own (its own stdout and stderr, for its
-own errors, are the log file). It exists so that a job's exit code
-survives the server: the server may be stopped or restarted while the job runs, and the child
-is not its child then, so only this process can wait for it and write ``exit.json`` (temp file,
-fsync, rename).
+[--log-backups K] [--cgroup-file PATH] [--run-as UID:GID:GROUPS] -- argv...``, in a session of
+its own (its own stdout and stderr, for its own errors, are the log file). It exists so that a
+job's exit code survives the server: the server may be stopped or restarted while the job
+runs, and the child is not its child then, so only this process can wait for it and write
+``exit.json`` (temp file, fsync, rename).
 
 Its duties:
 - It waits for ``go`` on stdin before starting the command. The server sends it only after the
@@ -32,6 +32,12 @@ Its duties:
   ``--log-max-bytes`` into ``LOG.1`` .. ``LOG.<backups>``: at most ``max * (backups + 1)``
   bytes on disk, however much the job prints.
 - The main process is asked to die with this one (``PR_SET_PDEATHSIG``).
+- With ``--run-as UID:GID:GROUPS`` (a root server running the job as its owner's account, see
+  ``account``), the main process takes that account's groups, gid and uid just before exec,
+  after joining the cgroup (``cgroup.procs`` is root's to write) and before ``PR_SET_PDEATHSIG``
+  (a change of credentials clears it); this process keeps root to kill the job whatever it does.
+  It then enters the working directory again as the account: one it may not enter fails the job
+  at start with that message.
 
 Standard library only: it runs in isolated mode, without the package on its path, and loads
 ``procfs.py`` and ``cgroup.py`` (standard library only as well) from beside it.
@@ -72,22 +78,27 @@ def main(argv: list[str] | None = None) -> int:
     group = cgroup.create(cgroup.name(me.pid, me.start)) if opts.cgroup_file else None
     log = RotatingLog(opts.log, opts.log_max_bytes, opts.log_backups)
     read_end, write_end = os.pipe()
+    problem_end, problem_fd = os.pipe()  # why the child could not start (see ``_start_child``)
     try:
         child = subprocess.Popen(
             opts.command, stdin=subprocess.DEVNULL, stdout=write_end, stderr=write_end, env=env,
-            preexec_fn=_start_child(cgroup, group),
+            preexec_fn=_start_child(cgroup, group, opts.run_as, problem_fd),
         )
-    except OSError as e:
+    except (OSError, subprocess.SubprocessError) as e:
+        os.close(problem_fd)
+        problem = _read_all(problem_end)
         os.close(read_end)
         os.close(write_end)
         if group is not None:
             cgroup.remove(group)
-        code = 127 if e.errno == errno.ENOENT else 126  # as a shell reports it
-        error = f"cannot run {opts.command[0]!r}: {e.strerror}"
+        code = 127 if getattr(e, "errno", None) == errno.ENOENT else 126  # as a shell reports it
+        error = problem or f"cannot run {opts.command[0]!r}: {getattr(e, 'strerror', None) or e}"
         log.write(f"supervise: {error}\n".encode())
         log.close()
         write_exit(opts.exit_file, {"exitCode": code, "error": error, "finishedAt": _now()})
         return code
+    os.close(problem_fd)
+    os.close(problem_end)
     os.close(write_end)  # the job's processes hold the only write ends: EOF once all are gone
     if group is not None and cgroup.path_of(child.pid) != group:  # (a zombie still says where)
         cgroup.remove(group)  # the child could not join it (not delegated to us): /proc alone
@@ -202,8 +213,8 @@ def write_exit(path: str, record: dict) -> None:
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     if "--" not in argv or argv.index("--") == len(argv) - 1:
-        sys.exit("usage: supervise --exit-file PATH --log PATH [--log-max-bytes N] "
-                 "[--log-backups K] -- COMMAND [ARG...]")
+        sys.exit("usage: supervise --exit-file PATH --log PATH [--log-max-bytes N] [--log-backups K] "
+                 "[--cgroup-file PATH] [--run-as UID:GID:GROUPS] -- COMMAND [ARG...]")
     split = argv.index("--")
     parser = argparse.ArgumentParser(prog="supervise")
     parser.add_argument("--exit-file", required=True)
@@ -211,6 +222,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--log-max-bytes", type=int, default=10 * 1024 * 1024)
     parser.add_argument("--log-backups", type=int, default=2)
     parser.add_argument("--cgroup-file")
+    parser.add_argument("--run-as", type=_ids, help="UID:GID:G1,G2,... (the job's account)")
     opts = parser.parse_args(argv[:split])
     opts.command = argv[split + 1 :]
     return opts
@@ -239,18 +251,49 @@ def _prctl(option: int, arg: int) -> bool:
         return False
 
 
-def _start_child(cgroup, group: str | None):
-    """A preexec hook: join the job's cgroup, and have the kernel SIGKILL the child when this
-    process dies."""
+def _ids(text: str) -> tuple[int, int, list[int]]:
+    uid, gid, groups = text.split(":")
+    return int(uid), int(gid), [int(g) for g in groups.split(",") if g]
+
+
+def _read_all(fd: int) -> str:
+    with open(fd, "rb") as f:
+        return f.read().decode(errors="replace").strip()
+
+
+def _start_child(cgroup, group: str | None, run_as: tuple[int, int, list[int]] | None, problem_fd: int):
+    """A preexec hook: join the job's cgroup, become the job's account (``run_as``), and have the
+    kernel SIGKILL the child when this process dies.
+
+    Not ``Popen(user=, group=, extra_groups=)``: it switches before this hook runs, and the
+    cgroup must be joined as root. What goes wrong is written to ``problem_fd`` (a preexec
+    exception reaches the parent without its text).
+    """
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):  # not Linux: nothing to arm
         prctl = None
     parent = os.getpid()
+    workdir = os.getcwd()
 
     def start() -> None:
         if group is not None:
             cgroup.join(group)  # before exec, so every process of the job is in it
+        if run_as is not None and run_as[0] != os.geteuid():
+            uid, gid, groups = run_as
+            try:
+                os.setgroups(groups)
+                os.setgid(gid)  # real, effective and saved: the job cannot take root back
+                os.setuid(uid)
+            except OSError as e:
+                os.write(problem_fd, f"cannot switch to uid {uid}, gid {gid}: {e.strerror}".encode())
+                raise
+            try:
+                os.chdir(workdir)  # entered as root; the job must be able to enter it too
+            except OSError as e:
+                os.write(problem_fd, f"uid {uid} cannot enter the working directory {workdir}: "
+                                     f"{e.strerror}".encode())
+                raise
         if prctl is not None:
             prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
             if os.getppid() != parent:  # died before the hook was armed
