@@ -87,10 +87,7 @@ def hub(accounts):
     root.mkdir(mode=0o755)
     # jobs run the fake trainer with a Python their account can run (as their owner, under RUNAS)
     process = HubProcess(root, hub_config=hub_config(accounts), server_config=(
-        f"c.JupyterQuota.job_command = [{accounts.python!r}, {str(FAKE_TRAINER)!r}]\n"
-        # binder/jupyter_server_config.py's `tornado_settings.update(...)` is a LazyConfigValue, on
-        # which jupyterhub.singleuser's extension fails (`'log_function' in ...`): the server never starts
-        "c.ServerApp.tornado_settings = {}\n"))
+        f"c.JupyterQuota.job_command = [{accounts.python!r}, {str(FAKE_TRAINER)!r}]\n"))
     process.config_file.chmod(0o600)  # it holds the test driver's token, an admin's
     try:
         yield process.start()
