@@ -15,7 +15,9 @@ adds the tests' site-packages: the same packages, run by an interpreter the acco
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -38,8 +40,6 @@ class Accounts:
     python: str  # an interpreter every account may run, with the tests' packages
 
     def uid(self, role: str) -> int:
-        import pwd
-
         return pwd.getpwnam(self.names[role]).pw_uid
 
 
@@ -55,7 +55,7 @@ def make(roles, checkout: Path, env: dict) -> Accounts:
             subprocess.run(["useradd", "--home-dir", str(base / name), "--create-home", "--user-group",
                             "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
             accounts.names[role] = name
-        accounts.python = _python_for(accounts.uid(roles[0]), base, checkout, env)
+        accounts.python = _python_for(pwd.getpwnam(accounts.names[roles[0]]), base, checkout, env)
     except BaseException:
         remove(accounts)
         raise
@@ -70,23 +70,36 @@ def remove(accounts: Accounts) -> None:
     shutil.rmtree(accounts.base, ignore_errors=True)
 
 
-def _python_for(uid: int, base: Path, checkout: Path, env: dict) -> str:
-    """The tests' interpreter if ``uid`` can run it with every import, else a venv of another one."""
+def _python_for(account: pwd.struct_passwd, base: Path, checkout: Path, env: dict) -> str:
+    """The tests' interpreter if ``account`` can run it with every import, else a venv of another one."""
     tried = []
     for python in (sys.executable, _venv_of_another_python(base)):
         if python is None:
             continue
-        failure = _import_failure(python, uid, checkout, env)
+        failure = _import_failure(python, account, checkout, env)
         if failure is None:
             return python
         tried.append(f"{python}: {failure}")
+    closed = sorted({blocker for path in (sys.executable, sysconfig.get_paths()["purelib"], str(checkout))
+                     if (blocker := _closed_ancestor(path))})
     pytest.skip("no Python that a non-root account may run with jupyterhub, ipykernel and this checkout's "
-                "jupyter_quota (servers run as their users' accounts here): " + "; ".join(tried))
+                "jupyter_quota (servers run as their users' accounts here): " + "; ".join(tried)
+                + (f"; folders other accounts cannot enter: {', '.join(closed)}" if closed else ""))
 
 
-def _import_failure(python: str, uid: int, checkout: Path, env: dict) -> str | None:
-    try:
-        done = subprocess.run([python, "-c", IMPORT_CHECK], user=uid, cwd="/", env=env,
+def _closed_ancestor(path: str) -> str | None:
+    """The first folder on the way to ``path`` that other accounts may not enter (no o+x)."""
+    parts = Path(os.path.realpath(path)).parents
+    for folder in reversed(parts):
+        if not os.stat(folder).st_mode & 0o001:
+            return f"{folder} ({oct(os.stat(folder).st_mode & 0o777)})"
+    return None
+
+
+def _import_failure(python: str, account: pwd.struct_passwd, checkout: Path, env: dict) -> str | None:
+    try:  # the account's uid and gid alone, as its server will have (not root's groups)
+        done = subprocess.run([python, "-c", IMPORT_CHECK], user=account.pw_uid, group=account.pw_gid,
+                              extra_groups=[], cwd="/", env=env,
                               capture_output=True, text=True, timeout=120)
     except PermissionError as e:
         return f"cannot run it ({e})"
@@ -113,9 +126,6 @@ def _venv_of_another_python(base: Path) -> str | None:
 
 
 def _kill_processes_of(name: str) -> None:
-    import pwd
-    import signal
-
     try:
         uid = pwd.getpwnam(name).pw_uid
     except KeyError:

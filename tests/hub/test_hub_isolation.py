@@ -83,6 +83,7 @@ for _role, _groups in {GROUPS!r}.items():
 
 @pytest.fixture(scope="module")
 def hub(accounts):
+    """This module's own hub (not the session's demo hub): servers as their users' accounts."""
     root = accounts.base / "hub"
     root.mkdir(mode=0o755)
     # jobs run the fake trainer with a Python their account can run (as their owner, under RUNAS)
