@@ -62,7 +62,9 @@ def wait_for(what: str, check, timeout: float, log=lambda: "", interval: float =
 
 
 class HubProcess:
-    def __init__(self, root: Path, server_config: str = ""):
+    def __init__(self, root: Path, server_config: str = "", hub_config: str = ""):
+        """``server_config`` goes into the tests' ``jupyter_server_config.py`` (the service and the
+        servers), ``hub_config`` into ``jupyterhub_config.py`` after the demo's (another spawner, say)."""
         self.root = root
         self.run_dir = root / "run"
         self.conf_dir = root / "conf"
@@ -87,7 +89,7 @@ class HubProcess:
             f"load_subconfig({str(HUB_CONFIG)!r})\n"
             f"c.JupyterHub.services.append({{'name': {DRIVER!r}, 'api_token': {self.driver_token!r}}})\n"
             f"c.JupyterHub.load_roles.append({{'name': {DRIVER!r}, 'services': [{DRIVER!r}], 'scopes': "
-            "['admin:users', 'admin:groups', 'admin:servers', 'tokens', 'read:roles']})\n")
+            "['admin:users', 'admin:groups', 'admin:servers', 'tokens', 'read:roles']})\n" + hub_config)
 
     # -- the process ---------------------------------------------------------------------------
 
