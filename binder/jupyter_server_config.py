@@ -75,4 +75,7 @@ def demo_page_config(handler, page_config):
     return page_config
 
 
-c.ServerApp.tornado_settings.update({"page_config_hook": demo_page_config})
+# A plain dict, not `.update(...)`: that leaves a lazy config value, which jupyterhub-singleuser
+# (6.1.1, singleuser/extension.py:684) cannot read, so the demo hub's servers (binder/hub) would
+# never start.
+c.ServerApp.tornado_settings = {"page_config_hook": demo_page_config}

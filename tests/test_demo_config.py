@@ -13,8 +13,9 @@ NEWS_PLUGIN = "@jupyterlab/apputils-extension:announcements"
 
 def test_the_demo_disables_jupyterlabs_news_plugin_and_keeps_the_rest_of_the_page_config():
     settings = demo_config().ServerApp.tornado_settings
-    # ``update`` in a config file is lazy: merged into whatever tornado_settings the server has
-    hook = settings.get_value({})["page_config_hook"]
+    # a plain dict: jupyterhub-singleuser cannot read a lazy `.update(...)` value (binder/hub)
+    assert isinstance(settings, dict)
+    hook = settings["page_config_hook"]
     page_config = {"disabledExtensions": ["some-extension:plugin"], "appName": "JupyterLab"}
 
     shown = hook(None, page_config)

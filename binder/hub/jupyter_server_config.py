@@ -9,8 +9,6 @@ is ``ml-beta``.
 
 import os
 
-from traitlets.config.loader import LazyConfigValue
-
 c = get_config()  # noqa: F821 (provided by the Jupyter config loader)
 load_subconfig(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # noqa: F821
                             "jupyter_server_config.py"))
@@ -19,10 +17,3 @@ HUB_GROUPS = {"alpha": ["ml-alpha"], "beta": ["ml-beta"]}
 c.JupyterQuota.profiles = [
     {**profile, "users": [], "groups": HUB_GROUPS[profile["team"]]} for profile in c.JupyterQuota.profiles
 ]
-
-# binder's file extends ServerApp.tornado_settings with `.update(...)`, a lazy config value, and
-# jupyterhub-singleuser (6.1.1, singleuser/extension.py:684) tests `'log_function' in` that value
-# and fails to load ("argument of type 'LazyConfigValue' is not iterable"): the server then never
-# answers the hub. A plain dict with the same content loads.
-if isinstance(c.ServerApp.get("tornado_settings"), LazyConfigValue):
-    c.ServerApp.tornado_settings = c.ServerApp.tornado_settings.get_value({})
