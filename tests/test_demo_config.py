@@ -31,3 +31,21 @@ def test_the_news_plugin_is_one_the_installed_jupyterlab_has():
     bundles = glob.glob(os.path.join(static, "*.js"))
     assert bundles, f"no JupyterLab bundles under {static}"
     assert any(NEWS_PLUGIN in open(path, encoding="utf-8", errors="replace").read() for path in bundles)
+
+
+def test_the_demo_hubs_servers_disable_the_news_plugin_through_their_config_path():
+    """Under JupyterHub the single-user extension replaces ``page_config_hook`` with its own, so
+    the demo hub disables the plugin in ``labconfig/page_config.json`` on its config path."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from quota_testing import ROOT
+
+    code = ("import json; from jupyterlab_server.config import get_static_page_config; "
+            "print(json.dumps(get_static_page_config()))")
+    env = {**os.environ, "JUPYTER_CONFIG_PATH": str(ROOT / "binder" / "hub")}
+    page_config = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                            check=True).stdout)
+    assert page_config["disabledExtensions"][NEWS_PLUGIN] is True
