@@ -16,6 +16,7 @@ Read from the environment:
 """
 
 import os
+import shutil
 import socket
 import sys
 
@@ -25,6 +26,7 @@ c = get_config()  # noqa: F821 (provided by the config loader)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+EXAMPLE = os.path.join(REPO, "examples", "quota_and_swift_sft.ipynb")
 RUN = os.path.abspath(os.environ.get("JUPYTER_QUOTA_HUB_DIR") or os.path.join(REPO, ".jupyter_quota", "hub"))
 BIN = os.path.dirname(sys.executable)  # the venv the hub runs from; servers and the service use it too
 USERS = {"ann": ["ml-alpha"], "bob": ["ml-beta"], "cat": ["ml-alpha", "ml-beta"]}
@@ -74,7 +76,18 @@ c.SimpleLocalProcessSpawner.home_dir_template = os.path.join(RUN, "home", "{user
 c.Spawner.cmd = [os.path.join(BIN, "jupyterhub-singleuser")]
 if os.getuid() == 0:  # jupyter-server refuses to run as root unless told (containers, CI)
     c.Spawner.args = ["--ServerApp.allow_root=True"]
-c.Spawner.default_url = "/lab"
+c.Spawner.default_url = "/lab/tree/" + os.path.basename(EXAMPLE)
+
+
+def seed_home(spawner):
+    """Each demo user finds the example notebook in their home (a copy: their edits stay theirs)."""
+    os.makedirs(spawner.home_dir, exist_ok=True)
+    target = os.path.join(spawner.home_dir, os.path.basename(EXAMPLE))
+    if not os.path.exists(target):
+        shutil.copyfile(EXAMPLE, target)
+
+
+c.Spawner.pre_spawn_hook = seed_home
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 
