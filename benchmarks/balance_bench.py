@@ -35,7 +35,7 @@ from pathlib import Path
 
 from jupyter_quota import quota
 from jupyter_quota.backends.local import LocalBackend
-from jupyter_quota.jobspec import build_job, job_pod, parse_job_request
+from jupyter_quota.jobspec import build_job, parse_job_request
 from jupyter_quota.profiles import TeamProfile
 
 LIMIT_RANGE = {"limits": [{"type": "Container", "default": {"cpu": "4", "memory": "32Gi"},
@@ -155,7 +155,7 @@ def summary(latencies: list[float], elapsed: float, errors: int) -> dict:
 def admission_rate(seconds: float = 2.0) -> dict:
     profile = TeamProfile(team="alpha", namespace="team-alpha", limitRange=LIMIT_RANGE,
                           hard={"requests.nvidia.com/gpu": "2", "limits.memory": "128Gi", "requests.cpu": "8"})
-    live = [job_pod(build_job(profile, parse_job_request({"gpus": 1}, profile), "u", ["x"]))]
+    live = [quota.job_pod(build_job(profile, parse_job_request({"gpus": 1}, profile), "u", ["x"]))]
     live = [quota.admit_pod(p, [], profile.limit_ranges()) for p in live]
     quotas = [quota.quota_status(q, live, {"count/jobs.batch": 1}) for q in profile.resource_quotas()]
     fits = build_job(profile, parse_job_request({"gpus": 1}, profile), "u", ["x"])

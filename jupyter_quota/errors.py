@@ -6,6 +6,8 @@ else escaping a handler is a bug (and the only path to a 500).
 
 from __future__ import annotations
 
+from . import reasons
+
 
 class QuotaError(Exception):
     """Base of every error the API reports to a user."""
@@ -85,7 +87,7 @@ class Forbidden(QuotaError):
     """The caller may not see or touch this (403)."""
 
     status = 403
-    reason = "Forbidden"
+    reason = reasons.FORBIDDEN
 
 
 class AdmissionDenied(QuotaError):
@@ -96,7 +98,7 @@ class AdmissionDenied(QuotaError):
     """
 
     status = 403
-    reason = "ExceededQuota"
+    reason = reasons.EXCEEDED_QUOTA
 
 
 class NotFound(QuotaError):

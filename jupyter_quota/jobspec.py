@@ -6,6 +6,7 @@ before anything reaches a ledger or a cluster. Arguments stay an argv list end t
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import re
@@ -13,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from . import bounds
+from . import bounds, labels, volumes
 from .errors import Conflict, InvalidRequest
+from .jobfields import TRAIN
 from .podresources import DNS1123_LABEL
 from .profiles import TeamProfile
 from .quantity import Quantity
@@ -98,25 +100,46 @@ def generate_name(prefix: str, rng: random.Random = _RANDOM) -> str:
     return prefix[:MAX_GENERATED_PREFIX] + suffix
 
 
+@dataclass(frozen=True)
+class JobSettings:
+    """The server's part of every Job, which a backend passes to :func:`build_job` (as KubeSpawner
+    passes its traits to ``objects.make_pod``); the profile and the request give the rest."""
+
+    #: The container image when the profile names none (``JupyterQuota.job_image``).
+    image: str = ""
+    #: ``spec.backoffLimit``: pods retried after a failure (``JupyterQuota.kube_backoff_limit``).
+    backoff_limit: int = 0
+    #: ``spec.ttlSecondsAfterFinished``; negative leaves it unset (``kube_ttl_seconds_after_finished``).
+    ttl_seconds_after_finished: int = -1
+    #: Whether the pod mounts volumes: the profile's (``{username}`` expanded for the owner), then
+    #: ``cache_volumes``. The kube backend mounts them; the local backend's processes mount nothing.
+    mounts: bool = False
+    #: The server's volumes in ``volumes`` entry form (``JupyterQuota.kube_cache_volumes``).
+    cache_volumes: tuple = ()
+
+
 def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: list[str],
-              image: str = "") -> dict:
-    """The batch/v1 Job for ``request`` in ``profile``'s namespace."""
-    labels = {
-        "app.kubernetes.io/managed-by": "jupyter-quota",
-        "jupyter-quota/team": profile.team,
-        "jupyter-quota/user": label_value(owner),
-        "jupyter-quota/job": request.name,
+              settings: JobSettings = JobSettings()) -> dict:
+    """The batch/v1 Job for ``request`` in ``profile``'s namespace, as submitted: no backend changes it.
+
+    Raises :class:`InvalidRequest` when a profile volume does not expand for ``owner``.
+    """
+    identity = {
+        labels.MANAGED_BY: labels.MANAGED_BY_VALUE,
+        labels.TEAM: profile.team,
+        labels.USER: label_value(owner),
+        labels.JOB: request.name,
     }
     container = {
-        "name": "train",
+        "name": TRAIN,
         "command": [*command, *request.args],
         "resources": {k: dict(v) for k, v in request.resources.items() if v},
     }
     metadata = {
         "name": request.name,
         "namespace": profile.namespace,
-        "labels": labels,
-        "annotations": {"jupyter-quota/owner": owner, "jupyter-quota/args": json.dumps(request.args)},
+        "labels": identity,
+        "annotations": {labels.OWNER: owner, labels.ARGS: json.dumps(request.args)},
     }
     if request.generate_name:
         metadata["generateName"] = request.generate_name  # kept, as the API server keeps it
@@ -125,8 +148,8 @@ def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: li
         # ms-swift launches torchrun itself when NPROC_PER_NODE is set: one rank per GPU (DDP or
         # DeepSpeed); without it a multi-GPU job would run as one process on the first GPU.
         container["env"] = [{"name": "NPROC_PER_NODE", "value": str(processes)}]
-    if profile.image or image:
-        container["image"] = profile.image or image
+    if profile.image or settings.image:
+        container["image"] = profile.image or settings.image
     pod_spec: dict = {"restartPolicy": "Never", "containers": [container]}
     if profile.nodeSelector:
         pod_spec["nodeSelector"] = dict(profile.nodeSelector)
@@ -134,17 +157,31 @@ def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: li
         pod_spec["tolerations"] = [dict(t) for t in profile.tolerations]
     if profile.priorityClassName:
         pod_spec["priorityClassName"] = profile.priorityClassName
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": metadata,
-        "spec": {
-            "parallelism": 1,
-            "completions": 1,
-            "backoffLimit": 0,
-            "template": {"metadata": {"labels": dict(labels)}, "spec": pod_spec},
-        },
+    if settings.mounts:
+        _mount(pod_spec, volumes.for_user(list(profile.volumes), owner) + list(settings.cache_volumes))
+    spec = {
+        "parallelism": 1,
+        "completions": 1,
+        "backoffLimit": settings.backoff_limit,
+        "template": {"metadata": {"labels": dict(identity)}, "spec": pod_spec},
     }
+    if settings.ttl_seconds_after_finished >= 0:
+        spec["ttlSecondsAfterFinished"] = settings.ttl_seconds_after_finished
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
+
+
+def _mount(pod_spec: dict, entries: list[dict]) -> None:
+    """Each entry's volume in the pod and its mount in the container; a name given twice is
+    mounted once (the profile's home or share before a server cache of the same name)."""
+    taken = set()
+    for entry in entries:
+        if entry.get("name") in taken:
+            continue
+        taken.add(entry.get("name"))
+        volume, mount = volumes.split(copy.deepcopy(entry))
+        pod_spec.setdefault("volumes", []).append(volume)
+        for container in pod_spec["containers"]:
+            container.setdefault("volumeMounts", []).append(dict(mount))
 
 
 def processes_per_node(gpus: int, args: list[str]) -> int:
@@ -158,26 +195,6 @@ def processes_per_node(gpus: int, args: list[str]) -> int:
 def _processes_per_node(request: JobRequest, gpu_resource: str) -> int:
     stated = request.resources["limits"].get(gpu_resource) or request.resources["requests"].get(gpu_resource)
     return processes_per_node(Quantity(stated).value() if stated else 0, request.args)
-
-
-def job_pod(job: dict) -> dict:
-    """The Pod the job controller makes from ``job``'s template (name from ``generateName``)."""
-    template = job["spec"]["template"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "generateName": f"{job['metadata']['name']}-",
-            "namespace": job["metadata"].get("namespace", ""),
-            "labels": dict(template.get("metadata", {}).get("labels", {})),
-        },
-        "spec": json.loads(json.dumps(template["spec"])),
-    }
-
-
-def job_args(job: dict) -> list[str]:
-    """The user's arguments of a Job built by :func:`build_job`."""
-    return json.loads(job["metadata"].get("annotations", {}).get("jupyter-quota/args", "[]"))
 
 
 def label_value(text: str) -> str:

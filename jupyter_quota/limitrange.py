@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 
-from . import bounds
+from . import bounds, labels, reasons
 from .errors import AdmissionDenied, Invalid
 from .podresources import (
     aggregate, container_resource_name_errors, default_pod, field_forbidden, field_invalid, field_required,
@@ -23,7 +23,7 @@ from .podresources import (
 )
 from .quantity import Quantity
 
-ANNOTATION = "kubernetes.io/limit-ranger"
+ANNOTATION = labels.LIMIT_RANGER
 LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
 MAX_MILLI_VALUE = (2**63 - 1) // 1000
 #: The LimitRangeItem fields that map a resource to a quantity, in the order of its Go struct, which
@@ -52,7 +52,7 @@ def check_limit_ranges(pod: dict, limit_ranges: list[dict]) -> None:
     for limit_range in limit_ranges:
         errs = validate_pod(pod, default_limit_range(limit_range.get("spec") or {}))
         if errs:
-            raise AdmissionDenied(aggregate(errs), reason="LimitRangeViolation")
+            raise AdmissionDenied(aggregate(errs), reason=reasons.LIMIT_RANGE_VIOLATION)
 
 
 def default_limit_range(spec: dict) -> dict:
@@ -296,3 +296,12 @@ def _consistency_errors(name: str, maps: dict, path: str) -> list[str]:
         errs.append(field_invalid(f"{path}.defaultRequest[{name}]", request,
                                   f"default value {default} must equal to defaultRequest value {request} in {name}"))
     return errs
+
+
+def limit_range_spec(limit_ranges: list[dict]) -> dict | None:
+    """A namespace's LimitRange spec as a balance shows it (several merged into one list of limits), or None."""
+    if not limit_ranges:
+        return None
+    if len(limit_ranges) == 1:
+        return copy.deepcopy(limit_ranges[0].get("spec") or {})
+    return {"limits": [item for lr in limit_ranges for item in (lr.get("spec") or {}).get("limits") or []]}

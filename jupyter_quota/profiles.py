@@ -13,11 +13,11 @@ from collections.abc import Iterable
 
 from traitlets import Dict, HasTraits, List, TraitError, Unicode
 
-from . import bounds, profileshape, quota, volumes
+from . import bounds, labels, profileshape, quota, volumes
 from .errors import Invalid, InvalidRequest
 
 #: The label every object we create carries, so admins can find them.
-MANAGED_BY = {"app.kubernetes.io/managed-by": "jupyter-quota"}
+MANAGED_LABELS = {labels.MANAGED_BY: labels.MANAGED_BY_VALUE}
 
 
 class TeamProfile(HasTraits):
@@ -152,7 +152,7 @@ class TeamProfile(HasTraits):
         return {
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {"name": self.namespace, "labels": {**MANAGED_BY, "jupyter-quota/team": self.team}},
+            "metadata": {"name": self.namespace, "labels": {**MANAGED_LABELS, labels.TEAM: self.team}},
         }
 
     def resource_quotas(self) -> list[dict]:
@@ -183,7 +183,7 @@ class TeamProfile(HasTraits):
         return {
             "apiVersion": "v1",
             "kind": kind,
-            "metadata": {"name": name, "namespace": self.namespace, "labels": dict(MANAGED_BY)},
+            "metadata": {"name": name, "namespace": self.namespace, "labels": dict(MANAGED_LABELS)},
             "spec": spec,
         }
 

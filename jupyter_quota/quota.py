@@ -33,6 +33,7 @@ import copy
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from . import labels, reasons
 from .errors import AdmissionDenied, Invalid
 from .limitrange import apply_limit_ranges, check_limit_ranges, default_limit_range, validate_limit_range_spec
 from .podresources import (
@@ -165,10 +166,10 @@ def job_pod(job: dict, index: int = 0) -> dict:
     pod_meta["generateName"] = f"{base}-{index}-" if indexed else f"{base}-"
     if meta.get("namespace"):
         pod_meta["namespace"] = meta["namespace"]
-    pod_meta["labels"] = {**(pod_meta.get("labels") or {}), "batch.kubernetes.io/job-name": base, "job-name": base}
+    pod_meta["labels"] = {**(pod_meta.get("labels") or {}), labels.BATCH_JOB_NAME: base, labels.JOB_NAME: base}
     if indexed:
         pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}),
-                                   "batch.kubernetes.io/job-completion-index": str(index)}
+                                   labels.JOB_COMPLETION_INDEX: str(index)}
     spec = copy.deepcopy(template.get("spec") or {})
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
@@ -278,28 +279,28 @@ def _charged(quotas, usage, kind, matches, matching, *, pod=None, limited_resour
         if pod is not None:
             missing = constraint_error(pod, set(restricted) & VALIDATION_SET)
             if missing:
-                raise AdmissionDenied(f"failed quota: {quota_name}: {missing}", reason="FailedQuota")
+                raise AdmissionDenied(f"failed quota: {quota_name}: {missing}", reason=reasons.FAILED_QUOTA)
         used = (quota.get("status") or {}).get("used") or {}
         if any(k not in used for k in restricted):
             raise AdmissionDenied(f"status unknown for quota: {quota_name}, "
-                                  f"resources: {','.join(sorted(restricted))}", reason="QuotaStatusUnknown")
+                                  f"resources: {','.join(sorted(restricted))}", reason=reasons.QUOTA_STATUS_UNKNOWN)
         interesting.append(i)
         restricted_all |= set(restricted)
     negative = sorted(k for k, v in usage.items() if v.sign() < 0)
     if negative:
         raise AdmissionDenied(f"quota usage is negative for resource(s): {','.join(negative)}",
-                              reason="QuotaUsageNegative")
+                              reason=reasons.QUOTA_USAGE_NEGATIVE)
     delta = {k: v for k, v in usage.items() if not v.is_zero()}
     if not delta:
         return quotas
     uncovered = sorted(limited_names - restricted_all)
     if uncovered:
-        raise AdmissionDenied(f"insufficient quota to consume: {','.join(uncovered)}", reason="InsufficientQuota")
+        raise AdmissionDenied(f"insufficient quota to consume: {','.join(uncovered)}", reason=reasons.INSUFFICIENT_QUOTA)
     covered = {c.get("scopeName") for c in covered_scopes}
     missing_scopes = [s for s in limited_scopes if s.get("scopeName") not in covered]
     if missing_scopes:
         raise AdmissionDenied("insufficient quota to match these scopes: "
-                              f"[{' '.join(map(_go_scope, missing_scopes))}]", reason="InsufficientQuota")
+                              f"[{' '.join(map(_go_scope, missing_scopes))}]", reason=reasons.INSUFFICIENT_QUOTA)
     out = list(quotas)
     for i in interesting:
         quota = out[i]
@@ -312,7 +313,7 @@ def _charged(quotas, usage, kind, matches, matching, *, pod=None, limited_resour
             raise AdmissionDenied(
                 f"exceeded quota: {(quota.get('metadata') or {}).get('name', '')}, "
                 f"requested: {_pretty(requested, exceeded)}, used: {_pretty(used, exceeded)}, "
-                f"limited: {_pretty(hard, exceeded)}", reason="ExceededQuota")
+                f"limited: {_pretty(hard, exceeded)}", reason=reasons.EXCEEDED_QUOTA)
         quota = copy.deepcopy(quota)
         quota.setdefault("status", {})["used"] = {k: str(v) for k, v in new_used.items()}
         out[i] = quota

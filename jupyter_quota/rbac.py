@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .profiles import MANAGED_BY, TeamProfile
+from .profiles import MANAGED_LABELS, TeamProfile
 
 RBAC_API = "rbac.authorization.k8s.io/v1"
 #: The name of the Role and the RoleBinding in every team namespace.
@@ -76,4 +76,4 @@ def role_binding(profile: TeamProfile, account: ServiceAccount) -> dict:
 
 
 def _meta(profile: TeamProfile) -> dict:
-    return {"name": ROLE_NAME, "namespace": profile.namespace, "labels": dict(MANAGED_BY)}
+    return {"name": ROLE_NAME, "namespace": profile.namespace, "labels": dict(MANAGED_LABELS)}

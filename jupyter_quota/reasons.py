@@ -1,8 +1,9 @@
-"""The reason codes a job carries (the ``reason`` of the job dict in ``backends.base``).
+"""The reason codes a job carries (the ``reason`` of the job dict in ``backends.base``), and those
+of a refused submit (``errors.AdmissionDenied``).
 
 Each is named once here and imported by both backends, in the style of Kueue's condition
 reasons: one constant, one line saying when a job has it. The sidebar's wording for each is
-in ``src/jobs.ts``.
+in ``src/jobs.ts``. Label and annotation keys are in ``labels``.
 """
 
 #: Pending: no node could ever hold the job's requests.
@@ -21,3 +22,29 @@ ERROR = "Error"
 LOST = "Lost"
 #: Failed: the job's stored requests cannot be read.
 INVALID_JOB = "InvalidJob"
+
+# -- why a submit was refused (``errors.AdmissionDenied.reason``; the 403 body's ``reason``) ------
+# The API server's own words for its quota and LimitRange admission plugins, so that a refusal reads
+# the same from either backend and from a Job's ``FailedCreate`` event (``backends/kube/backend.py``
+# maps the API server's text back to these).
+
+#: A ResourceQuota's hard limit would be passed (``exceeded quota: ...``).
+EXCEEDED_QUOTA = "ExceededQuota"
+#: A quota limits a resource the pod does not state (``failed quota: ...``).
+FAILED_QUOTA = "FailedQuota"
+#: A quota has no ``status.used`` yet for a resource it limits.
+QUOTA_STATUS_UNKNOWN = "QuotaStatusUnknown"
+#: A resource or scope is limited by configuration but no quota covers it.
+INSUFFICIENT_QUOTA = "InsufficientQuota"
+#: The pod's usage of a resource is negative.
+QUOTA_USAGE_NEGATIVE = "QuotaUsageNegative"
+#: The pod breaks its namespace's LimitRange (min, max, ratio).
+LIMIT_RANGE_VIOLATION = "LimitRangeViolation"
+#: Any other refusal; also the reason of ``errors.Forbidden``.
+FORBIDDEN = "Forbidden"
+
+# -- Kubernetes' event and condition reasons we read ----------------------------------------------
+
+#: The job controller's event when the API server refused one of a Job's pods; a Pending kube job
+#: shows its reason and message (``backends/kube/jobview.py``).
+FAILED_CREATE = "FailedCreate"

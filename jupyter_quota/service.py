@@ -13,7 +13,7 @@ from .backends.base import Backend
 from .config import JupyterQuota
 from .errors import Forbidden, InvalidRequest
 from .identity import Identity
-from .jobspec import build_job, create_named, parse_job_request
+from .jobspec import create_named, parse_job_request
 
 MAX_TAIL_LINES = 10_000
 
@@ -77,7 +77,7 @@ class QuotaService:
         request = parse_job_request(body, profile)
 
         def create(named):
-            job = build_job(profile, named, who.name, list(self.config.job_command), self.config.job_image)
+            job = self.backend.build_job(profile, named, who.name, list(self.config.job_command))
             return self.backend.submit(profile, job, who.name)
 
         return create_named(request, create)

@@ -10,11 +10,10 @@ import pytest
 from jupyter_quota.errors import Conflict, InvalidRequest
 from jupyter_quota.jobspec import (
     GENERATE_NAME_ATTEMPTS,
+    JobSettings,
     build_job,
     create_named,
     generate_name,
-    job_args,
-    job_pod,
     label_value,
     parse_job_request,
 )
@@ -155,3 +154,27 @@ def test_multi_gpu_and_deepspeed_jobs_get_one_rank_per_gpu(profile, gpus, args, 
     job = build_job(profile, parse_job_request({"args": args, "gpus": gpus}, profile), "u", ["swift", "sft"])
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0].get("env", [])}
     assert env.get("NPROC_PER_NODE") == expected
+
+
+def test_the_servers_settings_are_part_of_the_one_build(profile):
+    """Image default, retries, TTL and volumes come in as settings; without them the Job has none."""
+    home = {"name": "home", "mountPath": "/home/jovyan", "persistentVolumeClaim": {"claimName": "claim-{username}"}}
+    cache = {"name": "hf-cache", "mountPath": "/cache", "emptyDir": {}}
+    shadowed = {"name": "home", "mountPath": "/elsewhere", "emptyDir": {}}
+    team = TeamProfile(team="alpha", namespace="team-alpha", hard={"requests.nvidia.com/gpu": "2"}, volumes=[home])
+    request = parse_job_request({"name": "j", "gpus": 1}, team)
+    plain = build_job(team, request, "ann", ["swift", "sft"])
+    pod = plain["spec"]["template"]["spec"]
+    assert (plain["spec"]["backoffLimit"], "ttlSecondsAfterFinished" in plain["spec"]) == (0, False)
+    assert "image" not in pod["containers"][0] and "volumes" not in pod and "volumeMounts" not in pod["containers"][0]
+
+    job = build_job(team, request, "ann", ["swift", "sft"], JobSettings(
+        image="swift:4", backoff_limit=2, ttl_seconds_after_finished=0, mounts=True, cache_volumes=(shadowed, cache)))
+    pod = job["spec"]["template"]["spec"]
+    assert (job["spec"]["backoffLimit"], job["spec"]["ttlSecondsAfterFinished"]) == (2, 0)
+    assert pod["containers"][0]["image"] == "swift:4"
+    assert pod["volumes"] == [{"name": "home", "persistentVolumeClaim": {"claimName": "claim-ann"}},
+                              {"name": "hf-cache", "emptyDir": {}}]
+    assert pod["containers"][0]["volumeMounts"] == [{"name": "home", "mountPath": "/home/jovyan"},
+                                                    {"name": "hf-cache", "mountPath": "/cache"}]
+    assert home["persistentVolumeClaim"]["claimName"] == "claim-{username}"  # the profile's entry is kept

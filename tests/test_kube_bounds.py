@@ -57,7 +57,7 @@ def limit_range(maximum: dict, default: dict) -> dict:
 
 def job_with_requests(profile, name: str, requests: dict, created: str) -> dict:
     request = jobspec.parse_job_request({"name": name, "args": ["--model", "m"], "gpus": 1}, profile)
-    job = jobspec.build_job(profile, request, "alice", ["swift", "sft"], "trainer:1")
+    job = jobspec.build_job(profile, request, "alice", ["swift", "sft"], jobspec.JobSettings(image="trainer:1"))
     job["metadata"].update(namespace=NAMESPACE, uid=f"uid-{name}", resourceVersion="7", creationTimestamp=created)
     container = job["spec"]["template"]["spec"]["containers"][0]
     container["resources"] = {"requests": dict(requests), "limits": dict(requests)}

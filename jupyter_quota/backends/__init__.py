@@ -24,6 +24,7 @@ def make_backend(config, log=None, root_dir: str = ""):
             cgroups=config.job_cgroups,
             retention_seconds=config.job_retention_seconds,
             retention_count=config.job_retention_count,
+            job_image=config.job_image,
             log=log,
         )
     if config.backend == "kube":

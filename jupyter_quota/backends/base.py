@@ -1,21 +1,25 @@
 """The backend interface both backends implement: balance, submit, jobs, logs, cancel.
 
 A backend speaks Kubernetes shapes: a profile's ResourceQuota and LimitRange objects come from
-``profiles.TeamProfile``, a job to submit is the batch/v1 Job that ``jobspec.build_job`` made,
+``profiles.TeamProfile``, a job to submit is the batch/v1 Job that :meth:`Backend.build_job` made
+(``jobspec.build_job`` with the backend's ``JobSettings``),
 and admission is ``quota.admit_job`` on both sides, so a refusal reads the same everywhere.
 
 A job, as the REST API returns it, is a dict:
     {"name", "namespace", "team", "owner", "phase": "Pending"|"Running"|"Succeeded"|"Failed",
      "args": [...], "gpus": int, "gpuIndices": [...] (local only), "resources": {"requests", "limits"},
      "createdAt", "startedAt"?, "finishedAt"?, "exitCode"?, "reason"?, "message"?}
-Times are RFC 3339 UTC strings (``2026-11-29T08:30:00Z``).
+Times are RFC 3339 UTC strings (``2026-11-29T08:30:00Z``, :func:`rfc3339`).
 """
 
 from __future__ import annotations
 
 import abc
+import time
 from typing import TYPE_CHECKING
 
+from .. import limitrange, quota
+from ..jobspec import JobRequest, JobSettings, build_job
 from ..paging import MAX_LIMIT, Page
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,6 +31,12 @@ class Backend(abc.ABC):
 
     #: "local" or "kube": shown in the API so a user knows where jobs run.
     name: str = ""
+    #: The server's part of every Job this backend runs (see ``jobspec.JobSettings``).
+    job_settings: JobSettings = JobSettings()
+
+    def build_job(self, profile: TeamProfile, request: JobRequest, owner: str, command: list[str]) -> dict:
+        """The batch/v1 Job to :meth:`submit` for ``request``: the one builder, with this backend's settings."""
+        return build_job(profile, request, owner, command, self.job_settings)
 
     def start(self) -> None:
         """Begin background work (reapers, watches). Called once, on the server's IO loop thread."""
@@ -50,7 +60,7 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def submit(self, profile: TeamProfile, job: dict, owner: str) -> dict:
-        """Admit and start the batch/v1 Job ``job`` (from ``jobspec.build_job``); return the job.
+        """Admit and start the batch/v1 Job ``job`` (from :meth:`build_job`) as it is; return the job.
 
         Raises ``errors.AdmissionDenied`` (quota/LimitRange text), ``errors.Invalid``,
         ``errors.Conflict`` when the name is taken in the namespace.
@@ -89,3 +99,22 @@ class Backend(abc.ABC):
     def inventory(self) -> dict:
         """What the jobs run on: ``{"source": "nvidia-smi"|"declared"|"cluster", "gpus": [...], ...}``."""
         return {"source": self.name}
+
+
+def balance_json(profile: TeamProfile, quotas: list[dict], limit_ranges: list[dict]) -> dict:
+    """A balance as both backends return it, less ``observedAt`` and ``stale``: ``quotas`` (with
+    their status) summed, and the namespace's LimitRanges."""
+    summary = quota.balance(quotas)
+    return {
+        "namespace": profile.namespace,
+        "team": profile.team,
+        "resources": summary["resources"],
+        "quotas": summary["quotas"],
+        "warnings": summary["warnings"],
+        "limitRange": limitrange.limit_range_spec(limit_ranges),
+    }
+
+
+def rfc3339(epoch: float) -> str:
+    """``epoch`` as the Kubernetes API writes a time: RFC 3339, UTC, whole seconds, ``Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

@@ -44,6 +44,8 @@ class Harness:
 
     kind = ""
     command: list[str] = []
+    #: The settings the kind's backends build Jobs with (``Backend.job_settings``).
+    settings = jobspec.JobSettings()
 
     def __init__(self):
         self.backends = []
@@ -58,7 +60,7 @@ class Harness:
         if resources:
             body["resources"] = resources
         request = jobspec.parse_job_request(body, profile)
-        return jobspec.build_job(profile, request, "alice", self.command)
+        return jobspec.build_job(profile, request, "alice", self.command, self.settings)
 
     def wait(self, backend, profile, name, predicate, timeout=30.0) -> dict:
         deadline = time.monotonic() + timeout
@@ -129,6 +131,7 @@ class KubeHarness(Harness):
 
     kind = "kube"
     command = kubecluster.JOB_COMMAND
+    settings = jobspec.JobSettings(image=kubecluster.JOB_IMAGE, mounts=True)
 
     def __init__(self, cluster: kubecluster.Cluster):
         super().__init__()

@@ -35,7 +35,7 @@ def test_a_quota_past_int64_written_into_the_cluster_reads_as_the_bound(kube, na
     assert resources["requests.cpu"]["hard"] == BOUND
     assert resources[GPU_KEY] == {"hard": "2", "used": "0", "remaining": "2"}
 
-    created = backend.submit(profile, build(profile, "fits"), "alice")  # the pre-check reads the quota
+    created = backend.submit(profile, build(backend, profile, "fits"), "alice")  # the pre-check reads the quota
     assert created["phase"] == "Pending"
     listed = wait(lambda: backend.page_jobs(profile, 10).items, what="the job in the list")
     assert [job["name"] for job in listed] == [created["name"]]

@@ -22,7 +22,7 @@ def test_a_job_of_ann_mounts_her_home_claim_and_her_teams_share(kube, namespace_
     kubecluster.wait_quota_status(kube, namespace_name)
     backend = make_kube_backend(cache_volumes=[{"name": "hf-cache", "mountPath": "/cache", "emptyDir": {}}])
     request = jobspec.parse_job_request({"name": "tune", "args": ["--sleep", "600"], "gpus": 1}, profile)
-    backend.submit(profile, jobspec.build_job(profile, request, "ann", kubecluster.JOB_COMMAND), owner="ann")
+    backend.submit(profile, backend.build_job(profile, request, "ann", kubecluster.JOB_COMMAND), owner="ann")
 
     stored = kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs/tune")["spec"]["template"]["spec"]
     assert stored["volumes"] == [

@@ -34,9 +34,10 @@ STALE_BOUND = 15.0
 INTERNAL_ADDRESS = re.compile(r"https?://|\b\d{1,3}(\.\d{1,3}){3}\b|\blocalhost\b|[\w.-]+:\d{2,5}\b")
 
 
-def build(profile, name, *args, gpus=1, parallelism=1):
+def build(backend, profile, name, *args, gpus=1, parallelism=1, owner="alice"):
+    """The Job ``backend`` builds for ``owner``'s request (``parallelism`` set after: no request can)."""
     request = jobspec.parse_job_request({"name": name, "args": list(args), "gpus": gpus}, profile)
-    job = jobspec.build_job(profile, request, "alice", kubecluster.JOB_COMMAND)
+    job = backend.build_job(profile, request, owner, kubecluster.JOB_COMMAND)
     job["spec"]["parallelism"] = job["spec"]["completions"] = parallelism
     return job
 
@@ -71,13 +72,13 @@ def test_a_job_whose_pods_do_not_fit_together_is_refused_with_the_failedcreate_t
 
     # Our pre-check refuses the whole Job: three 1-GPU pods do not fit in 2.
     with pytest.raises(errors.AdmissionDenied) as refused:
-        backend.submit(profile, build(profile, "trio", "--sleep", "600", parallelism=3), owner="alice")
+        backend.submit(profile, build(backend, profile, "trio", "--sleep", "600", parallelism=3), owner="alice")
     assert refused.value.reason == "ExceededQuota"
     assert backend.cache["jobs"].get(namespace_name, "trio") is None
     assert kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs").get("items") == []
 
     # The same Job created directly: Kubernetes admits two pods and refuses the third.
-    direct = backend.prepare_job(profile, build(profile, "direct", "--sleep", "600", parallelism=3))
+    direct = build(backend, profile, "direct", "--sleep", "600", parallelism=3)
     kube.post(f"/apis/batch/v1/namespaces/{namespace_name}/jobs", direct)
     event = wait(lambda: next((e for e in kube.get(f"/api/v1/namespaces/{namespace_name}/events")["items"]
                                if e["reason"] == "FailedCreate" and e["involvedObject"]["name"] == "direct"), None),
@@ -105,7 +106,7 @@ def test_pods_refused_by_the_cluster_show_on_the_job_as_failedcreate(kube, names
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "squatter"},
         "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["--sleep", "600"],
                                  "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}})
-    job = backend.prepare_job(profile, build(profile, "late", "--sleep", "1"))
+    job = build(backend, profile, "late", "--sleep", "1")
     kube.post(f"/apis/batch/v1/namespaces/{namespace_name}/jobs", job)  # as a stale pre-check would
     shown = wait(lambda: (j := backend.get_job(profile, "late")).get("reason") == "FailedCreate" and j,
                  what="FailedCreate on the job")
@@ -130,7 +131,8 @@ def test_the_job_carries_the_profiles_placement_image_volumes_and_labels(kube, k
         priorityClassName="jq-team-high")
     backend = make_kube_backend(backoff_limit=2, ttl_seconds_after_finished=600, cache_volumes=[
         {"name": "hf-cache", "mountPath": "/root/.cache/huggingface", "emptyDir": {}}])
-    backend.submit(profile, build(profile, "placed", "--sleep", "30", "--model", "qwen"), owner="alice@example.org")
+    backend.submit(profile, build(backend, profile, "placed", "--sleep", "30", "--model", "qwen",
+                                  owner="alice@example.org"), owner="alice@example.org")
     stored = kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs/placed")
     labels = stored["metadata"]["labels"]
     assert labels["jupyter-quota/team"] == profile.team
@@ -162,7 +164,7 @@ def test_the_job_carries_the_profiles_placement_image_volumes_and_labels(kube, k
 def test_logs_come_from_the_pod_log_api_or_say_why_not(kube, namespace_name, make_kube_backend):
     profile = setup_team(kube, namespace_name)
     backend = make_kube_backend()
-    backend.submit(profile, build(profile, "talky", "--sleep", "60"), owner="alice")
+    backend.submit(profile, build(backend, profile, "talky", "--sleep", "60"), owner="alice")
     wait(lambda: backend.get_job(profile, "talky")["phase"] == "Running", what="Running")
     with pytest.raises(LogsUnavailable) as unavailable:
         backend.logs(profile, "talky")  # the simulated node has no kubelet to serve them
@@ -258,7 +260,7 @@ def test_the_watch_survives_an_api_server_restart(kube, kube_cluster, namespace_
     kube.patch(f"/api/v1/namespaces/{namespace_name}/resourcequotas/team-quota",
                {"spec": {"hard": {GPU_KEY: "3"}}})
     wait(lambda: backend.balance(profile)["resources"][GPU_KEY]["hard"] == "3", what="the new hard limit")
-    backend.submit(profile, build(profile, "after-restart", "--sleep", "0.1"), owner="alice")
+    backend.submit(profile, build(backend, profile, "after-restart", "--sleep", "0.1"), owner="alice")
     wait(lambda: backend.get_job(profile, "after-restart")["phase"] == "Succeeded", what="Succeeded")
 
     ours = [r for r in caplog.records if r.name.startswith("jupyter_quota")]
@@ -304,7 +306,7 @@ def test_a_hung_api_server_turns_the_balance_stale_within_the_bound(kube, kube_c
         # observedAt is the last data from the cluster: not after the freeze, and it stays there.
         assert epoch(hung["observedAt"]) <= paused_wall + 1, (hung["observedAt"], paused_wall)
         with pytest.raises(ClusterUnavailable) as unavailable:
-            backend.submit(profile, build(profile, "while-hung", "--sleep", "1"), owner="alice")
+            backend.submit(profile, build(backend, profile, "while-hung", "--sleep", "1"), owner="alice")
         body = json.dumps(unavailable.value.to_json())
         assert unavailable.value.status == 503
         assert "did not answer" in unavailable.value.message, body
@@ -331,7 +333,7 @@ def test_concurrent_submits_admit_exactly_the_jobs_that_fit(kube, namespace_name
     start = threading.Barrier(10)
 
     def submit(i):
-        job = build(profile, f"race-{i}", "--sleep", "600")
+        job = build(backend, profile, f"race-{i}", "--sleep", "600")
         start.wait()
         try:
             return backend.submit(profile, job, owner="alice")
@@ -370,9 +372,9 @@ def test_a_submit_waits_until_the_job_before_it_has_its_pods(kube, kube_cluster,
     assert backend.cache.wait(lambda: backend.cache["resourcequotas"].items(namespace_name), 10)
     kube_cluster.stop_controller_manager()
     try:
-        backend.submit(profile, build(profile, "first", "--sleep", "600", gpus=2), owner="alice")
+        backend.submit(profile, build(backend, profile, "first", "--sleep", "600", gpus=2), owner="alice")
         with pytest.raises(AdmissionBusy) as busy:
-            backend.submit(profile, build(profile, "second", "--sleep", "600"), owner="alice")
+            backend.submit(profile, build(backend, profile, "second", "--sleep", "600"), owner="alice")
     finally:
         kube_cluster.start_controller_manager()
     assert busy.value.status == 503
@@ -383,7 +385,7 @@ def test_a_submit_waits_until_the_job_before_it_has_its_pods(kube, kube_cluster,
     # Once the job controller is back and "first" has its pod, the next turn sees both GPUs used.
     wait(lambda: backend.get_job(profile, "first")["phase"] == "Running", timeout=60, what="first Running")
     with pytest.raises(errors.AdmissionDenied) as refused:
-        backend.submit(profile, build(profile, "second", "--sleep", "600"), owner="alice")
+        backend.submit(profile, build(backend, profile, "second", "--sleep", "600"), owner="alice")
     assert refused.value.message == ("exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
                                      "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
     backend.cancel(profile, "first", by="alice")

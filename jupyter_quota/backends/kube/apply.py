@@ -25,6 +25,7 @@ import copy
 import difflib
 import json
 
+from ... import labels
 from ...quantity import Quantity
 from ...rbac import RBAC_API, ServiceAccount, team_objects
 from .client import Kube, KubeError, ns_path
@@ -121,7 +122,7 @@ def _managed(obj: dict) -> dict:
     """What a profile decides about an object: its labels we set and its spec, quantities canonical."""
     meta = obj.get("metadata") or {}
     out = {"labels": {k: v for k, v in (meta.get("labels") or {}).items()
-                      if k.startswith(("app.kubernetes.io/managed-by", "jupyter-quota/"))}}
+                      if k == labels.MANAGED_BY or k.startswith(labels.PREFIX)}}
     for field in _KINDS[obj.get("kind", "")][2]:
         out[field] = _canonical(obj.get(field) or {}) if field == "spec" else obj.get(field)
     return out

@@ -6,8 +6,9 @@ and ``stale`` (broken, or silent for ``kube_stale_after`` seconds) say how curre
 go to the API server; one that gets no answer is a 503 whose message names no address (the log
 has it):
 
-- ``submit`` enriches the Job (image, node selector, tolerations, priority class, the
-  profile's volumes with ``{username}`` expanded and the cache volumes, ``backoffLimit``, ``ttlSecondsAfterFinished``, labels), and in its namespace's turn
+- ``build_job`` is ``jobspec.build_job`` with this server's ``JobSettings`` (default image,
+  ``backoffLimit``, ``ttlSecondsAfterFinished``, the profile's volumes with ``{username}``
+  expanded and the cache volumes); ``submit`` creates that Job as it is, in its namespace's turn
   (``admission.py``: after the pods of earlier Jobs are charged) pre-checks it with
   ``quota.admit_job`` against the ResourceQuota status read from the API server and the cached
   LimitRanges (all of a Job's pods together, since Kubernetes admits them one by one and could
@@ -29,17 +30,16 @@ import logging
 import threading
 import time
 
-from ... import errors, paging, quota, reasons, volumes
-from ...jobspec import label_value
-from ..base import Backend
+from ... import errors, jobfields, paging, quota, reasons
+from ...jobspec import JobSettings
+from ..base import Backend, balance_json, rfc3339
 from . import jobview
 from .admission import Turns
 from .bounded import bounded
-from .cache import MANAGED_SELECTOR, STALE_AFTER, ClusterCache, rfc3339
+from .cache import STALE_AFTER, ClusterCache
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
 
 BALANCE_KINDS = ("resourcequotas", "limitranges")
-MANAGED_BY_KEY, MANAGED_BY_VALUE = MANAGED_SELECTOR.split("=")
 
 
 class LogsUnavailable(errors.QuotaError):
@@ -59,10 +59,10 @@ class KubeBackend(Backend):
                  watch_timeout: int = 10, stale_after: float = STALE_AFTER, backoff_max: float = 30.0,
                  sync_timeout: float = 10.0, namespaced: bool = False, log: logging.Logger | None = None):
         self.kube = kube
-        self.job_image = job_image
-        self.backoff_limit = backoff_limit
-        self.ttl_seconds_after_finished = ttl_seconds_after_finished
-        self.cache_volumes = [dict(v) for v in cache_volumes or []]
+        #: What ``build_job`` gives every Job besides the profile's and the request's part.
+        self.job_settings = JobSettings(image=job_image, backoff_limit=backoff_limit,
+                                        ttl_seconds_after_finished=ttl_seconds_after_finished, mounts=True,
+                                        cache_volumes=tuple(dict(v) for v in cache_volumes or []))
         self.sync_timeout = sync_timeout
         self.log = log or logging.getLogger(__name__)
         self.cache = ClusterCache(kube, watch_timeout=watch_timeout, stale_after=stale_after,
@@ -89,6 +89,14 @@ class KubeBackend(Backend):
             namespaced=config.kube_watch_scope == "namespaces",
             log=log,
         )
+
+    @property
+    def job_image(self) -> str:
+        return self.job_settings.image
+
+    @property
+    def backoff_limit(self) -> int:
+        return self.job_settings.backoff_limit
 
     # -- background work -----------------------------------------------------------------------
 
@@ -124,14 +132,8 @@ class KubeBackend(Backend):
         namespace = self._watched(profile)
         quotas = sorted(self.cache["resourcequotas"].items(namespace), key=_name)
         limit_ranges = sorted(self.cache["limitranges"].items(namespace), key=_name)
-        summary = quota.balance(quotas)
         return {
-            "namespace": namespace,
-            "team": profile.team,
-            "resources": summary["resources"],
-            "quotas": summary["quotas"],
-            "warnings": summary["warnings"],
-            "limitRange": limit_range_spec(limit_ranges),
+            **balance_json(profile, quotas, limit_ranges),
             "observedAt": self.cache.observed_at(BALANCE_KINDS, namespace),
             "stale": self.cache.stale(BALANCE_KINDS, namespace),
         }
@@ -184,8 +186,7 @@ class KubeBackend(Backend):
 
     def submit(self, profile, job: dict, owner: str) -> dict:
         namespace = self._watched(profile)
-        job = self.prepare_job(profile, job, owner)
-        name = job["metadata"]["name"]
+        name = _checked(profile, job)
         self._require_synced(namespace)
         if self.cache["jobs"].get(namespace, name) is not None:
             raise errors.Conflict(f'jobs.batch "{name}" already exists')
@@ -229,7 +230,7 @@ class KubeBackend(Backend):
             with self._reported(f"logs of pod {namespace}/{pod_name}"):
                 return self.kube.request(
                     "GET", ns_path(namespace, "pods", pod_name) + "/log",
-                    query={"container": jobview.TRAIN, "tailLines": max(0, int(tail_lines))}, raw=True)
+                    query={"container": jobfields.TRAIN, "tailLines": max(0, int(tail_lines))}, raw=True)
         except KubeError as e:
             raise LogsUnavailable(
                 f'the cluster could not serve the logs of pod "{pod_name}" of job "{name}": {e.message}'
@@ -261,64 +262,6 @@ class KubeBackend(Backend):
 
     def inventory(self) -> dict:
         return {"source": "cluster", "gpus": []}
-
-    # -- the Job we create -------------------------------------------------------------------------
-
-    def prepare_job(self, profile, job: dict, owner: str = "") -> dict:
-        """``job`` (from ``jobspec.build_job``) with the profile's and server's settings applied.
-
-        ``owner`` (the submitting user) wins over what the Job says: label and annotation.
-        """
-        job = copy.deepcopy(job)
-        meta = job.setdefault("metadata", {})
-        name = meta.get("name") or ""
-        if not name:
-            raise errors.Invalid('Job.batch "" is invalid: metadata.name: Required value: name is required')
-        if meta.get("namespace") not in (None, "", profile.namespace):
-            raise errors.Invalid("the namespace of the provided object does not match the namespace sent "
-                                 "on the request")
-        meta["namespace"] = profile.namespace
-        identity = {MANAGED_BY_KEY: MANAGED_BY_VALUE, jobview.TEAM_LABEL: profile.team, jobview.JOB_LABEL: name}
-        if owner:
-            identity[jobview.USER_LABEL] = label_value(owner)
-            meta["annotations"] = {**(meta.get("annotations") or {}), jobview.OWNER_ANNOTATION: owner}
-        meta["labels"] = {**(meta.get("labels") or {}), **identity}
-        spec = job.setdefault("spec", {})
-        spec["backoffLimit"] = self.backoff_limit
-        if self.ttl_seconds_after_finished >= 0:
-            spec["ttlSecondsAfterFinished"] = self.ttl_seconds_after_finished
-        template = spec.setdefault("template", {})
-        template_meta = template.setdefault("metadata", {})
-        template_meta["labels"] = {**(template_meta.get("labels") or {}), **identity}
-        pod = template.setdefault("spec", {})
-        pod.setdefault("restartPolicy", "Never")
-        if profile.nodeSelector:
-            pod["nodeSelector"] = {**dict(profile.nodeSelector), **(pod.get("nodeSelector") or {})}
-        if profile.tolerations and not pod.get("tolerations"):
-            pod["tolerations"] = [dict(t) for t in profile.tolerations]
-        if profile.priorityClassName and not pod.get("priorityClassName"):
-            pod["priorityClassName"] = profile.priorityClassName
-        image = profile.image or self.job_image
-        containers = pod.get("containers") or []
-        for container in containers:
-            if not container.get("image"):
-                if not image:
-                    raise errors.InvalidRequest(
-                        f"no container image for team {profile.team!r}: set the profile's 'image' or "
-                        "JupyterQuota.job_image to an image that has ms-swift")
-                container["image"] = image
-        # The profile's volumes (the user's home, the team's share) first, then the server's caches.
-        entries = volumes.for_user(list(profile.volumes), owner) + self.cache_volumes
-        taken = {v.get("name") for v in pod.get("volumes") or []}
-        for entry in entries:
-            if entry.get("name") in taken:
-                continue
-            taken.add(entry.get("name"))
-            volume, mount = volumes.split(copy.deepcopy(entry))
-            pod.setdefault("volumes", []).append(volume)
-            for container in containers:
-                container.setdefault("volumeMounts", []).append(dict(mount))
-        return job
 
     # -- helpers -----------------------------------------------------------------------------------
 
@@ -362,13 +305,22 @@ class KubeBackend(Backend):
                 raise ClusterUnavailable(f"the cluster's quotas could not be read, so nothing is submitted ({problems})")
 
 
-def limit_range_spec(limit_ranges: list[dict]) -> dict | None:
-    """The namespace's LimitRange spec (several merged into one list of limits), or None."""
-    if not limit_ranges:
-        return None
-    if len(limit_ranges) == 1:
-        return copy.deepcopy(limit_ranges[0].get("spec") or {})
-    return {"limits": [item for lr in limit_ranges for item in (lr.get("spec") or {}).get("limits") or []]}
+def _checked(profile, job: dict) -> str:
+    """The name of ``job`` (from ``build_job``), refused as the API server would refuse it, or with
+    a message naming the setting to fix when it has no image; the Job itself is not changed."""
+    meta = job.get("metadata") or {}
+    name = meta.get("name") or ""
+    if not name:
+        raise errors.Invalid('Job.batch "" is invalid: metadata.name: Required value: name is required')
+    if meta.get("namespace") not in (None, "", profile.namespace):
+        raise errors.Invalid("the namespace of the provided object does not match the namespace sent "
+                             "on the request")
+    pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
+    if not all(c.get("image") for c in pod.get("containers") or []):
+        raise errors.InvalidRequest(
+            f"no container image for team {profile.team!r}: set the profile's 'image' or "
+            "JupyterQuota.job_image to an image that has ms-swift")
+    return name
 
 
 def _submit_error(error: KubeError, name: str) -> errors.QuotaError:
@@ -386,15 +338,15 @@ def _submit_error(error: KubeError, name: str) -> errors.QuotaError:
 
 
 def _denial_reason(message: str) -> str:
-    for prefix, reason in (("exceeded quota", "ExceededQuota"), ("failed quota", "FailedQuota"),
-                           ("status unknown for quota", "QuotaStatusUnknown"),
-                           ("insufficient quota", "InsufficientQuota"),
-                           ("quota usage is negative", "QuotaUsageNegative")):
+    for prefix, reason in (("exceeded quota", reasons.EXCEEDED_QUOTA), ("failed quota", reasons.FAILED_QUOTA),
+                           ("status unknown for quota", reasons.QUOTA_STATUS_UNKNOWN),
+                           ("insufficient quota", reasons.INSUFFICIENT_QUOTA),
+                           ("quota usage is negative", reasons.QUOTA_USAGE_NEGATIVE)):
         if message.startswith(prefix):
             return reason
     if " usage per " in message or "ratio" in message:
-        return "LimitRangeViolation"
-    return "Forbidden"
+        return reasons.LIMIT_RANGE_VIOLATION
+    return reasons.FORBIDDEN
 
 
 def _shown(cancelled: dict) -> dict:

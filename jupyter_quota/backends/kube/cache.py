@@ -35,8 +35,9 @@ import json
 import logging
 import threading
 import time
-from datetime import datetime, timezone
 
+from ... import labels
+from ..base import rfc3339
 from .bounded import bounded
 from .client import ClusterUnavailable, Kube, KubeError, ns_path, status_error, unavailable
 from .pernamespace import PerNamespace
@@ -44,12 +45,11 @@ from .pernamespace import PerNamespace
 #: What the backend watches: resource -> (API group version, "" for core; label selector; field
 #: selector). Pods and Jobs are the ones this server labelled; events only those about Jobs.
 #: ``jupyter_quota/rbac.py`` grants exactly list and watch of these in each team namespace.
-MANAGED_SELECTOR = "app.kubernetes.io/managed-by=jupyter-quota"
 KINDS = {
     "resourcequotas": ("", "", ""),
     "limitranges": ("", "", ""),
-    "pods": ("", MANAGED_SELECTOR, ""),
-    "jobs": ("batch/v1", MANAGED_SELECTOR, ""),
+    "pods": ("", labels.MANAGED_SELECTOR, ""),
+    "jobs": ("batch/v1", labels.MANAGED_SELECTOR, ""),
     "events": ("", "", "involvedObject.kind=Job"),
 }
 BACKOFF_START = 0.2
@@ -394,10 +394,6 @@ def trim(obj: dict, kind: str) -> dict:
         obj = dict(obj)
         obj["metadata"] = {k: v for k, v in meta.items() if k != "managedFields"}
     return obj
-
-
-def rfc3339(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _rv(obj: dict) -> int:

@@ -8,22 +8,10 @@ newest ``FailedCreate`` event's reason and message, so a refusal is never silent
 
 from __future__ import annotations
 
-import json
-
-from ... import reasons
+from ... import jobfields, labels, reasons
+from ...jobfields import container_resources, train_container, user_args
 from ...quantity import Quantity
 
-TRAIN = "train"
-ARGS_ANNOTATION = "jupyter-quota/args"
-OWNER_ANNOTATION = "jupyter-quota/owner"
-TEAM_LABEL = "jupyter-quota/team"
-USER_LABEL = "jupyter-quota/user"
-JOB_LABEL = "jupyter-quota/job"
-#: Labels the job controller puts on a Job's pods, and the reason of its event when the API
-#: server refuses one (quota, LimitRange, ...).
-JOB_NAME_LABEL = "job-name"
-CONTROLLER_UID_LABEL = "controller-uid"
-FAILED_CREATE = "FailedCreate"
 #: The Job conditions that end it (batch/v1 JobConditionType).
 COMPLETE = "Complete"
 FAILED = "Failed"
@@ -44,7 +32,7 @@ def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str 
     while the Job has no pod yet.
     """
     meta = job.get("metadata") or {}
-    labels = meta.get("labels") or {}
+    job_labels = meta.get("labels") or {}
     annotations = meta.get("annotations") or {}
     status = job.get("status") or {}
     pods = sorted(pods, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "")
@@ -55,8 +43,8 @@ def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str 
     out = {
         "name": meta.get("name", ""),
         "namespace": meta.get("namespace", ""),
-        "team": labels.get(TEAM_LABEL, ""),
-        "owner": annotations.get(OWNER_ANNOTATION) or labels.get(USER_LABEL, ""),
+        "team": job_labels.get(labels.TEAM, ""),
+        "owner": annotations.get(labels.OWNER) or job_labels.get(labels.USER, ""),
         "phase": "Pending",
         "args": user_args(job),
         "gpus": int(Quantity(gpus).value()),
@@ -80,7 +68,7 @@ def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str 
     else:
         refused = failed_create(events, meta)
         if refused is not None and not any(_pod_phase(p) in ("Pending", "Running") for p in pods):
-            out["reason"] = refused.get("reason") or FAILED_CREATE
+            out["reason"] = refused.get("reason") or reasons.FAILED_CREATE
             out["message"] = refused.get("message") or ""
         elif pod is not None and _pod_phase(pod) == "Pending":
             waiting = _pending_reason(pod)
@@ -94,30 +82,6 @@ def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str 
     return out
 
 
-def train_container(pod: dict) -> dict:
-    """The container named ``train`` (else the first) of a pod or pod template."""
-    containers = (pod.get("spec") or {}).get("containers") or [{}]
-    return next((c for c in containers if c.get("name") == TRAIN), containers[0])
-
-
-def container_resources(container: dict) -> dict:
-    resources = container.get("resources") or {}
-    return {part: {k: str(Quantity(str(v))) for k, v in (resources.get(part) or {}).items()}
-            for part in ("requests", "limits")}
-
-
-def user_args(job: dict) -> list[str]:
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    try:
-        args = json.loads(annotations.get(ARGS_ANNOTATION, "null"))
-    except ValueError:
-        args = None
-    if isinstance(args, list):
-        return [str(a) for a in args]
-    template = (job.get("spec") or {}).get("template") or {}
-    return [str(a) for a in train_container(template).get("args") or []]
-
-
 def _pod_phase(pod: dict | None) -> str:
     return ((pod or {}).get("status") or {}).get("phase", "Pending")
 
@@ -125,7 +89,7 @@ def _pod_phase(pod: dict | None) -> str:
 def _exit_code(pod: dict | None):
     for status in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
         terminated = (status.get("state") or {}).get("terminated")
-        if terminated and status.get("name", TRAIN) == TRAIN:
+        if terminated and status.get("name", jobfields.TRAIN) == jobfields.TRAIN:
             return terminated.get("exitCode")
     return None
 
@@ -142,10 +106,10 @@ def pods_of(pods: list[dict], name: str, uid: str | None) -> list[dict]:
     """The pods of Job ``name`` (of that uid, when known) among ``pods``."""
     found = []
     for pod in pods:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        if labels.get(JOB_NAME_LABEL) != name:
+        pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+        if pod_labels.get(labels.JOB_NAME) != name:
             continue
-        if uid and labels.get(CONTROLLER_UID_LABEL) not in (None, uid):
+        if uid and pod_labels.get(labels.CONTROLLER_UID) not in (None, uid):
             continue
         found.append(pod)
     return found
@@ -157,7 +121,7 @@ def failed_create(events: list[dict], job_meta: dict) -> dict | None:
     best, best_at = None, ""
     for event in events:
         involved = event.get("involvedObject") or {}
-        if event.get("reason") != FAILED_CREATE or involved.get("name") != job_meta.get("name"):
+        if event.get("reason") != reasons.FAILED_CREATE or involved.get("name") != job_meta.get("name"):
             continue
         if uid and involved.get("uid") and involved["uid"] != uid:
             continue

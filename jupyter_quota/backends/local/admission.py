@@ -10,17 +10,15 @@ but it holds no quota.
 
 from __future__ import annotations
 
-import copy
-import json
 import re
 import sqlite3
 
 from ... import bounds, errors, quota
+from ...jobfields import train_container, user_args
 from ...quantity import Quantity
 from . import clock, jobview, ledger
 
 GPU = "nvidia.com/gpu"
-ARGS_ANNOTATION = "jupyter-quota/args"
 JOB_COUNT = "count/jobs.batch"
 
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -62,7 +60,7 @@ def validate_job(job: dict, namespace: str) -> str:
         raise errors.Invalid(
             f"{prefix}spec.template.spec.containers: Required value: at least one container"
         )
-    if not jobview.command_of(jobview.train_container({"spec": template})):
+    if not jobview.command_of(train_container({"spec": template})):
         raise errors.Invalid(
             f"{prefix}spec.template.spec.containers[0].command: Required value: "
             "the local backend runs the container's command"
@@ -114,26 +112,3 @@ def job_row(profile, job: dict, owner: str, admission) -> dict:
         "job": ledger.dumps(job),
         "created_at": clock.now(),
     }
-
-
-def user_args(job: dict) -> list[str]:
-    """The user's arguments: the ``jupyter-quota/args`` annotation, else the container's args."""
-    annotations = (job.get("metadata") or {}).get("annotations") or {}
-    if ARGS_ANNOTATION in annotations:
-        try:
-            args = json.loads(annotations[ARGS_ANNOTATION])
-            if isinstance(args, list):
-                return [str(a) for a in args]
-        except ValueError:
-            pass
-    template = ((job.get("spec") or {}).get("template")) or {}
-    return [str(a) for a in jobview.train_container(template).get("args") or []]
-
-
-def limit_range_spec(limit_ranges: list[dict]) -> dict | None:
-    """The profile's LimitRange spec (several are merged into one list of limits), or None."""
-    if not limit_ranges:
-        return None
-    if len(limit_ranges) == 1:
-        return copy.deepcopy(limit_ranges[0].get("spec") or {})
-    return {"limits": [item for lr in limit_ranges for item in (lr.get("spec") or {}).get("limits", [])]}

@@ -51,7 +51,8 @@ import time
 from dataclasses import dataclass
 
 from ... import errors, paging, quota, reasons, statedir
-from ..base import Backend
+from ...jobspec import JobSettings
+from ..base import Backend, balance_json
 from . import account, admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
@@ -80,7 +81,10 @@ class LocalBackend(Backend):
         retention_seconds: float = 86400,
         retention_count: int = 1000,
         prune_batch: int = 500,
+        job_image: str = "",
     ):
+        # The image only labels the Job (a local job runs its command as a process).
+        self.job_settings = JobSettings(image=job_image)
         self.grace_period = grace_period
         self.retention_seconds = retention_seconds
         self.retention_count = retention_count
@@ -159,15 +163,7 @@ class LocalBackend(Backend):
                 quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs})
                 for q in profile.resource_quotas()
             ]
-            summary = quota.balance(quotas)
-            usage.summary = (profile, {
-                "namespace": profile.namespace,
-                "team": profile.team,
-                "resources": summary["resources"],
-                "quotas": summary["quotas"],
-                "warnings": summary["warnings"],
-                "limitRange": admission.limit_range_spec(profile.limit_ranges()),
-            })
+            usage.summary = (profile, balance_json(profile, quotas, profile.limit_ranges()))
         # Deep enough a copy that a caller cannot change the cache; the ledger was checked just now.
         return {**copy.deepcopy(usage.summary[1]), "observedAt": clock.now(), "stale": False}
 

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import time
 
+from ..base import rfc3339
+
 
 def now() -> str:
     """The current time, e.g. ``2026-11-29T08:30:00Z``."""
     return rfc3339(time.time())
-
-
-def rfc3339(epoch: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

@@ -5,12 +5,9 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from ... import bounds, reasons
-from ...quantity import Quantity
+from ... import reasons
+from ...jobfields import container_resources, train_container
 from . import ledger
-
-TRAIN = "train"
-
 
 def job_json(row: sqlite3.Row) -> dict:
     """The API's job dict for a row; a cancel in progress shows as Running/Terminating."""
@@ -44,36 +41,6 @@ def job_json(row: sqlite3.Row) -> dict:
             " if still running"
         )
     return job
-
-
-def train_container(pod: dict) -> dict:
-    """The container named ``train`` (else the first) of a pod or pod template."""
-    spec = pod.get("spec", {})
-    containers = spec.get("containers") or [{}]
-    for container in containers:
-        if container.get("name") == TRAIN:
-            return container
-    return containers[0]
-
-
-def container_resources(container: dict) -> dict:
-    """``{"requests", "limits"}`` with every quantity in canonical form."""
-    resources = container.get("resources") or {}
-    return {
-        part: {name: _canonical(str(q)) for name, q in (resources.get(part) or {}).items()}
-        for part in ("requests", "limits")
-    }
-
-
-def _canonical(text: str) -> str:
-    """The canonical form; a string an older version stored past today's bounds is shown as stored
-    (parsing 100,000 digits on every listing cost half a second)."""
-    if len(text) > bounds.MAX_QUANTITY_CHARS:
-        return text
-    try:
-        return str(Quantity(text))
-    except ValueError:
-        return text
 
 
 def command_of(container: dict) -> list[str]:

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Callable
 
-from ... import reasons
+from ... import jobfields, reasons
 from . import (account, clock, command, jobview, ledger, livejobs, logtail, procfs, quotausage, runner,
                scheduler, tracking)
 
@@ -241,7 +241,7 @@ class Lifecycle:
             place = self.accounts.place(row["owner"])
         except account.Refused as e:
             raise OSError(str(e)) from None  # a StartError, as any other start failure
-        container = jobview.train_container(ledger.loads(row["pod"]))
+        container = jobfields.train_container(ledger.loads(row["pod"]))
         env = runner.job_environment(os.environ, container, row["namespace"], row["name"], gpu_indices)
         env = command.job_path(account.job_environment(env, place.account))
         # Found before the ledger says Running: CommandNotFound makes the job StartError at once.

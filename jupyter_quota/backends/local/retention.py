@@ -29,7 +29,9 @@ import shutil
 import sqlite3
 import time
 
-from . import clock, jobview, ledger, runner
+from ... import jobfields
+from ..base import rfc3339
+from . import clock, ledger, runner
 
 FINISHED = ("Succeeded", "Failed")
 PRUNED_DIR = ".pruned"  # under state_dir/jobs: the directories of pruned jobs until they are removed
@@ -71,7 +73,7 @@ def prune(book: ledger.Ledger, state_dir: str, *, keep_seconds: float, keep_coun
 def _expired(con: sqlite3.Connection, keep_seconds: float, keep_count: int, batch: int) -> list[sqlite3.Row]:
     rows: dict[int, sqlite3.Row] = {}
     if keep_seconds >= 0:
-        cutoff = clock.rfc3339(time.time() - keep_seconds)  # RFC 3339 UTC strings sort as times
+        cutoff = rfc3339(time.time() - keep_seconds)  # RFC 3339 UTC strings sort as times
         for row in con.execute(
             "SELECT * FROM jobs INDEXED BY jobs_by_finish WHERE finished_at IS NOT NULL AND finished_at < ?"
             " AND phase IN (?, ?) ORDER BY finished_at LIMIT ?", (cutoff, *FINISHED, batch),
@@ -113,7 +115,7 @@ def _remove(directory: str, log: logging.Logger) -> None:
 def _record(row: sqlite3.Row) -> dict:
     """The compact record of a pruned job (see the module docstring)."""
     try:
-        resources = jobview.container_resources(jobview.train_container(ledger.loads(row["pod"])))
+        resources = jobfields.container_resources(jobfields.train_container(ledger.loads(row["pod"])))
     except Exception:  # noqa: BLE001 - a row an older version wrote: keep the rest of its record
         resources = {}
     return {

@@ -1,0 +1,40 @@
+"""Every label and annotation key jupyter_quota writes or reads, named once.
+
+In the style of Kueue's ``pkg/controller/constants``: one constant, one comment saying what it
+marks and who reads it. The keys Kubernetes itself sets are here too, so that no key is spelled in
+two places. ``tests/test_labels.py`` checks that no other module spells one.
+"""
+
+# -- ours: on the namespaces, quota objects, Roles, Jobs and pods jupyter_quota creates ---------
+
+#: Marks an object as ours (value ``MANAGED_BY_VALUE``): the kube backend watches only Jobs and
+#: pods with it (``backends/kube/cache.py``), and ``profiles apply`` compares it (``apply.py``).
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "jupyter-quota"
+#: The label selector of every object we manage.
+MANAGED_SELECTOR = f"{MANAGED_BY}={MANAGED_BY_VALUE}"
+#: The prefix of our own keys; ``profiles apply`` treats every label under it as ours.
+PREFIX = "jupyter-quota/"
+#: The team a namespace or Job belongs to; the kube job view shows it as the job's ``team``.
+TEAM = PREFIX + "team"
+#: The submitting user, made a label value (``jobspec.label_value``): a selector for a user's jobs.
+USER = PREFIX + "user"
+#: The job's name, on the Job and its pods (the job controller's ``job-name`` may be cut).
+JOB = PREFIX + "job"
+#: Annotation: the submitting user as given (any characters); the job view's ``owner``.
+OWNER = PREFIX + "owner"
+#: Annotation: the user's trainer arguments as a JSON list; both backends' job views show them as ``args``.
+ARGS = PREFIX + "args"
+
+# -- Kubernetes': set by its controllers, read by us ---------------------------------------------
+
+#: Set by the job controller on a Job's pods: the kube backend finds a Job's pods by it.
+JOB_NAME = "job-name"
+#: The same, under the batch prefix (Kubernetes 1.27+); ``quota.job_pod`` sets both, as the controller does.
+BATCH_JOB_NAME = "batch.kubernetes.io/job-name"
+#: Set by the job controller on a Job's pods: the uid of the Job that made them (a re-created Job is another).
+CONTROLLER_UID = "controller-uid"
+#: Annotation the job controller sets on an Indexed Job's pods: the completion index.
+JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+#: Annotation the LimitRanger admission plugin sets on a pod it defaulted; ``limitrange`` writes it the same way.
+LIMIT_RANGER = "kubernetes.io/limit-ranger"
