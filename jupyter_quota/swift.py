@@ -140,6 +140,24 @@ _DEEPSPEED_ALIASES = {"default-zero2": "zero2", "default-zero3": "zero3", "zero2
                       "zero3-offload": "zero3_offload", "default-zero3-offload": "zero3_offload"}
 _ATTN_ALIASES = {"flash_attention_2": "flash_attn", "fa2": "flash_attn", "flash_attn2": "flash_attn"}
 
+#: what an older name becomes: (4.x name, raw values) pairs, or None when the name is not an old one
+_Translation = list[tuple[str, list[str]]] | None
+
+#: ms-swift 1.x-3.x names that only changed name (old -> 4.x): their values pass as they are. The
+#: names whose values change too are translated by the ``_old_*`` functions (``_OLD_SPELLINGS``).
+_RENAMED = {
+    "model_id_or_path": "model",
+    "batch_size": "per_device_train_batch_size",
+    "eval_batch_size": "per_device_eval_batch_size",
+    "lora_modules_to_save": "modules_to_save",
+    "use_liger": "use_liger_kernel",
+}
+#: 4.x names with a 1.x-3.x value that 4.x no longer takes: (name, value) -> why it is dropped
+_DROPPED = {
+    ("lora_dtype", "auto"): "--lora_dtype AUTO dropped: 4.x default",
+    ("max_length", "-1"): "--max_length -1 dropped: 'no limit' is the 4.x default (the model's max length)",
+}
+
 
 @dataclass(frozen=True)
 class SftArgs:
@@ -347,125 +365,127 @@ def parse_sft_args(argv: list[str] | tuple[str, ...]) -> SftArgs:
                    explicit=frozenset(values))
 
 
-def _translate(name: str, raw: list[str], values: dict, notes: list[str]
-               ) -> list[tuple[str, list[str]]] | None:
+def _translate(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
     """Older ms-swift names -> current ones (list of (name, raw values)); None if not old."""
-    one = raw[0] if len(raw) == 1 else None
+    if name in _RENAMED:
+        return _rename(name, raw, notes)
+    if len(raw) == 1 and (name, raw[0].lower()) in _DROPPED:
+        notes.append(_DROPPED[name, raw[0].lower()])
+        return []
+    special = _OLD_SPELLINGS.get(name)
+    return special(name, raw, values, notes) if special else None
 
-    def need_one() -> str:
-        if one is None:
-            raise InvalidRequest(f"--{name} takes one value, got {len(raw)}"
-                                 + (f": {' '.join(raw)}" if raw else ""))
-        return one
 
-    if name == "model_id_or_path":
-        notes.append("--model_id_or_path -> --model: renamed in ms-swift 3.x")
-        return [("model", [need_one()])]
-    if name == "model_type":
-        value = need_one()
-        if value.lower() in OLD_MODEL_TYPES:
-            return [("__model_type_old__", [value])]
-        return None  # a 4.x model_type such as qwen2: typed, kept
-    if name in ("sft_type", "train_type"):
-        value = need_one().lower()
-        out: list[tuple[str, list[str]]] = []
-        if value == "qlora":
-            out = [("tuner_type", ["lora"])]
-            if "quant_method" not in values:
-                out.append(("quant_method", ["bnb"]))
-            if "quant_bits" not in values:
-                out.append(("quant_bits", ["4"]))
-            notes.append(f"--{name} qlora -> --tuner_type lora --quant_method bnb --quant_bits 4: "
-                         "ms-swift 4.x has no qlora type; QLoRA is LoRA on a bnb-quantized model")
-        else:
-            out = [("tuner_type", [value])]
-            notes.append(f"--{name} {value} -> --tuner_type {value}: renamed in ms-swift 4.x "
-                         "(--train_type is rejected there)")
-        return out
-    if name == "dtype":
-        value = need_one().lower()
-        if value in ("bnb_nf4", "bnb_fp4", "nf4", "fp4", "bnb_int4", "int4"):
-            qtype = "fp4" if "fp4" in value else "nf4"
-            notes.append(f"--dtype {one} -> --quant_method bnb --quant_bits 4 --bnb_4bit_quant_type "
-                         f"{qtype}: 4-bit bitsandbytes loading is a quantization, not a dtype, in 4.x")
-            return [("quant_method", ["bnb"]), ("quant_bits", ["4"]), ("bnb_4bit_quant_type", [qtype])]
-        if value in ("bnb_int8", "int8", "bnb_8bit"):
-            notes.append(f"--dtype {one} -> --quant_method bnb --quant_bits 8: 8-bit bitsandbytes "
-                         "loading is a quantization, not a dtype, in 4.x")
-            return [("quant_method", ["bnb"]), ("quant_bits", ["8"])]
-        if value == "auto":
-            notes.append("--dtype AUTO dropped: ms-swift 4.x reads torch_dtype from config.json by default")
-            return []
-        if value in _TORCH_DTYPE_ALIASES:
-            new = _TORCH_DTYPE_ALIASES[value]
-            notes.append(f"--dtype {one} -> --torch_dtype {new}: renamed in ms-swift 3.x")
-            return [("torch_dtype", [new])]
-        raise InvalidRequest(f"--dtype {one}: expected one of bf16, fp16, fp32, AUTO, bnb_nf4, bnb_int8")
-    if name == "quantization_bit":
-        value = need_one()
-        if value == "0":
-            notes.append("--quantization_bit 0 dropped: no quantization (the default)")
-            return []
-        notes.append(f"--quantization_bit {value} -> --quant_method bnb --quant_bits {value}: "
-                     "renamed in ms-swift 3.x")
-        out = [("quant_bits", [value])]
-        if "quant_method" not in values:
-            out.insert(0, ("quant_method", ["bnb"]))
-        return out
-    if name == "bnb_4bit_comp_dtype":
-        value = need_one()
-        if value.lower() == "auto":
-            notes.append("--bnb_4bit_comp_dtype AUTO dropped: 4.x follows torch_dtype by default")
-            return []
-        new = _TORCH_DTYPE_ALIASES.get(value.lower(), value)
-        notes.append(f"--bnb_4bit_comp_dtype {value} -> --bnb_4bit_compute_dtype {new}: renamed")
-        return [("bnb_4bit_compute_dtype", [new])]
-    if name == "batch_size":
-        notes.append("--batch_size -> --per_device_train_batch_size: renamed in ms-swift 3.x")
-        return [("per_device_train_batch_size", [need_one()])]
-    if name == "eval_batch_size":
-        notes.append("--eval_batch_size -> --per_device_eval_batch_size: renamed in ms-swift 3.x")
-        return [("per_device_eval_batch_size", [need_one()])]
-    if name == "use_flash_attn":
-        flag = _to_bool(name, one if raw else "true")
-        if flag:
-            notes.append("--use_flash_attn true -> --attn_impl flash_attn: renamed in ms-swift 3.x")
-            return [("attn_impl", ["flash_attn"])]
-        notes.append("--use_flash_attn false dropped: ms-swift 4.x picks sdpa or eager from config.json")
+def _rename(name: str, raw: list[str], notes: list[str]) -> _Translation:
+    """A plain rename: the values pass as they are, in the form the new name takes."""
+    new = _RENAMED[name]
+    notes.append(f"--{name} -> --{new}: renamed in ms-swift 3.x")
+    kind = _KINDS.get(new)
+    if kind == "list":
+        return [(new, raw)]  # at least one value: checked under the new name's kind
+    if kind == "bool":
+        return [(new, raw or ["true"])]  # a bare flag means true
+    return [(new, [_one_value(name, raw)])]
+
+
+def _one_value(name: str, raw: list[str]) -> str:
+    if len(raw) != 1:
+        raise InvalidRequest(f"--{name} takes one value, got {len(raw)}" + (f": {' '.join(raw)}" if raw else ""))
+    return raw[0]
+
+
+def _old_model_type(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
+    value = _one_value(name, raw)
+    if value.lower() in OLD_MODEL_TYPES:
+        return [("__model_type_old__", [value])]  # resolved after every argument is read
+    return None  # a 4.x model_type such as qwen2: typed, kept
+
+
+def _old_train_type(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
+    value = _one_value(name, raw).lower()
+    if value != "qlora":
+        notes.append(f"--{name} {value} -> --tuner_type {value}: renamed in ms-swift 4.x "
+                     "(--train_type is rejected there)")
+        return [("tuner_type", [value])]
+    out = [("tuner_type", ["lora"])]  # and bnb 4-bit, unless the argv already chose otherwise
+    out += [(key, [setting]) for key, setting in (("quant_method", "bnb"), ("quant_bits", "4")) if key not in values]
+    notes.append(f"--{name} qlora -> --tuner_type lora --quant_method bnb --quant_bits 4: "
+                 "ms-swift 4.x has no qlora type; QLoRA is LoRA on a bnb-quantized model")
+    return out
+
+
+def _old_dtype(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
+    given = _one_value(name, raw)
+    value = given.lower()
+    if value in ("bnb_nf4", "bnb_fp4", "nf4", "fp4", "bnb_int4", "int4"):
+        qtype = "fp4" if "fp4" in value else "nf4"
+        notes.append(f"--dtype {given} -> --quant_method bnb --quant_bits 4 --bnb_4bit_quant_type "
+                     f"{qtype}: 4-bit bitsandbytes loading is a quantization, not a dtype, in 4.x")
+        return [("quant_method", ["bnb"]), ("quant_bits", ["4"]), ("bnb_4bit_quant_type", [qtype])]
+    if value in ("bnb_int8", "int8", "bnb_8bit"):
+        notes.append(f"--dtype {given} -> --quant_method bnb --quant_bits 8: 8-bit bitsandbytes "
+                     "loading is a quantization, not a dtype, in 4.x")
+        return [("quant_method", ["bnb"]), ("quant_bits", ["8"])]
+    if value == "auto":
+        notes.append("--dtype AUTO dropped: ms-swift 4.x reads torch_dtype from config.json by default")
         return []
-    if name == "lora_target_modules":
-        if not raw:
-            raise InvalidRequest("--lora_target_modules needs at least one value")
-        mapped = []
-        for value in raw:
-            upper = value.upper()
-            if upper in ("ALL", "ALL-LINEAR"):
-                mapped.append("all-linear")
-            elif upper in ("DEFAULT", "AUTO"):
-                mapped.append("all-linear")
-            else:
-                mapped.append(value)
-        mapped = list(dict.fromkeys(mapped))
-        notes.append(f"--lora_target_modules {' '.join(raw)} -> --target_modules {' '.join(mapped)}: "
-                     "renamed in ms-swift 3.x (ALL/DEFAULT/AUTO became all-linear, the 4.x default)")
-        return [("target_modules", mapped)]
-    if name == "lora_modules_to_save":
-        notes.append("--lora_modules_to_save -> --modules_to_save: renamed in ms-swift 3.x")
-        return [("modules_to_save", raw)]
-    if name == "lora_dtype" and one is not None and one.lower() == "auto":
-        notes.append("--lora_dtype AUTO dropped: 4.x default")
+    if value in _TORCH_DTYPE_ALIASES:
+        new = _TORCH_DTYPE_ALIASES[value]
+        notes.append(f"--dtype {given} -> --torch_dtype {new}: renamed in ms-swift 3.x")
+        return [("torch_dtype", [new])]
+    raise InvalidRequest(f"--dtype {given}: expected one of bf16, fp16, fp32, AUTO, bnb_nf4, bnb_int8")
+
+
+def _old_quantization_bit(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
+    value = _one_value(name, raw)
+    if value == "0":
+        notes.append("--quantization_bit 0 dropped: no quantization (the default)")
         return []
-    if name == "use_liger":
-        notes.append("--use_liger -> --use_liger_kernel: renamed in ms-swift 3.x")
-        return [("use_liger_kernel", raw or ["true"])]
-    if name == "max_length" and one == "-1":
-        notes.append("--max_length -1 dropped: 'no limit' is the 4.x default (the model's max length)")
+    notes.append(f"--quantization_bit {value} -> --quant_method bnb --quant_bits {value}: "
+                 "renamed in ms-swift 3.x")
+    return ([] if "quant_method" in values else [("quant_method", ["bnb"])]) + [("quant_bits", [value])]
+
+
+def _old_bnb_4bit_comp_dtype(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
+    value = _one_value(name, raw)
+    if value.lower() == "auto":
+        notes.append("--bnb_4bit_comp_dtype AUTO dropped: 4.x follows torch_dtype by default")
         return []
-    if name == "template_type":
-        notes.append(f"--template_type -> --template: renamed in ms-swift 3.x (check the 4.x template "
-                     f"name for {one})")
-        return [("template", [need_one()])]
-    return None
+    new = _TORCH_DTYPE_ALIASES.get(value.lower(), value)
+    notes.append(f"--bnb_4bit_comp_dtype {value} -> --bnb_4bit_compute_dtype {new}: renamed")
+    return [("bnb_4bit_compute_dtype", [new])]
+
+
+def _old_use_flash_attn(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
+    if _to_bool(name, (raw[0] if len(raw) == 1 else None) if raw else "true"):
+        notes.append("--use_flash_attn true -> --attn_impl flash_attn: renamed in ms-swift 3.x")
+        return [("attn_impl", ["flash_attn"])]
+    notes.append("--use_flash_attn false dropped: ms-swift 4.x picks sdpa or eager from config.json")
+    return []
+
+
+def _old_lora_target_modules(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
+    if not raw:
+        raise InvalidRequest("--lora_target_modules needs at least one value")
+    mapped = list(dict.fromkeys("all-linear" if value.upper() in ("ALL", "ALL-LINEAR", "DEFAULT", "AUTO") else value
+                                for value in raw))
+    notes.append(f"--lora_target_modules {' '.join(raw)} -> --target_modules {' '.join(mapped)}: "
+                 "renamed in ms-swift 3.x (ALL/DEFAULT/AUTO became all-linear, the 4.x default)")
+    return [("target_modules", mapped)]
+
+
+def _old_template_type(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
+    value = _one_value(name, raw)
+    notes.append(f"--template_type -> --template: renamed in ms-swift 3.x (check the 4.x template name for {value})")
+    return [("template", [value])]
+
+
+_OLD_SPELLINGS = {
+    "model_type": _old_model_type, "sft_type": _old_train_type, "train_type": _old_train_type, "dtype": _old_dtype,
+    "quantization_bit": _old_quantization_bit, "bnb_4bit_comp_dtype": _old_bnb_4bit_comp_dtype,
+    "use_flash_attn": _old_use_flash_attn, "lora_target_modules": _old_lora_target_modules,
+    "template_type": _old_template_type,
+}
 
 
 def _split_pairs(tokens: list[str]) -> list[tuple[str, list[str]]]:

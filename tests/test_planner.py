@@ -499,7 +499,7 @@ def test_offload_is_tried_only_when_no_plain_strategy_fits():
 
 
 def test_full_with_offload_ranks_above_lora_and_after_plain_at_equal_method():
-    from jupyter_quota.planner.options import methods_for
+    from jupyter_quota.planner.options import BatchSplit, methods_for
     from jupyter_quota.planner.search import Evaluated, Search
 
     result = run(FULL_7B, roomy())
@@ -513,8 +513,9 @@ def test_full_with_offload_ranks_above_lora_and_after_plain_at_equal_method():
     search = Search(asked, 1, context_from_balance(balance_of(p), p), fake_estimate)
     full = methods_for(asked)[0]
     plain = Evaluated(asked.replace(deepspeed="zero3", per_device_train_batch_size=1, gradient_accumulation_steps=8),
-                      2, full, (1, 8, True), fake_estimate(asked, 2))
-    offload = Evaluated(asked.replace(deepspeed="zero2_offload"), 1, full, (1, 16, True), fake_estimate(asked, 1))
+                      2, full, BatchSplit(1, 8, True), fake_estimate(asked, 2))
+    offload = Evaluated(asked.replace(deepspeed="zero2_offload"), 1, full, BatchSplit(1, 16, True),
+                        fake_estimate(asked, 1))
     for ev in (plain, offload):
         search._finish(ev)
     assert len(plain.changes) > len(offload.changes) and plain.key < offload.key

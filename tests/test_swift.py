@@ -71,6 +71,66 @@ def test_older_names(old, check):
     assert old[0] not in args.to_argv()
 
 
+# the plain renames (swift._RENAMED): old name, values, the 4.x name, and what it holds after parsing
+RENAMES = [
+    ("model_id_or_path", ["Qwen/Qwen2.5-7B"], "model", "Qwen/Qwen2.5-7B"),
+    ("batch_size", ["4"], "per_device_train_batch_size", 4),
+    ("eval_batch_size", ["8"], "per_device_eval_batch_size", ("8",)),  # untyped: passed through
+    ("lora_modules_to_save", ["embed_tokens", "lm_head"], "modules_to_save", ("embed_tokens", "lm_head")),
+    ("use_liger", ["true"], "use_liger_kernel", True),
+    ("use_liger", [], "use_liger_kernel", True),  # a bare flag
+    ("use_liger", ["false"], "use_liger_kernel", False),
+]
+
+
+@pytest.mark.parametrize("old,values,new,expected", RENAMES)
+@pytest.mark.parametrize("dashes", [False, True])
+def test_plain_renames_keep_their_values_under_the_new_name(old, values, new, expected, dashes):
+    spelled = old.replace("_", "-") if dashes else old
+    args = parse_sft_args(["--model", "m", f"--{spelled}", *values] if old != "model_id_or_path"
+                          else [f"--{spelled}", *values])
+    held = dict(args.extra)[new] if new not in SftArgs.__dataclass_fields__ else getattr(args, new)
+    assert held == expected
+    assert f"--{old} -> --{new}: renamed in ms-swift 3.x" in args.notes
+    argv = args.to_argv()
+    assert f"--{new}" in argv and f"--{old}" not in argv and f"--{spelled}" not in argv
+    assert parse_sft_args(argv).to_argv() == argv
+
+
+def test_every_plain_rename_has_a_case():
+    from jupyter_quota.swift import _RENAMED
+
+    assert {(old, new) for old, _, new, _ in RENAMES} == set(_RENAMED.items())
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--model_id_or_path"], "--model_id_or_path takes one value, got 0"),
+    (["--batch_size", "2", "4"], "--batch_size takes one value, got 2: 2 4"),
+    (["--batch-size", "0"], "--batch-size 0: must be at least 1"),
+    (["--eval_batch_size"], "--eval_batch_size takes one value, got 0"),
+    (["--lora_modules_to_save"], "--lora_modules_to_save needs at least one value"),
+    (["--use_liger", "maybe"], "--use_liger 'maybe': expected true or false"),
+    (["--use_liger", "true", "false"], "--use_liger takes one value, got 2"),
+])
+def test_plain_renames_check_values_as_the_new_name_does(argv, words):
+    with pytest.raises(InvalidRequest) as info:
+        parse_sft_args(argv)
+    assert words in info.value.message
+
+
+@pytest.mark.parametrize("old,field,note,current", [
+    (["--lora_dtype", "AUTO"], "lora_dtype", "--lora_dtype AUTO dropped: 4.x default", "float32"),
+    (["--lora_dtype", "auto"], "lora_dtype", "--lora_dtype AUTO dropped: 4.x default", "float32"),
+    (["--max_length", "-1"], "max_length", "--max_length -1 dropped: 'no limit' is the 4.x default", "512"),
+])
+def test_older_values_that_4x_no_longer_takes_are_dropped_with_a_note(old, field, note, current):
+    args = parse_sft_args(["--model", "m", *old])
+    assert getattr(args, field) is None and old[0] not in args.to_argv()
+    assert len(args.notes) == 1 and args.notes[0].startswith(note)
+    kept = parse_sft_args(["--model", "m", old[0], current])
+    assert kept.notes == () and str(getattr(kept, field)) == current
+
+
 def test_unknown_arguments_pass_through_and_are_listed():
     args = parse_sft_args(["--model", "m", "--my_flag", "1", "2", "--learning_rate", "1e-4"])
     assert args.unknown == ("my_flag",)

@@ -67,6 +67,7 @@ def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") 
     if "fsdp" in args.unknown and not args.deepspeed:
         # what FSDP saves depends on accelerate's fp32 upcast of trainable parameters, the reshard
         # settings and the trainer's own mixed precision, which differ between releases and frameworks
+        # (docs/estimator.md §9)
         assumptions.append("--fsdp: FSDP is not modelled; estimated as DDP (every GPU holds the whole "
                            "model). Measured FSDP LoRA runs in the calibration file lie from 30% below to "
                            "30% above that figure: a rough guide only; --deepspeed zero2/zero3 is modelled")

@@ -50,10 +50,10 @@ class ModelSpec:
     vision_linear_params: int = 0
     #: bitsandbytes quantizes the vision tower's linears too: ms-swift's Qwen-VL loader sets
     #: ``llm_int8_skip_modules = ['lm_head', 'attn_pool.attn']`` (swift/model/models/qwen.py), where
-    #: other multimodal models skip their whole vision tower and aligner (quant_args.py)
+    #: other multimodal models skip their whole vision tower and aligner (quant_args.py); docs/estimator.md §3
     vision_quantized: bool = False
     #: the model's own (remote) code computes attention with matmul + softmax whatever attn_impl
-    #: says: Qwen-VL's modeling_qwen.py has no sdpa or flash-attn path
+    #: says: Qwen-VL's modeling_qwen.py has no sdpa or flash-attn path (docs/estimator.md §5.1)
     eager_attention_only: bool = False
 
     # -- parameter counts -----------------------------------------------------------------------

@@ -122,14 +122,13 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
 
 
 def _plan_json(e: Evaluated) -> dict:
-    per_device, accumulation, _ = e.batch
     return {
         "summary": _summary(e),
         "args": list(e.args.to_argv()),
         "gpus": e.gpus,
         "resources": e.resources,
         "estimate": e.estimate.to_json() if e.estimate is not None else None,
-        "effectiveBatch": per_device * accumulation * e.gpus,
+        "effectiveBatch": e.batch.per_device * e.batch.accumulation * e.gpus,
         "relativeStepTime": round(e.speed, 2) if e.estimate is not None else None,
         "hostMemory": str(host_quantity(e.host_memory)) if e.host_memory else None,
         "changes": e.changes,
@@ -140,7 +139,7 @@ def _summary(e: Evaluated) -> str:
     a = e.args
     parts = [e.method.label, f"{e.gpus} GPU{'s' if e.gpus != 1 else ''}"]
     parts.append(str(a.deepspeed) if a.deepspeed else ("DDP" if e.gpus > 1 else "single GPU"))
-    parts.append(f"micro-batch {e.batch[0]} x {e.batch[1]} accumulation")
+    parts.append(f"micro-batch {e.batch.per_device} x {e.batch.accumulation} accumulation")
     if a.gradient_checkpointing is None or a.gradient_checkpointing:
         parts.append("gradient checkpointing")
     if a.attn_impl:

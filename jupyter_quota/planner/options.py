@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 #: method classes, best first
 QUALITY_LABELS = ("full fine-tune", "LoRA", "QLoRA 8-bit", "QLoRA 4-bit")
@@ -134,8 +135,16 @@ def request_of(asked, gpus: int) -> Request:
                    attention=asked.attn_impl, deepspeed=asked.deepspeed, tier=QUALITY_TIERS[quality_of(asked)])
 
 
-def batch_options(request: Request, gpus: int) -> list[tuple[int, int, bool]]:
-    """``(per-device batch, accumulation, effective batch kept)`` for ``gpus``, the user's split first.
+class BatchSplit(NamedTuple):
+    """How a plan makes up the effective batch on its GPUs."""
+
+    per_device: int  # the micro-batch
+    accumulation: int  # gradient accumulation steps
+    exact: bool  # per_device x accumulation x GPUs is the effective batch asked for
+
+
+def batch_options(request: Request, gpus: int) -> list[BatchSplit]:
+    """The batch splits for ``gpus``, the user's first.
 
     Micro-batches are the user's halved down to 1; accumulation makes up the effective batch.
     When no split keeps it exactly (e.g. 16 over 3 GPUs), the nearest is offered and flagged.
@@ -148,10 +157,10 @@ def batch_options(request: Request, gpus: int) -> list[tuple[int, int, bool]]:
         b //= 2
     if 1 not in sizes:
         sizes.append(1)
-    exact = [(b, target // (b * gpus), True) for b in sizes if target % (b * gpus) == 0]
+    exact = [BatchSplit(b, target // (b * gpus), True) for b in sizes if target % (b * gpus) == 0]
     if exact:
         return exact
-    return [(b, max(1, round(target / (b * gpus))), False) for b in sizes]
+    return [BatchSplit(b, max(1, round(target / (b * gpus))), False) for b in sizes]
 
 
 def relative_step_time(args, gpus: int, batch: int) -> float:

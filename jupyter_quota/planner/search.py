@@ -26,18 +26,40 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import InvalidRequest
 from .context import MAX_PLAN_GPUS, PlanContext, gib
 from .options import (
-    ATTENTION, OFFLOAD, Method, Request, batch_options, is_offload, methods_for, offload_applies, relative_step_time,
-    request_of, strategies_for,
+    ATTENTION, OFFLOAD, BatchSplit, Method, Request, batch_options, is_offload, methods_for, offload_applies,
+    relative_step_time, request_of, strategies_for,
 )
 from .resources import Admission, offload_host_bytes
 
 #: at most this many fitting plans and rejected ones are listed (the rest are counted in notes)
 CANDIDATE_CAP = 10
 REJECTED_CAP = 12
+
+
+class Rank(NamedTuple):
+    """How a candidate sorts, most important first (see the module's docstring); smaller is better."""
+
+    tier_distance: int  # how far the method's quality tier is from the one asked for
+    method_changed: bool
+    offload_added: bool  # DeepSpeed CPU offload the user did not ask for
+    batch_inexact: bool  # the effective batch could not be kept exactly
+    settings_changed: int  # how many settings other than the method differ from the request
+    tier: int  # quality tier: full before LoRA before QLoRA
+    speed: float  # relative step time (1.0 = the request as given)
+    gpus: int
+
+
+class VariantOrder(NamedTuple):
+    """The order variants of one group are tried in: fewest changes, exact batch, faster first."""
+
+    changes: int
+    batch_inexact: bool
+    step_time: float
 
 
 @dataclass
@@ -47,12 +69,12 @@ class Evaluated:
     args: object
     gpus: int
     method: Method
-    batch: tuple  # (per-device, accumulation, effective kept)
+    batch: BatchSplit
     estimate: object
     resources: dict | None = None
     reason: str | None = None  # None: it fits and is admitted
     changes: list = field(default_factory=list)
-    key: tuple = ()
+    key: Rank | tuple = ()  # the Rank, once ``Search._finish`` has set it
     speed: float = 0.0
     host_memory: int = 0  # bytes of host memory an offload plan needs (DeepSpeed's estimate)
     host_formula: str = ""
@@ -96,7 +118,7 @@ class Search:
                 self._search_method(method)
             except InvalidRequest as e:
                 base = self._with_method(method)
-                self.summaries.append(Evaluated(base, 1, method, (1, 1, True), None,
+                self.summaries.append(Evaluated(base, 1, method, BatchSplit(1, 1, True), None,
                                                 reason=f"{method.label}: {e.message}"))
                 continue
             if not any(e.method.name == method.name for e in self.fitting):
@@ -108,7 +130,7 @@ class Search:
         """The request exactly as given; errors here (an unknown model) are the caller's 400."""
         r = self.request
         method = methods_for(self.asked)[0]
-        ev = Evaluated(self.asked, r.gpus, method, (r.batch, r.accumulation, True),
+        ev = Evaluated(self.asked, r.gpus, method, BatchSplit(r.batch, r.accumulation, True),
                        self._estimate(self.asked, r.gpus))
         refusal = self._admit(ev)
         if ev.peak > self.context.usable_bytes:
@@ -163,14 +185,14 @@ class Search:
     def _search_group(self, method: Method, base, gpus: int) -> Evaluated | None:
         """The first variant of (method, strategy, gpus) that fits, or the leanest one rejected."""
         batches = batch_options(self.request, gpus)
-        lean_batch = min(batches, key=lambda b: b[0])
+        lean_batch = min(batches, key=lambda b: b.per_device)
         lean = self._variant(base, lean_batch, True, self.lean_attention)
         lean_ev = Evaluated(lean, gpus, method, lean_batch, self._estimate(lean, gpus))
         if lean_ev.peak > self.context.usable_bytes:
             kernel = ", gradient checkpointing and flash_attn" if self.lean_attention == "flash_attn" else \
                 " and gradient checkpointing"
             lean_ev.reason = (f"needs {gib(lean_ev.peak)} GiB per GPU even with a micro-batch of "
-                              f"{lean_batch[0]}{kernel}; {self.context.memory_phrase()}")
+                              f"{lean_batch.per_device}{kernel}; {self.context.memory_phrase()}")
             lean_ev.resources, _ = self.admission.resources(gpus)
             return lean_ev
         if is_offload(base.deepspeed):
@@ -198,14 +220,15 @@ class Search:
         r = self.request
         checkpointing = _unique([r.checkpointing, True])
         attention = self.attention_options
-        combos = []
+        variants = []
         for batch, ckpt, attn in itertools.product(batches, checkpointing, attention):
-            changed = ((batch[0], batch[1]) != (r.batch, r.accumulation)) + (ckpt != r.checkpointing) \
-                + (attn != r.attention)
+            changes = ((batch.per_device, batch.accumulation) != (r.batch, r.accumulation)) \
+                + (ckpt != r.checkpointing) + (attn != r.attention)
             args = self._variant(base, batch, ckpt, attn)
-            combos.append(((changed, not batch[2], relative_step_time(args, gpus, batch[0])), args, batch))
-        combos.sort(key=lambda c: c[0])
-        for _, args, batch in combos:
+            order = VariantOrder(changes, not batch.exact, relative_step_time(args, gpus, batch.per_device))
+            variants.append((order, args, batch))
+        variants.sort(key=lambda variant: variant[0])
+        for _, args, batch in variants:
             yield args, batch
 
     def _method_summary(self, method: Method) -> Evaluated:
@@ -219,10 +242,10 @@ class Search:
                 # beyond the team's GPUs, only the most sharded strategy can change the answer:
                 # DDP keeps a whole replica per GPU, ZeRO-3 holds less than ZeRO-2
                 strategies = [s for s in strategies if s is not None][-1:] or strategies
-            lean_args = [self._variant(base.replace(deepspeed=s), min(batch_options(self.request, gpus)), True,
-                                       self.lean_attention) for s in strategies]
-            evs = [Evaluated(a, gpus, method, min(batch_options(self.request, gpus)), self._estimate(a, gpus))
-                   for a in lean_args]
+            lean_batch = min(batch_options(self.request, gpus))
+            lean_args = [self._variant(base.replace(deepspeed=s), lean_batch, True, self.lean_attention)
+                         for s in strategies]
+            evs = [Evaluated(a, gpus, method, lean_batch, self._estimate(a, gpus)) for a in lean_args]
             best = min(evs, key=lambda e: e.peak)
             first = first or best
             if best.peak <= usable:
@@ -250,8 +273,9 @@ class Search:
     def _with_method(self, method: Method):
         return self.asked.replace(**dict(method.changes)) if method.changes else self.asked
 
-    def _variant(self, base, batch, checkpointing, attention):
-        return base.replace(per_device_train_batch_size=batch[0], gradient_accumulation_steps=batch[1],
+    def _variant(self, base, batch: BatchSplit, checkpointing, attention):
+        return base.replace(per_device_train_batch_size=batch.per_device,
+                            gradient_accumulation_steps=batch.accumulation,
                             gradient_checkpointing=checkpointing, attn_impl=attention)
 
     def _host_short(self, ev: Evaluated) -> str | None:
@@ -284,12 +308,13 @@ class Search:
     def _finish(self, ev: Evaluated) -> None:
         """Attach the changes from the request, the ranking key and the relative speed."""
         ev.changes = changes_from(self, ev)
-        ev.speed = relative_step_time(ev.args, ev.gpus, ev.batch[0]) / self._speed_of_asked
+        ev.speed = relative_step_time(ev.args, ev.gpus, ev.batch.per_device) / self._speed_of_asked
         r = self.request
-        settings_changed = sum(1 for c in ev.changes if c["field"] != "method")
-        offload_added = is_offload(ev.args.deepspeed) and not is_offload(r.deepspeed)
-        ev.key = (abs(ev.method.tier - r.tier), bool(ev.method.changes), offload_added, not ev.batch[2], settings_changed,
-                  ev.method.tier, ev.speed, ev.gpus)
+        ev.key = Rank(tier_distance=abs(ev.method.tier - r.tier), method_changed=bool(ev.method.changes),
+                      offload_added=is_offload(ev.args.deepspeed) and not is_offload(r.deepspeed),
+                      batch_inexact=not ev.batch.exact,
+                      settings_changed=sum(1 for c in ev.changes if c["field"] != "method"),
+                      tier=ev.method.tier, speed=ev.speed, gpus=ev.gpus)
 
 
 def changes_from(search: Search, ev: Evaluated) -> list[dict]:
