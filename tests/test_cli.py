@@ -85,8 +85,8 @@ def test_estimate_json_offline_for_a_local_config_folder(tmp_path):
     (folder / "config.json").write_text(json.dumps(TINY_QWEN2))
     out = run("estimate", "--json", "--", "--model", str(folder), "--tuner_type", "lora", "--max_length", "2048")
     body = json.loads(out.stdout)
-    assert set(body) >= {"peak_bytes_per_gpu", "peak_gib_per_gpu", "breakdown", "assumptions"}
-    assert sum(body["breakdown"].values()) == body["peak_bytes_per_gpu"]
+    assert set(body) >= {"peakBytesPerGpu", "peakGibPerGpu", "breakdown", "assumptions"}
+    assert sum(body["breakdown"].values()) == body["peakBytesPerGpu"]
     assert body["gpus"] == 1
 
 

@@ -40,8 +40,8 @@ class FakeEstimate:
     model: object = None  # .params: what the planner reads for an offload plan's host memory
 
     def to_json(self):
-        return {"peak_bytes_per_gpu": self.peak_bytes_per_gpu,
-                "peak_gib_per_gpu": round(self.peak_bytes_per_gpu / GIB, 2), "breakdown": self.breakdown,
+        return {"peakBytesPerGpu": self.peak_bytes_per_gpu,
+                "peakGibPerGpu": round(self.peak_bytes_per_gpu / GIB, 2), "breakdown": self.breakdown,
                 "assumptions": self.assumptions, "model": None, "gpus": self.gpus, "args": []}
 
 
@@ -101,7 +101,7 @@ def argv_value(argv, name):
 
 
 def peak_gib(p) -> float:
-    return p["estimate"]["peak_bytes_per_gpu"] / GIB
+    return p["estimate"]["peakBytesPerGpu"] / GIB
 
 
 # -- the request itself ---------------------------------------------------------------------------
@@ -404,7 +404,7 @@ def test_python_entry_point_with_a_balance():
     assert result.to_json()["recommended"]["changes"] == []
     assert "Recommended:" in str(result)
     est = jupyter_quota.estimate(["--model", "Qwen/Qwen2.5-0.5B-Instruct"], gpus=1).to_json()
-    assert est["peak_bytes_per_gpu"] == sum(est["breakdown"].values())
+    assert est["peakBytesPerGpu"] == sum(est["breakdown"].values())
 
 
 def test_a_fitting_request_on_its_only_gpu_gets_no_rejection_for_its_method():

@@ -131,7 +131,7 @@ def plan_html(result: dict) -> str:
              f"{_e(result.get('gpusFree'))} GPU(s) free, {_e(result.get('gpuMemory'))} per GPU "
              f"({_e(result.get('usableGpuMemory'))} usable)<br>"
              f"As written: {_e(request.get('gpus'))} GPU(s), estimated "
-             f"<b>{est.get('peak_gib_per_gpu', 0):.1f} GiB</b> per GPU"]
+             f"<b>{est.get('peakGibPerGpu', 0):.1f} GiB</b> per GPU"]
     best = result.get("recommended")
     if best is None:
         parts.append("<p><b style='color:#d9534f'>Nothing fits now.</b></p>")
