@@ -149,13 +149,13 @@ export interface paths {
         put?: never;
         /**
          * The best swift sft configuration that fits the namespace's live balance
-         * @description Enumerates the method (full, LoRA, QLoRA 8-bit, QLoRA 4-bit), 1 to the free GPUs, DDP or
+         * @description Enumerates the method (full, LoRA, QLoRA 8-bit, QLoRA 4-bit), 1 to the GPUs the namespace has left (`gpusFree`), DDP or
          *     DeepSpeed ZeRO-2/3, the micro-batch with gradient accumulation keeping the effective
          *     batch, gradient checkpointing and the attention kernel; estimates each; keeps those whose
          *     peak per GPU is at most the profile's `gpuMemory` less a 10% margin and whose pod passes
          *     the namespace's LimitRange and ResourceQuotas; ranks them by closeness to the request,
          *     then quality (full, LoRA, QLoRA; 8-bit and 4-bit QLoRA are one tier), then speed. Each rejected configuration carries its reason in numbers
-         *     (`full fine-tune needs 4 GPUs x 61.3 GiB; team-alpha has 1 GPU free`). Nothing is submitted.
+         *     (`full fine-tune needs 4 GPUs x 61.3 GiB; team-alpha has 1 GPU left`). Nothing is submitted.
          */
         post: operations["planJob"];
         delete?: never;

@@ -110,7 +110,7 @@ def test_estimate_needs_the_double_dash_and_whole_gpus():
 def test_plan_classic_scenario_prints_the_command(tmp_path):
     out = run("plan", "--namespace", "team-gamma", "--config", gamma_config(tmp_path), "--",
               "--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full").stdout
-    assert "team-gamma (team gamma): 1 GPU free, 24 GiB per GPU (21.6 GiB usable" in out
+    assert "team-gamma (team gamma): 1 GPU left, 24 GiB per GPU (21.6 GiB usable" in out
     assert "Recommended: QLoRA" in out
     assert "    swift sft --model Qwen/Qwen-VL-Chat --tuner_type lora --quant_method bnb" in out
     assert "Rejected:" in out and "a GPU has 24 GiB (21.6 GiB with the 10% margin)" in out

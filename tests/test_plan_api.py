@@ -145,7 +145,7 @@ async def test_a_plan_submits_as_it_is(api):
     assert status == 201, job
     status, again = await api("POST", "namespaces", "team-gamma", "plan", body={"args": QWEN_VL_FULL})
     assert status == 200 and again["gpusFree"] == 0 and again["recommended"] is None
-    assert "0 GPUs free" in " ".join(r["reason"] for r in again["rejected"])
+    assert "0 GPUs left" in " ".join(r["reason"] for r in again["rejected"])
     await api("DELETE", "namespaces", "team-gamma", "jobs", job["name"])
 
 

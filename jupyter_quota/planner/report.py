@@ -34,7 +34,7 @@ def estimate_text(estimate: dict, notes=()) -> str:
 def plan_text(result: dict) -> str:
     """The recommended plan as a command, the alternatives as a table, the rejected with reasons."""
     lines = [f"{result['namespace']} (team {result['team']}): {result['gpusFree']} GPU"
-             f"{'s' if result['gpusFree'] != 1 else ''} free, {_gi(result['gpuMemory'])} per GPU "
+             f"{'s' if result['gpusFree'] != 1 else ''} left, {_gi(result['gpuMemory'])} per GPU "
              f"({_gi(result['usableGpuMemory'])} usable with the {result['margin'] * 100:g}% margin)"]
     request = result["request"]
     lines.append(f"request: {shlex.join(request['args'])} on {request['gpus']} GPU"
