@@ -3,30 +3,28 @@
  */
 
 import { Dialog, showDialog } from '@jupyterlab/apputils';
-import { ServerConnection } from '@jupyterlab/services';
 import { Widget } from '@lumino/widgets';
 
-import { requestAPI } from './request';
-import { IBalance, INamespaceList, INamespaceSummary } from './tokens';
+import { IQuotaClient, gpuKey } from './model';
+import { IBalance, INamespaceSummary } from './tokens';
 
 /**
- * The quota keys the dialog shows, as [column title, key].
+ * The columns the dialog shows, as [title, the namespace's quota key]; the
+ * GPU's key names the profile's own GPU resource (`requests.amd.com/gpu`, ...).
  */
-const COLUMNS: ReadonlyArray<[string, string]> = [
-  ['GPU', 'requests.nvidia.com/gpu'],
-  ['CPU', 'requests.cpu'],
-  ['Memory', 'limits.memory']
+const COLUMNS: ReadonlyArray<[string, (ns: INamespaceSummary) => string]> = [
+  ['GPU', gpuKey],
+  ['CPU', () => 'requests.cpu'],
+  ['Memory', () => 'limits.memory']
 ];
 
 /**
- * Fetch the namespaces and show their remaining quota, or the error, in a dialog.
+ * Fetch the namespaces and show what each has left, or the error, in a dialog.
  */
-export async function showBalanceDialog(
-  settings: ServerConnection.ISettings
-): Promise<void> {
+export async function showBalanceDialog(client: Pick<IQuotaClient, 'namespaces'>): Promise<void> {
   let body: Widget;
   try {
-    const list = await requestAPI<INamespaceList>('namespaces', settings);
+    const list = await client.namespaces();
     body = Private.balanceTable(list.namespaces);
   } catch (error) {
     body = Private.errorMessage(Private.describe(error));
@@ -40,7 +38,7 @@ export async function showBalanceDialog(
 
 namespace Private {
   /**
-   * A table with one row per namespace and the remaining amount of each column.
+   * A table with one row per namespace and the amount of each column left.
    */
   export function balanceTable(namespaces: INamespaceSummary[]): Widget {
     const widget = new Widget();
@@ -55,7 +53,7 @@ namespace Private {
     const table = document.createElement('table');
     table.className = 'jp-Quota-balanceTable';
     const caption = document.createElement('caption');
-    caption.textContent = 'Remaining quota';
+    caption.textContent = 'Quota left';
     table.appendChild(caption);
 
     const head = table.createTHead().insertRow();
@@ -78,14 +76,14 @@ namespace Private {
       name.textContent = ns.name;
       row.appendChild(name);
       row.insertCell().textContent = ns.team;
-      for (const [, key] of COLUMNS) {
+      for (const [, keyOf] of COLUMNS) {
         const cell = row.insertCell();
         cell.className = 'jp-Quota-quantity';
-        const [text, title] = remaining(ns.balance, key);
+        const [text, title] = remaining(ns.balance, keyOf(ns));
         cell.textContent = text;
         cell.title = title;
       }
-      if (ns.balance?.stale) {
+      if (ns.balance.stale) {
         row.classList.add('jp-mod-stale');
         row.title = `Last read ${ns.balance.observedAt}; the quota could not be refreshed.`;
       }
@@ -113,10 +111,10 @@ namespace Private {
    * when no quota limits that key.
    */
   function remaining(
-    balance: IBalance | undefined,
+    balance: IBalance,
     key: string
   ): [string, string] {
-    const resource = balance?.resources?.[key];
+    const resource = balance.resources[key];
     if (!resource) {
       return ['—', `No quota limits ${key}`];
     }

@@ -119,8 +119,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     app.commands.addCommand(CommandIDs.showBalance, {
       label: 'Show Team Quota Balance',
-      caption: 'Remaining GPU, CPU and memory of each team namespace',
-      execute: () => showBalanceDialog(serverSettings)
+      caption: 'GPU, CPU and memory left in each team namespace',
+      execute: () => showBalanceDialog(client)
     });
     for (const command of Object.values(CommandIDs)) {
       palette?.addItem({ command, category: 'Quota' });

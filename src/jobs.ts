@@ -4,7 +4,7 @@
  * Pure functions, no DOM.
  */
 
-import { IIdentity, IJob, IPlan } from './tokens';
+import { IIdentity, IJob, IPlan, IPlanChange } from './tokens';
 
 /**
  * Why a job is pending or failed, in words a person acts on, or '' when
@@ -28,7 +28,7 @@ export function explainJob(job: IJob): string {
     return reason ? `${splitWords(reason)}: ${message}` : message;
   }
   if (job.phase === 'Pending') {
-    return 'Waiting to start (for free GPUs or for the cluster to schedule it).';
+    return 'Waiting to start (for GPUs other jobs hold, or for the cluster to schedule it).';
   }
   return reason ? splitWords(reason) : 'The job failed; its log may say why.';
 }
@@ -160,71 +160,12 @@ export function quoteArg(arg: string): string {
 }
 
 /**
- * A one-line summary of a plan: `LoRA · 1 GPU · 23.4 GiB per GPU`.
+ * One change a plan made to the request, as the CLI says it:
+ * `gpus: 1 → 2 (spreads the work over 2 GPUs)`; `default` for ms-swift's own.
  */
-export function planSummary(plan: IPlan): string {
-  const tuner = tunerOf(plan.args);
-  const gpus = `${plan.gpus} ${plan.gpus === 1 ? 'GPU' : 'GPUs'}`;
-  const parts = [tuner, gpus];
-  const gib = plan.estimate?.peak_gib_per_gpu;
-  if (typeof gib === 'number') {
-    parts.push(`${gib.toFixed(1)} GiB per GPU`);
-  }
-  const deepspeed = argValue(plan.args, '--deepspeed');
-  if (deepspeed) {
-    parts.push(`DeepSpeed ${deepspeed}`);
-  }
-  return parts.join(' · ');
-}
-
-/**
- * The tuner an argv asks for, in words.
- */
-export function tunerOf(args: string[]): string {
-  const tuner = argValue(args, '--tuner_type') ?? argValue(args, '--train_type') ?? 'lora';
-  const bits = argValue(args, '--quant_bits');
-  if (tuner === 'full') {
-    return 'Full fine-tune';
-  }
-  if (bits) {
-    return `QLoRA ${bits}-bit`;
-  }
-  return tuner === 'lora' ? 'LoRA' : tuner;
-}
-
-/**
- * The value after `flag` in an argv (`--flag value` or `--flag=value`).
- */
-export function argValue(args: string[], flag: string): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === flag) {
-      return args[i + 1];
-    }
-    if (args[i].startsWith(flag + '=')) {
-      return args[i].slice(flag.length + 1);
-    }
-  }
-  return undefined;
-}
-
-/**
- * A plan's change, whatever shape the planner gives it, as a sentence.
- */
-export function describeChange(change: unknown): string {
-  if (typeof change === 'string') {
-    return change;
-  }
-  if (change && typeof change === 'object') {
-    const c = change as { [key: string]: unknown };
-    for (const key of ['message', 'reason', 'why', 'description']) {
-      if (typeof c[key] === 'string') {
-        const what = c.arg ?? c.name ?? c.field;
-        return what ? `${String(what)}: ${c[key]}` : String(c[key]);
-      }
-    }
-    return JSON.stringify(change);
-  }
-  return String(change);
+export function changeText(change: IPlanChange): string {
+  const shown = (value: IPlanChange['from']) => (value === null ? 'default' : String(value));
+  return `${change.field}: ${shown(change.from)} → ${shown(change.to)} (${change.why})`;
 }
 
 function splitWords(code: string): string {

@@ -47,12 +47,20 @@ export interface IModelError extends IApiError {
 }
 
 /**
- * GPUs free and GPUs allowed in a namespace, for the status bar.
+ * GPUs remaining and GPUs allowed in a namespace, for the status bar.
  */
 export interface IGpuSummary {
   namespace: string;
-  free: number;
+  remaining: number;
   hard: number;
+}
+
+/**
+ * The quota key of a namespace's GPUs: the requests of its profile's GPU
+ * resource (`requests.nvidia.com/gpu` unless the profile names another).
+ */
+export function gpuKey(ns: INamespaceSummary): string {
+  return `requests.${ns.gpuResource}`;
 }
 
 export namespace QuotaModel {
@@ -189,7 +197,7 @@ export class QuotaModel implements IDisposable {
   }
 
   /**
-   * GPUs free out of GPUs allowed in the status bar's namespace (or the first),
+   * GPUs remaining out of GPUs allowed in the status bar's namespace (or the first),
    * or null when that namespace has no GPU quota or nothing is loaded.
    */
   gpuSummary(): IGpuSummary | null {
@@ -199,14 +207,13 @@ export class QuotaModel implements IDisposable {
     if (!ns) {
       return null;
     }
-    const key = Object.keys(ns.balance.resources).find(k =>
-      /^requests\..*\/gpu$/.test(k)
-    );
-    if (!key) {
+    const key = gpuKey(ns);
+    const gpus = ns.balance.resources[key];
+    if (!gpus) {
       return null;
     }
-    const line = balanceLine(key, ns.balance.resources[key]);
-    return { namespace: ns.name, free: line.remaining, hard: line.hard };
+    const line = balanceLine(key, gpus);
+    return { namespace: ns.name, remaining: line.remaining, hard: line.hard };
   }
 
   /**

@@ -32,8 +32,8 @@ export interface IBalanceLine extends IResourceInfo {
   hard: number;
   used: number;
   remaining: number;
-  /** Remaining as a share of hard, 0 to 1 (0 when hard is 0). */
-  fractionLeft: number;
+  /** `remaining` as a share of hard, 0 to 1 (0 when hard is 0). */
+  fractionRemaining: number;
   level: Level;
   /** `96 GiB of 128 GiB left`. */
   text: string;
@@ -125,7 +125,7 @@ export function formatAmount(value: number, kind: ResourceKind): string {
 /**
  * `96 GiB of 128 GiB left`, `6 of 8 CPUs left`, `1 of 2 GPUs left`, `3 of 10 pods left`.
  */
-export function leftText(
+export function remainingText(
   remaining: number,
   hard: number,
   info: Pick<IResourceInfo, 'kind' | 'label'>
@@ -142,11 +142,11 @@ export function leftText(
 /**
  * The colour level of a share left.
  */
-export function levelOf(fractionLeft: number): Level {
-  if (fractionLeft >= 0.5) {
+export function levelOf(fractionRemaining: number): Level {
+  if (fractionRemaining >= 0.5) {
     return 'ok';
   }
-  return fractionLeft >= 0.2 ? 'warn' : 'low';
+  return fractionRemaining >= 0.2 ? 'warn' : 'low';
 }
 
 /**
@@ -216,15 +216,15 @@ export function balanceLine(key: string, balance: IResourceBalance): IBalanceLin
   const hard = parseQuantity(balance.hard);
   const used = parseQuantity(balance.used);
   const remaining = parseQuantity(balance.remaining);
-  const fractionLeft = hard > 0 ? clamp(remaining / hard) : 0;
+  const fractionRemaining = hard > 0 ? clamp(remaining / hard) : 0;
   return {
     ...info,
     hard,
     used,
     remaining,
-    fractionLeft,
-    level: levelOf(fractionLeft),
-    text: leftText(remaining, hard, info)
+    fractionRemaining,
+    level: levelOf(fractionRemaining),
+    text: remainingText(remaining, hard, info)
   };
 }
 

@@ -1,5 +1,5 @@
 /**
- * The status bar item `GPU 1/2 free · team-alpha`; a click (or Enter) opens
+ * The status bar item `GPU 1/2 left · team-alpha`; a click (or Enter) opens
  * the sidebar.
  */
 
@@ -27,11 +27,11 @@ export class QuotaStatus extends Widget {
     this._update();
   }
 
-  /** The text shown, e.g. `GPU 1/2 free · team-alpha` ('' when there is none). */
+  /** The text shown, e.g. `GPU 1/2 left · team-alpha` ('' when there is none). */
   static text(model: QuotaModel): string {
     const gpu = model.gpuSummary();
     if (gpu) {
-      return `GPU ${gpu.free}/${gpu.hard} free · ${gpu.namespace}`;
+      return `GPU ${gpu.remaining}/${gpu.hard} left · ${gpu.namespace}`;
     }
     if (model.extensionMissing) {
       return 'Quota: server extension missing';

@@ -1,292 +1,101 @@
 /**
  * The shapes of the jupyter_quota REST API, served under `{base_url}quota/v1`.
  *
+ * Every shape is a schema of `jupyter_quota/openapi.yaml`, generated into
+ * `api.gen.ts` by `npm run gen:types` (a Jest test fails when that file is
+ * out of date); this module only names them for the rest of the frontend.
  * Names follow Kubernetes and the Python side: a `namespace` has a `balance`;
  * a `balance` has `resources`, each with `hard`, `used` and `remaining`.
  * Quantities stay Kubernetes quantity strings (`"4"`, `"500m"`, `"64Gi"`).
  */
 
-/**
- * `GET namespaces`: the namespaces the current user may see.
- */
-export interface INamespaceList {
-  namespaces: INamespaceSummary[];
-}
+import type { components, operations } from './api.gen';
 
-/**
- * One namespace the user belongs to, with its team and current balance.
- */
-export interface INamespaceSummary {
-  name: string;
-  team: string;
-  balance: IBalance;
-}
+type Schemas = components['schemas'];
 
-/**
- * A quota key such as `requests.nvidia.com/gpu`, `requests.cpu` or
- * `limits.memory`, mapped to a quantity string.
- */
-export interface IResourceList {
-  [key: string]: string;
-}
+/** `GET namespaces`: the namespaces the current user may see. */
+export type INamespaceList = Schemas['NamespaceList'];
 
-/**
- * How much of one quota key is allowed, in use, and left.
- */
-export interface IResourceBalance {
-  hard: string;
-  used: string;
-  remaining: string;
-}
+/** One namespace the user belongs to: its team, GPU resource and current balance. */
+export type INamespaceSummary = Schemas['NamespaceSummary'];
 
-/**
- * A quota key the quota declares but does not enforce for pods, or another
- * condition the user should know about.
- */
-export interface IBalanceWarning {
-  resource: string;
-  message: string;
-}
+/** A quota key or resource name (`requests.nvidia.com/gpu`, `cpu`) mapped to a quantity string. */
+export type IResourceList = Schemas['Quantities'];
 
-/**
- * One ResourceQuota of the namespace and the balance of each key it limits.
- */
-export interface IQuotaBalance {
-  name: string;
-  scopes?: string[];
-  scopeSelector?: { [key: string]: unknown };
-  resources: { [key: string]: IResourceBalance };
-}
+/** How much of one quota key is allowed (`hard`), in use (`used`) and `remaining`. */
+export type IResourceBalance = Schemas['ResourceBalance'];
 
-/**
- * A Kubernetes object passed through as JSON (the LimitRange spec).
- */
-export interface IKubeObject {
-  [key: string]: unknown;
-}
+/** `GET namespaces/{namespace}/balance`: the team's quota balance, from the backend's cache. */
+export type IBalance = Schemas['Balance'];
 
-/**
- * `GET namespaces/{namespace}/balance`: the team's quota balance, served from
- * the backend's cache (`stale` is true when that cache could not be refreshed).
- */
-export interface IBalance {
-  namespace: string;
-  team: string;
-  /**
-   * Per quota key, the tightest over the quotas that apply to an ordinary pod.
-   */
-  resources: { [key: string]: IResourceBalance };
-  /** Each ResourceQuota behind `resources`. */
-  quotas?: IQuotaBalance[];
-  /** Quota keys Kubernetes accepts but never enforces. */
-  warnings?: IBalanceWarning[];
-  /** The namespace's LimitRange, or null when it has none. */
-  limitRange?: IKubeObject | null;
-  /** RFC 3339 UTC time the balance was read. */
-  observedAt: string;
-  stale: boolean;
-}
+/** A quota key Kubernetes accepts but never enforces for pods. */
+export type IBalanceWarning = NonNullable<IBalance['warnings']>[number];
 
-/**
- * The phase of a job, as Kubernetes reports a pod's.
- */
-export type JobPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+/** One ResourceQuota of the namespace and the balance of each key it limits. */
+export type IQuotaBalance = NonNullable<IBalance['quotas']>[number];
 
-/**
- * A fine-tuning job that runs under a team's quota.
- */
-export interface IJob {
-  name: string;
-  namespace: string;
-  team?: string;
-  owner: string;
-  phase: JobPhase;
-  /** The argv given to the trainer (never a shell string). */
-  args: string[];
-  gpus: number;
-  /** GPU indices the job holds (local backend only). */
-  gpuIndices?: number[];
-  resources: { requests: IResourceList; limits: IResourceList };
-  /** RFC 3339 UTC times. */
-  createdAt: string;
-  startedAt?: string | null;
-  finishedAt?: string | null;
-  exitCode?: number | null;
-  /** A short CamelCase code (`ExceededQuota`, `BackoffLimitExceeded`). */
-  reason?: string | null;
-  message?: string | null;
-}
+/** A Kubernetes object passed through as JSON (a LimitRange spec, a toleration). */
+export type IKubeObject = Record<string, unknown>;
 
-/**
- * The body of every error the API returns.
- */
-export interface IApiError {
-  /** A short CamelCase code such as `ExceededQuota` or `NotFound`. */
-  reason: string;
-  /** A message a person can act on. */
-  message: string;
-}
+/** A fine-tuning job that runs under a team's quota. */
+export type IJob = Schemas['Job'];
 
-/**
- * `GET namespaces/{namespace}/jobs`: the namespace's jobs, newest first.
- */
-export interface IJobList {
-  jobs: IJob[];
-  /** Kubernetes' ListMeta: both absent on the last page. */
-  metadata?: { continue?: string; remainingItemCount?: number };
-}
+/** The phase of a job, as Kubernetes reports a pod's. */
+export type JobPhase = IJob['phase'];
+
+/** The body of every error the API returns: a CamelCase `reason` and a `message`. */
+export type IApiError = Schemas['Error'];
+
+/** `GET namespaces/{namespace}/jobs`: a page of the namespace's jobs, newest first. */
+export type IJobList = Schemas['JobList'];
 
 /**
  * Which page of `GET namespaces/{namespace}/jobs` to read: `limit` jobs (1 to
  * 1000; the server's `job_list_limit` when absent), after the page whose
  * `metadata.continue` this is.
  */
-export interface IJobPage {
-  limit?: number;
-  continue?: string;
-}
+export type IJobPage = NonNullable<operations['listJobs']['parameters']['query']>;
 
 /** The largest `limit` the server accepts (`MAX_LIMIT` in `jupyter_quota/paging.py`). */
 export const MAX_JOB_PAGE = 1000;
 
-/**
- * `GET namespaces/{namespace}/jobs/{name}/logs`: the tail of a job's output.
- */
-export interface IJobLogs {
-  name: string;
-  namespace: string;
-  tailLines?: number;
-  logs: string;
-}
+/** `GET namespaces/{namespace}/jobs/{name}/logs`: the tail of a job's output. */
+export type IJobLogs = Schemas['JobLogs'];
+
+/** `POST namespaces/{namespace}/jobs`: what to run and what it asks for. */
+export type IJobRequest = Schemas['JobRequest'];
+
+/** `GET identity`: who the server takes the caller to be. */
+export type IIdentity = Schemas['Identity'];
+
+/** `GET inventory`: what jobs run on. */
+export type IInventory = Schemas['Inventory'];
+
+/** `GET models`: one model of the estimator's offline catalog. */
+export type IModelInfo = Schemas['ModelInfo'];
+export type IModelList = Schemas['ModelList'];
+
+/** The parts of an estimate's peak GPU memory, in bytes per GPU. */
+export type IBreakdown = Schemas['Breakdown'];
+
+/** `POST estimate`: the peak GPU memory a `swift sft` run needs on each GPU. */
+export type IEstimate = Schemas['Estimate'];
+
+/** One way to run a fine-tune: its ms-swift argv, GPUs, pod resources, estimate and changes. */
+export type IPlan = Schemas['Plan'];
+
+/** One setting a plan changed from the request (`field`, `from`, `to`), and why. */
+export type IPlanChange = Schemas['PlanChange'];
+
+/** `POST namespaces/{namespace}/plan`: the best plan that fits, the others, the rejected. */
+export type IPlanResult = Schemas['PlanResult'];
 
 /**
- * `POST namespaces/{namespace}/jobs`: what to run and what it asks for.
+ * A team profile (every field's help is on `jupyter_quota.profiles.TeamProfile`).
+ * `GET profiles/{team}` answers every field; `PUT profiles/{team}` replaces the
+ * whole profile (admins only).
  */
-export interface IJobRequest {
-  name?: string;
-  args: string[];
-  gpus?: number;
-  resources?: { requests?: IResourceList; limits?: IResourceList };
-}
+export type IProfile = Schemas['Profile'];
 
-/**
- * `GET identity`: who the server takes the caller to be.
- */
-export interface IIdentity {
-  name: string;
-  groups: string[];
-  admin: boolean;
-  source?: string;
-  namespaces: string[];
-  backend: string;
-}
-
-/**
- * `GET inventory`: what jobs run on.
- */
-export interface IInventory {
-  source: string;
-  gpus?: { index: number; model: string; memory: string }[];
-  cpu?: string;
-  memory?: string;
-}
-
-/**
- * `GET models`: one model of the estimator's offline catalog.
- */
-export interface IModelInfo {
-  id: string;
-  params: number;
-  layers?: number;
-  hidden?: number;
-  experts?: number;
-  vision?: boolean;
-  maxLength?: number | null;
-}
-
-export interface IModelList {
-  models: IModelInfo[];
-}
-
-/**
- * The parts of an estimate's peak GPU memory, in bytes per GPU.
- */
-export interface IBreakdown {
-  weights: number;
-  gradients: number;
-  optimizer: number;
-  activations: number;
-  logits: number;
-  overhead: number;
-}
-
-/**
- * `POST estimate`: the peak GPU memory a `swift sft` run needs on each GPU.
- */
-export interface IEstimate {
-  peak_bytes_per_gpu: number;
-  peak_gib_per_gpu: number;
-  breakdown: IBreakdown;
-  assumptions?: string[];
-  model?: unknown;
-  gpus?: number;
-  args?: string[];
-}
-
-/**
- * One way to run a fine-tune: its ms-swift argv, GPUs, pod resources and estimate.
- */
-export interface IPlan {
-  args: string[];
-  gpus: number;
-  resources: { requests: IResourceList; limits: IResourceList };
-  estimate: IEstimate;
-  /** What the planner changed from the user's arguments, and why. */
-  changes?: unknown[];
-}
-
-/**
- * `POST namespaces/{namespace}/plan`: the best plan that fits, the others, and
- * the candidates that do not fit with the reason.
- */
-export interface IPlanResult {
-  recommended: IPlan | null;
-  candidates: IPlan[];
-  rejected: { plan: IPlan; reason: string }[];
-}
-
-/**
- * A team profile (openapi.yaml's `Profile`; every field's help is on
- * `jupyter_quota.profiles.TeamProfile`). `GET profiles/{team}` answers every
- * field; `PUT profiles/{team}` replaces the whole profile (admins only).
- */
-export interface IProfile {
-  team?: string;
-  namespace?: string;
-  displayName?: string;
-  users?: string[];
-  groups?: string[];
-  /** The team's ResourceQuota `spec.hard`: quota key to quantity string. */
-  hard?: IResourceList;
-  scopes?: string[];
-  scopeSelector?: IKubeObject;
-  quotaName?: string;
-  extraQuotas?: IKubeObject[];
-  limitRange?: IKubeObject;
-  limitRangeName?: string;
-  /** The GPUs' extended resource name (`nvidia.com/gpu` unless set). */
-  gpuResource?: string;
-  gpuModel?: string;
-  gpuMemory?: string;
-  nodeSelector?: { [key: string]: string };
-  tolerations?: IKubeObject[];
-  priorityClassName?: string;
-  image?: string;
-}
-
-/**
- * `GET profiles`: every team profile (admins only).
- */
-export interface IProfileList {
-  profiles: IProfile[];
-}
+/** `GET profiles`: every team profile (admins only). */
+export type IProfileList = Schemas['ProfileList'];

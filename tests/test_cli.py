@@ -85,8 +85,8 @@ def test_estimate_json_offline_for_a_local_config_folder(tmp_path):
     (folder / "config.json").write_text(json.dumps(TINY_QWEN2))
     out = run("estimate", "--json", "--", "--model", str(folder), "--tuner_type", "lora", "--max_length", "2048")
     body = json.loads(out.stdout)
-    assert set(body) >= {"peak_bytes_per_gpu", "peak_gib_per_gpu", "breakdown", "assumptions"}
-    assert sum(body["breakdown"].values()) == body["peak_bytes_per_gpu"]
+    assert set(body) >= {"peakBytesPerGpu", "peakGibPerGpu", "breakdown", "assumptions"}
+    assert sum(body["breakdown"].values()) == body["peakBytesPerGpu"]
     assert body["gpus"] == 1
 
 
@@ -110,7 +110,7 @@ def test_estimate_needs_the_double_dash_and_whole_gpus():
 def test_plan_classic_scenario_prints_the_command(tmp_path):
     out = run("plan", "--namespace", "team-gamma", "--config", gamma_config(tmp_path), "--",
               "--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full").stdout
-    assert "team-gamma (team gamma): 1 GPU free, 24 GiB per GPU (21.6 GiB usable" in out
+    assert "team-gamma (team gamma): 1 GPU left, 24 GiB per GPU (21.6 GiB usable" in out
     assert "Recommended: QLoRA" in out
     assert "    swift sft --model Qwen/Qwen-VL-Chat --tuner_type lora --quant_method bnb" in out
     assert "Rejected:" in out and "a GPU has 24 GiB (21.6 GiB with the 10% margin)" in out

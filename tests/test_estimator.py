@@ -28,9 +28,9 @@ def test_breakdown_sums_to_peak_and_json_shape():
         assert all(isinstance(v, int) and v >= 0 for v in est.breakdown.values())
         assert sum(est.breakdown.values()) == est.peak_bytes_per_gpu
         data = est.to_json()
-        assert set(data) >= {"peak_bytes_per_gpu", "peak_gib_per_gpu", "breakdown", "assumptions",
+        assert set(data) >= {"peakBytesPerGpu", "peakGibPerGpu", "breakdown", "assumptions",
                              "model", "gpus", "args"}
-        assert data["peak_gib_per_gpu"] == round(est.peak_bytes_per_gpu / 1024 ** 3, 2)
+        assert data["peakGibPerGpu"] == round(est.peak_bytes_per_gpu / 1024 ** 3, 2)
         assert data["args"] == est.args.to_argv() and data["gpus"] == gpus
         json.dumps(data)
 

@@ -243,7 +243,7 @@ async def test_models_lists_the_estimators_catalog(api):
     assert by_id["Qwen/Qwen-VL-Chat"]["vision"] is True and by_id["Qwen/Qwen3-30B-A3B"]["experts"] == 128
     # each listed id is accepted by the estimator as is
     status, estimate = await api("POST", "estimate", body={"args": ["--model", ids[-1]], "gpus": 1})
-    assert status == 200 and estimate["peak_bytes_per_gpu"] > 0
+    assert status == 200 and estimate["peakBytesPerGpu"] > 0
 
 
 async def test_profiles_need_an_admin(api):

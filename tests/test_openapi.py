@@ -1,4 +1,5 @@
-"""The OpenAPI file is valid, documents every route, and every documented route exists."""
+"""The OpenAPI file is valid, documents every route, every documented route exists, and what a
+real server answers matches the schemas (strictly: no key the spec does not name)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from openapi_spec_validator import validate
 import jupyter_quota
 from jupyter_quota.handlers import ROUTES
 from jupyter_quota.jobspec import REQUEST_FIELDS
+from openapi_contract import assert_matches
 
 SPEC = Path(jupyter_quota.__file__).parent / "openapi.yaml"
 VERBS = ("get", "post", "put", "delete", "patch")
@@ -64,3 +66,38 @@ def test_the_job_request_documents_every_field_a_job_takes():
 
 def test_spec_ships_in_the_package():
     assert SPEC.is_file()
+
+
+async def test_real_responses_match_their_schemas(api):
+    reads = [("NamespaceList", ("namespaces",)), ("Balance", ("namespaces", "team-alpha", "balance")),
+             ("JobList", ("namespaces", "team-alpha", "jobs")), ("Identity", ("identity",)),
+             ("Inventory", ("inventory",)), ("ModelList", ("models",))]
+    for schema, path in reads:
+        status, body = await api("GET", *path)
+        assert status == 200, (path, body)
+        assert_matches(schema, body)
+    args = ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"]
+    status, body = await api("POST", "estimate", body={"args": args, "gpus": 2})
+    assert status == 200, body
+    assert_matches("Estimate", body)
+    status, body = await api("POST", "namespaces", "team-alpha", "plan", body={"args": args})
+    assert status == 200, body
+    assert_matches("PlanResult", body)
+    assert body["recommended"]["changes"], "a plan that changes nothing checks no PlanChange"
+    status, body = await api("POST", "namespaces", "team-alpha", "jobs", body={"args": ["--model", "x"], "gpus": 1})
+    assert status == 201, body
+    assert_matches("Job", body)
+    status, body = await api("GET", "namespaces", "team-alpha", "jobs", body["name"], "logs")
+    assert status == 200, body
+    assert_matches("JobLogs", body)
+    status, body = await api("DELETE", "namespaces", "team-alpha", "jobs", body["name"])
+    assert status == 200, body
+    assert_matches("Job", body)
+
+
+def test_a_body_with_a_key_the_spec_does_not_name_fails_the_check():
+    import pytest
+
+    with pytest.raises(AssertionError, match="peak_bytes_per_gpu"):
+        assert_matches("Breakdown", {"weights": 1, "gradients": 0, "optimizer": 0, "activations": 0, "logits": 0,
+                                     "overhead": 0, "peak_bytes_per_gpu": 1})

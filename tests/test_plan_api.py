@@ -9,6 +9,7 @@ import getpass
 
 import pytest
 
+from openapi_contract import assert_matches
 from quota_testing import QUOTA_MODES, demo_config
 
 GIB = 1024**3
@@ -54,9 +55,10 @@ async def test_estimate_answers_the_design_shape(api):
                                                                 "--tuner_type", "lora", "--max_length", "2048"],
                                                        "gpus": 1})
     assert status == 200, body
-    assert {"peak_bytes_per_gpu", "peak_gib_per_gpu", "breakdown", "assumptions"} <= set(body)
+    assert_matches("Estimate", body)
+    assert {"peakBytesPerGpu", "peakGibPerGpu", "breakdown", "assumptions"} <= set(body)
     assert set(body["breakdown"]) >= {"weights", "gradients", "optimizer", "activations", "logits", "overhead"}
-    assert sum(body["breakdown"].values()) == body["peak_bytes_per_gpu"]
+    assert sum(body["breakdown"].values()) == body["peakBytesPerGpu"]
 
 
 async def test_estimate_gpus_default_to_one_and_older_names_work(api):
@@ -92,13 +94,14 @@ async def test_estimate_body_not_json_is_400(api):
 async def test_plan_classic_scenario_on_one_free_24gib_gpu(api):
     status, body = await api("POST", "namespaces", "team-gamma", "plan", body={"args": QWEN_VL_FULL})
     assert status == 200, body
+    assert_matches("PlanResult", body)
     assert body["namespace"] == "team-gamma" and body["gpusFree"] == 1 and body["gpuMemory"] == "24Gi"
     asked = body["rejected"][0]
     assert asked["plan"]["args"] == QWEN_VL_FULL
     assert asked["reason"].startswith("needs ") and "a GPU has 24 GiB (21.6 GiB with the 10% margin)" in asked["reason"]
     best = body["recommended"]
     assert best["args"][best["args"].index("--quant_method") + 1] == "bnb"
-    assert best["estimate"]["peak_bytes_per_gpu"] <= 0.9 * 24 * GIB
+    assert best["estimate"]["peakBytesPerGpu"] <= 0.9 * 24 * GIB
     assert best["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert best["changes"][0]["field"] == "method" and "GiB" in best["changes"][0]["why"]
     assert body["candidates"][0] == best
@@ -109,8 +112,9 @@ async def test_plan_7b_full_on_team_alpha(api):
                              body={"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full",
                                             "--max_length", "2048"]})
     assert status == 200, body
+    assert_matches("PlanResult", body)  # offload plans (hostMemory) and rejected summaries (no resources)
     assert body["gpusFree"] == 2 and body["recommended"] is not None
-    assert body["recommended"]["estimate"]["peak_bytes_per_gpu"] <= 0.9 * 80 * GIB
+    assert body["recommended"]["estimate"]["peakBytesPerGpu"] <= 0.9 * 80 * GIB
     # DeepSpeed CPU offload fits the GPU but its host memory does not fit team-alpha's 128Gi
     offload = [r for r in body["rejected"] if "offload" in r["plan"]["summary"]]
     assert offload and all(r["plan"]["hostMemory"] for r in offload)
@@ -127,7 +131,7 @@ async def test_plan_7b_full_with_offload_where_the_pod_may_hold_its_host_memory(
     best = body["recommended"]
     args = best["args"]
     assert args[args.index("--tuner_type") + 1] == "full" and args[args.index("--deepspeed") + 1] == "zero2_offload"
-    assert best["estimate"]["peak_bytes_per_gpu"] <= 0.9 * 80 * GIB
+    assert best["estimate"]["peakBytesPerGpu"] <= 0.9 * 80 * GIB
     assert best["hostMemory"] == best["resources"]["requests"]["memory"] == best["resources"]["limits"]["memory"]
     assert any("estimate_zero2_model_states_mem_needs" in a for a in body["assumptions"])
 
@@ -141,7 +145,7 @@ async def test_a_plan_submits_as_it_is(api):
     assert status == 201, job
     status, again = await api("POST", "namespaces", "team-gamma", "plan", body={"args": QWEN_VL_FULL})
     assert status == 200 and again["gpusFree"] == 0 and again["recommended"] is None
-    assert "0 GPUs free" in " ".join(r["reason"] for r in again["rejected"])
+    assert "0 GPUs left" in " ".join(r["reason"] for r in again["rejected"])
     await api("DELETE", "namespaces", "team-gamma", "jobs", job["name"])
 
 

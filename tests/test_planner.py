@@ -40,8 +40,8 @@ class FakeEstimate:
     model: object = None  # .params: what the planner reads for an offload plan's host memory
 
     def to_json(self):
-        return {"peak_bytes_per_gpu": self.peak_bytes_per_gpu,
-                "peak_gib_per_gpu": round(self.peak_bytes_per_gpu / GIB, 2), "breakdown": self.breakdown,
+        return {"peakBytesPerGpu": self.peak_bytes_per_gpu,
+                "peakGibPerGpu": round(self.peak_bytes_per_gpu / GIB, 2), "breakdown": self.breakdown,
                 "assumptions": self.assumptions, "model": None, "gpus": self.gpus, "args": []}
 
 
@@ -101,7 +101,7 @@ def argv_value(argv, name):
 
 
 def peak_gib(p) -> float:
-    return p["estimate"]["peak_bytes_per_gpu"] / GIB
+    return p["estimate"]["peakBytesPerGpu"] / GIB
 
 
 # -- the request itself ---------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def test_reasons_carry_numbers_when_the_team_lacks_gpus():
     result = run(["--model", "fake/7b", "--tuner_type", "full"], profile(memory="24Gi"), used={GPU: "1"})
     reasons = [r["reason"] for r in result["rejected"]]
     method = next(r for r in reasons if r.startswith("full fine-tune needs"))
-    m = re.fullmatch(r"full fine-tune needs (\d) GPUs x ([\d.]+) GiB with zero3; team-t has 1 GPU free", method)
+    m = re.fullmatch(r"full fine-tune needs (\d) GPUs x ([\d.]+) GiB with zero3; team-t has 1 GPU left", method)
     assert m, method
     gpus, gib = int(m.group(1)), float(m.group(2))
     assert gib <= 24 * 0.9 and gpus > 1
@@ -170,7 +170,7 @@ def test_qlora_8_and_4_bit_share_a_quality_tier_so_speed_picks_4_bit():
     method = result["recommended"]["changes"][0]
     assert method["field"] == "method" and method["to"] == "QLoRA 4-bit"
     assert method["why"].startswith("LoRA needs ")
-    assert "; full fine-tune needs 6 GPUs x 42 GiB with zero3; team-t has 1 GPU free; " in method["why"]
+    assert "; full fine-tune needs 6 GPUs x 42 GiB with zero3; team-t has 1 GPU left; " in method["why"]
     assert round(peak_gib(eight)) == 32
     assert method["why"].endswith("; QLoRA 8-bit also fits (32 GiB per GPU) but trains to the same quality "
                                   "(QLoRA paper: 4-bit NF4 matches 16-bit adapters) and more slowly")
@@ -285,7 +285,7 @@ def test_cpu_quota_spent_refuses_with_the_api_servers_text():
 def test_no_free_gpu_means_no_plan_and_says_so():
     result = run(["--model", "fake/1b"], used={GPU: "2"})
     assert result["recommended"] is None and result["candidates"] == [] and result["gpusFree"] == 0
-    assert "asks for 1 GPU; team-t has 0 GPUs free" in result["rejected"][0]["reason"]
+    assert "asks for 1 GPU; team-t has 0 GPUs left" in result["rejected"][0]["reason"]
     assert "exceeded quota: team-quota" in result["rejected"][0]["reason"]
     assert any("nothing fits" in n for n in result["notes"])
 
@@ -316,7 +316,7 @@ def test_unknown_gpu_memory_is_a_clear_error():
 def test_a_bare_balance_dict_is_enough():
     balance = {"namespace": "team-x", "resources": {GPU: {"hard": "4", "used": "3", "remaining": "1"}}}
     context = context_from_balance(balance, gpu_memory="24Gi")
-    assert context.gpus_free == 1 and context.gpu_memory == 24 * GIB
+    assert context.gpus_remaining == 1 and context.gpu_memory == 24 * GIB
     result = plan(["--model", "fake/1b"], context, estimate=fake_estimate).to_json()
     assert result["recommended"]["resources"]["requests"]["nvidia.com/gpu"] == "1"
 
@@ -404,7 +404,7 @@ def test_python_entry_point_with_a_balance():
     assert result.to_json()["recommended"]["changes"] == []
     assert "Recommended:" in str(result)
     est = jupyter_quota.estimate(["--model", "Qwen/Qwen2.5-0.5B-Instruct"], gpus=1).to_json()
-    assert est["peak_bytes_per_gpu"] == sum(est["breakdown"].values())
+    assert est["peakBytesPerGpu"] == sum(est["breakdown"].values())
 
 
 def test_a_fitting_request_on_its_only_gpu_gets_no_rejection_for_its_method():

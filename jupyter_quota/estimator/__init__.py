@@ -37,9 +37,10 @@ class Estimate:
         return round(self.peak_bytes_per_gpu / GIB, 2)
 
     def to_json(self) -> dict:
+        """The REST body of ``POST estimate`` (openapi.yaml's ``Estimate``: camelCase keys)."""
         return {
-            "peak_bytes_per_gpu": self.peak_bytes_per_gpu,
-            "peak_gib_per_gpu": self.peak_gib_per_gpu,
+            "peakBytesPerGpu": self.peak_bytes_per_gpu,
+            "peakGibPerGpu": self.peak_gib_per_gpu,
             "breakdown": dict(self.breakdown),
             "assumptions": list(self.assumptions),
             "model": self.model.to_json() if self.model else None,

@@ -112,10 +112,16 @@ class ModelSpec:
         return max(max(_layer_params(self)), self.embed_params)
 
     def to_json(self) -> dict:
-        data = asdict(self)
+        """openapi.yaml's ``ModelSpec``: the fields in camelCase, as every REST body is."""
+        data = {_camel(name): value for name, value in asdict(self).items()}
         data["params"] = self.params
-        data["params_b"] = round(self.params / 1e9, 2)
+        data["paramsB"] = round(self.params / 1e9, 2)
         return data
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
 
 
 @lru_cache(maxsize=128)

@@ -90,7 +90,7 @@ def balance_html(balance: dict) -> str:
                      f"{_e(r['hard'])}</td><td style='text-align:right'><b>{_e(r['remaining'])}</b></td></tr>")
     body = "".join(cells) or "<tr><td colspan=5>no quota: nothing is limited</td></tr>"
     return (f"<div class='jq-balance'><b>{_e(balance_title(balance))}</b><table>"
-            "<thead><tr><th>resource</th><th></th><th>used</th><th>hard</th><th>remaining</th></tr></thead>"
+            "<thead><tr><th>resource</th><th></th><th>used</th><th>hard</th><th>left</th></tr></thead>"
             f"<tbody>{body}</tbody></table></div>")
 
 
@@ -128,10 +128,10 @@ def plan_html(result: dict) -> str:
     request = result.get("request") or {}
     est = request.get("estimate") or {}
     parts = [f"<div class='jq-plan'><b>{_e(result.get('namespace'))}</b> (team {_e(result.get('team'))}): "
-             f"{_e(result.get('gpusFree'))} GPU(s) free, {_e(result.get('gpuMemory'))} per GPU "
+             f"{_e(result.get('gpusFree'))} GPU(s) left, {_e(result.get('gpuMemory'))} per GPU "
              f"({_e(result.get('usableGpuMemory'))} usable)<br>"
              f"As written: {_e(request.get('gpus'))} GPU(s), estimated "
-             f"<b>{est.get('peak_gib_per_gpu', 0):.1f} GiB</b> per GPU"]
+             f"<b>{est.get('peakGibPerGpu', 0):.1f} GiB</b> per GPU"]
     best = result.get("recommended")
     if best is None:
         parts.append("<p><b style='color:#d9534f'>Nothing fits now.</b></p>")

@@ -1,6 +1,6 @@
 """The quota-fitted planner: the best ``swift sft`` configuration that fits what a team has left.
 
-Pure (no I/O): give it the user's arguments and a :class:`PlanContext` (a namespace's free GPUs,
+Pure (no I/O): give it the user's arguments and a :class:`PlanContext` (the GPUs a namespace has left,
 their memory, its quotas with their usage and its LimitRange, from
 :func:`context_from_balance`), and it returns a :class:`PlanResult`::
 
@@ -9,7 +9,7 @@ their memory, its quotas with their usage and its LimitRange, from
     result = plan(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full"], context)
     result.to_json()   # {"recommended", "candidates", "rejected", "assumptions", "notes", ...}
 
-Candidates cover the method (full, LoRA, QLoRA 8-bit, QLoRA 4-bit), 1 to the free GPUs, DDP or
+Candidates cover the method (full, LoRA, QLoRA 8-bit, QLoRA 4-bit), 1 to the GPUs left, DDP or
 DeepSpeed ZeRO-2/3 (and, for a full fine-tune that fits no other way, ZeRO-2/3 with CPU offload,
 whose host memory must fit the pod's memory limit and the quota), the micro-batch with gradient
 accumulation keeping the effective batch, gradient checkpointing and the attention kernel. A plan fits when its estimated peak per GPU is
@@ -51,7 +51,7 @@ class PlanResult:
             "gpuMemory": f"{gib(ctx.gpu_memory)}Gi",
             "usableGpuMemory": f"{gib(ctx.usable_bytes)}Gi",
             "margin": ctx.margin,
-            "gpusFree": ctx.gpus_free,
+            "gpusFree": ctx.gpus_remaining,
             "request": self.request,
             "recommended": self.recommended,
             "candidates": self.candidates,

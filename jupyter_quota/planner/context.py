@@ -31,7 +31,7 @@ class PlanContext:
     team: str
     profile: TeamProfile
     gpu_memory: int
-    gpus_free: int
+    gpus_remaining: int
     quotas: tuple = ()
     limit_ranges: tuple = ()
     remaining: dict = field(default_factory=dict)
@@ -53,9 +53,9 @@ class PlanContext:
         return (f"a GPU has {gib(self.gpu_memory)} GiB ({gib(self.usable_bytes)} GiB with the "
                 f"{self.margin * 100:g}% margin)")
 
-    def free_phrase(self) -> str:
-        """``team-alpha has 1 GPU free``."""
-        return f"{self.namespace} has {self.gpus_free} GPU{'' if self.gpus_free == 1 else 's'} free"
+    def remaining_phrase(self) -> str:
+        """``team-alpha has 1 GPU left`` (the UI's word for what the quota has remaining)."""
+        return f"{self.namespace} has {self.gpus_remaining} GPU{'' if self.gpus_remaining == 1 else 's'} left"
 
 
 def context_from_balance(balance: dict, profile: TeamProfile | dict | None = None, *,
@@ -92,14 +92,14 @@ def context_from_balance(balance: dict, profile: TeamProfile | dict | None = Non
     hard = _hard(balance, gpu_key)
     if hard is not None and hard < ceiling:
         ceiling, why = hard, f"the quota allows {hard} GPU{'s' if hard != 1 else ''} ({gpu_key})"
-    free = ceiling
+    gpus = ceiling
     if gpu_key in remaining:
-        free = min(ceiling, int(math.floor(remaining[gpu_key].as_fraction())))
-        assumptions.append(f"{free} GPU{'s' if free != 1 else ''} free: {gpu_key} has "
+        gpus = min(ceiling, int(math.floor(remaining[gpu_key].as_fraction())))
+        assumptions.append(f"{gpus} GPU{'s' if gpus != 1 else ''} left: {gpu_key} has "
                            f"{remaining[gpu_key]} remaining; {why}")
     else:
         assumptions.append(f"no quota on {gpu_key}: up to {ceiling} GPUs ({why})")
-    return PlanContext(namespace=namespace, team=team, profile=profile, gpu_memory=memory, gpus_free=max(0, free),
+    return PlanContext(namespace=namespace, team=team, profile=profile, gpu_memory=memory, gpus_remaining=max(0, gpus),
                        quotas=quotas, limit_ranges=limit_ranges, remaining=remaining, margin=margin,
                        gpu_ceiling=max(1, ceiling), assumptions=tuple(assumptions))
 

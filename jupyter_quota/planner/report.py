@@ -24,7 +24,7 @@ def estimate_text(estimate: dict, notes=()) -> str:
     model = estimate.get("model")
     name = model.get("name") if isinstance(model, dict) else model
     lines = [f"{name or 'model'} on {gpus} GPU{'s' if gpus != 1 else ''}: "
-             f"peak {_gib(estimate['peak_bytes_per_gpu'])} GiB per GPU", ""]
+             f"peak {_gib(estimate['peakBytesPerGpu'])} GiB per GPU", ""]
     lines += _breakdown_table(estimate, indent="  ")
     lines += _bullets("notes", notes)
     lines += _bullets("assumptions", estimate.get("assumptions") or [])
@@ -34,12 +34,12 @@ def estimate_text(estimate: dict, notes=()) -> str:
 def plan_text(result: dict) -> str:
     """The recommended plan as a command, the alternatives as a table, the rejected with reasons."""
     lines = [f"{result['namespace']} (team {result['team']}): {result['gpusFree']} GPU"
-             f"{'s' if result['gpusFree'] != 1 else ''} free, {_gi(result['gpuMemory'])} per GPU "
+             f"{'s' if result['gpusFree'] != 1 else ''} left, {_gi(result['gpuMemory'])} per GPU "
              f"({_gi(result['usableGpuMemory'])} usable with the {result['margin'] * 100:g}% margin)"]
     request = result["request"]
     lines.append(f"request: {shlex.join(request['args'])} on {request['gpus']} GPU"
                  f"{'s' if request['gpus'] != 1 else ''} "
-                 f"(estimated {request['estimate']['peak_gib_per_gpu']:.1f} GiB per GPU, effective batch "
+                 f"(estimated {request['estimate']['peakGibPerGpu']:.1f} GiB per GPU, effective batch "
                  f"{request['effectiveBatch']})")
     lines.append("")
     best = result["recommended"]
@@ -85,7 +85,7 @@ def _breakdown_table(estimate: dict, indent: str) -> list[str]:
     keys = [k for k in BREAKDOWN if k in breakdown] + sorted(k for k in breakdown if k not in BREAKDOWN)
     rows = [f"{indent}{'part':<12} {'GiB':>8}"]
     rows += [f"{indent}{k:<12} {_gib(breakdown[k]):>8.2f}" for k in keys]
-    rows.append(f"{indent}{'peak':<12} {_gib(estimate['peak_bytes_per_gpu']):>8.2f}")
+    rows.append(f"{indent}{'peak':<12} {_gib(estimate['peakBytesPerGpu']):>8.2f}")
     return rows
 
 

@@ -135,8 +135,8 @@ class Search:
         refusal = self._admit(ev)
         if ev.peak > self.context.usable_bytes:
             ev.reason = f"needs {gib(ev.peak)} GiB per GPU; {self.context.memory_phrase()}"
-        elif r.gpus > self.context.gpus_free:
-            ev.reason = (f"asks for {r.gpus} GPU{'s' if r.gpus != 1 else ''}; {self.context.free_phrase()}"
+        elif r.gpus > self.context.gpus_remaining:
+            ev.reason = (f"asks for {r.gpus} GPU{'s' if r.gpus != 1 else ''}; {self.context.remaining_phrase()}"
                          + (f" (the pod would be refused: {refusal})" if refusal else ""))
         elif refusal:
             ev.reason = refusal
@@ -148,7 +148,7 @@ class Search:
         base = self._with_method(method)
         ddp_too_big = False
         plain_fits = False  # some plain strategy fits the GPUs' memory
-        for gpus in range(1, self.context.gpus_free + 1):
+        for gpus in range(1, self.context.gpus_remaining + 1):
             for deepspeed in strategies_for(gpus, method, self.request.deepspeed):
                 if deepspeed is None and gpus > 1 and ddp_too_big:
                     continue  # DDP holds a whole replica per GPU: no better on more GPUs
@@ -168,7 +168,7 @@ class Search:
         """ZeRO-2/3 with CPU offload, from 1 to the free GPUs, when nothing plain fits the GPUs."""
         self.offload_tried = True
         for deepspeed in OFFLOAD:
-            for gpus in range(1, self.context.gpus_free + 1):
+            for gpus in range(1, self.context.gpus_remaining + 1):
                 ev = self._search_group(method, base.replace(deepspeed=deepspeed), gpus)
                 if ev is None:
                     continue
@@ -238,7 +238,7 @@ class Search:
         first = None
         for gpus in range(1, MAX_PLAN_GPUS + 1):
             strategies = strategies_for(gpus, method, self.request.deepspeed)
-            if gpus > max(1, self.context.gpus_free):
+            if gpus > max(1, self.context.gpus_remaining):
                 # beyond the team's GPUs, only the most sharded strategy can change the answer:
                 # DDP keeps a whole replica per GPU, ZeRO-3 holds less than ZeRO-2
                 strategies = [s for s in strategies if s is not None][-1:] or strategies
@@ -249,7 +249,7 @@ class Search:
             best = min(evs, key=lambda e: e.peak)
             first = first or best
             if best.peak <= usable:
-                if gpus <= self.context.gpus_free:
+                if gpus <= self.context.gpus_remaining:
                     # it fits in memory on GPUs the team has: the pod itself was refused
                     refusal = self._admit(best)
                     best.reason = (f"{method.label}: {refusal}" if refusal else
@@ -258,7 +258,7 @@ class Search:
                     best.resources, _ = self.admission.resources(gpus)
                     best.reason = (f"{method.label} needs {gpus} GPU{'s' if gpus != 1 else ''} x "
                                    f"{gib(best.peak)} GiB{_strategy_suffix(best.args)}; "
-                                   f"{self.context.free_phrase()}")
+                                   f"{self.context.remaining_phrase()}")
                 self._finish(best)
                 return best
         last = best
@@ -329,7 +329,7 @@ def changes_from(search: Search, ev: Evaluated) -> list[dict]:
         if ev.gpus > r.gpus:
             why = f"spreads the work{' and the memory' if a.deepspeed else ''} over {ev.gpus} GPUs"
         else:
-            why = ctx.free_phrase()
+            why = ctx.remaining_phrase()
         out.append({"field": "gpus", "from": r.gpus, "to": ev.gpus, "why": why})
     if a.deepspeed != r.deepspeed:
         host = (f": {gib(ev.host_memory)} GiB, pinned, so the pod's memory request and limit are raised to "

@@ -1,14 +1,13 @@
 import {
   canCancel,
-  describeChange,
+  changeText,
   explainJob,
   jobsShownLine,
   magicLine,
-  planSummary,
   splitArgs,
   swiftArgs
 } from '../jobs';
-import { IIdentity, IJob, IPlan } from '../tokens';
+import { IIdentity, IJob, IPlanChange } from '../tokens';
 
 function job(overrides: Partial<IJob>): IJob {
   return {
@@ -86,34 +85,14 @@ describe('magicLine', () => {
   });
 });
 
-describe('plans in words', () => {
-  const plan = (args: string[], gpus = 1): IPlan => ({
-    args,
-    gpus,
-    resources: { requests: {}, limits: {} },
-    estimate: {
-      peak_bytes_per_gpu: 0,
-      peak_gib_per_gpu: 23.44,
-      breakdown: { weights: 0, gradients: 0, optimizer: 0, activations: 0, logits: 0, overhead: 0 }
-    }
-  });
-
-  it('summarises a plan', () => {
-    expect(planSummary(plan(['--tuner_type', 'lora']))).toBe('LoRA · 1 GPU · 23.4 GiB per GPU');
-    expect(planSummary(plan(['--tuner_type', 'lora', '--quant_bits', '4'], 2))).toBe(
-      'QLoRA 4-bit · 2 GPUs · 23.4 GiB per GPU'
-    );
-    expect(planSummary(plan(['--tuner_type=full', '--deepspeed', 'zero3'], 2))).toBe(
-      'Full fine-tune · 2 GPUs · 23.4 GiB per GPU · DeepSpeed zero3'
-    );
-  });
-
-  it('says a change of any shape', () => {
-    expect(describeChange('batch size 8 -> 2')).toBe('batch size 8 -> 2');
-    expect(describeChange({ arg: '--per_device_train_batch_size', why: 'fits in 80 GiB' })).toBe(
-      '--per_device_train_batch_size: fits in 80 GiB'
-    );
-    expect(describeChange({ x: 1 })).toBe('{"x":1}');
+describe('plan changes in words', () => {
+  it('says what changed, from what, to what, and why', () => {
+    const change = (field: IPlanChange['field'], from: IPlanChange['from'], to: IPlanChange['to']) =>
+      changeText({ field, from, to, why: 'because' });
+    expect(change('gpus', 1, 2)).toBe('gpus: 1 → 2 (because)');
+    expect(change('deepspeed', null, 'zero3')).toBe('deepspeed: default → zero3 (because)');
+    expect(change('gradient_checkpointing', false, true)).toBe('gradient_checkpointing: false → true (because)');
+    expect(change('batch', '8 x 1', '2 x 4')).toBe('batch: 8 x 1 → 2 x 4 (because)');
   });
 });
 

@@ -5,6 +5,7 @@ function summary(name: string, gpu = { hard: '2', used: '1', remaining: '1' }): 
   return {
     name,
     team: name.replace('team-', ''),
+    gpuResource: 'nvidia.com/gpu',
     balance: {
       namespace: name,
       team: name.replace('team-', ''),
@@ -39,13 +40,13 @@ class FakeClient implements IQuotaClient {
     const jobs = all.slice(start, start + (page.limit ?? this.pageSize));
     const remaining = all.length - start - jobs.length;
     if (!remaining) {
-      return { jobs };
+      return { jobs, metadata: {} };
     }
     return { jobs, metadata: { continue: jobs[jobs.length - 1].name, remainingItemCount: remaining } };
   }
   async identity() {
     this.calls.push('identity');
-    return { name: 'ana', groups: [], admin: false, namespaces: ['team-alpha'], backend: 'local' };
+    return { name: 'ana', groups: [], admin: false, namespaces: ['team-alpha'], backend: 'local' as const };
   }
   async submit(ns: string) {
     this.calls.push(`submit ${ns}`);
@@ -99,11 +100,26 @@ describe('QuotaModel', () => {
 
   it('summarises the GPUs of the chosen namespace, or the first', async () => {
     await model.refresh();
-    expect(model.gpuSummary()).toEqual({ namespace: 'team-alpha', free: 1, hard: 2 });
+    expect(model.gpuSummary()).toEqual({ namespace: 'team-alpha', remaining: 1, hard: 2 });
     model.statusNamespace = 'team-beta';
-    expect(model.gpuSummary()).toEqual({ namespace: 'team-beta', free: 4, hard: 4 });
+    expect(model.gpuSummary()).toEqual({ namespace: 'team-beta', remaining: 4, hard: 4 });
     model.statusNamespace = 'team-gone';
     expect(model.gpuSummary()?.namespace).toBe('team-alpha');
+  });
+
+  it("reads the GPUs of the namespace's own GPU resource, not a guessed one", async () => {
+    const amd = summary('team-amd');
+    amd.gpuResource = 'amd.com/gpu';
+    amd.balance.resources = {
+      'requests.nvidia.com/gpu': { hard: '8', used: '0', remaining: '8' },
+      'requests.amd.com/gpu': { hard: '2', used: '2', remaining: '0' }
+    };
+    client.namespacesList = [amd];
+    await model.refresh();
+    expect(model.gpuSummary()).toEqual({ namespace: 'team-amd', remaining: 0, hard: 2 });
+    amd.gpuResource = 'intel.com/gpu';
+    await model.refresh();
+    expect(model.gpuSummary()).toBeNull();
   });
 
   it('keeps the last data and records the error when a poll fails', async () => {
@@ -176,7 +192,7 @@ describe('QuotaModel', () => {
       await next('4');
       client.namespacesList = [summary('team-alpha'), summary('team-beta', { hard: '6', used: '0', remaining: '6' })];
       await next('6'); // no refresh() call: the poll alone brings it
-      expect(polled.gpuSummary()).toEqual({ namespace: 'team-alpha', free: 1, hard: 2 });
+      expect(polled.gpuSummary()).toEqual({ namespace: 'team-alpha', remaining: 1, hard: 2 });
     } finally {
       polled.dispose();
     }

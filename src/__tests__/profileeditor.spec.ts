@@ -226,6 +226,7 @@ describe('TeamBalances', () => {
   const summary: INamespaceSummary = {
     name: 'team-beta',
     team: 'beta',
+    gpuResource: 'nvidia.com/gpu',
     balance: {
       namespace: 'team-beta',
       team: 'beta',

@@ -76,7 +76,7 @@ describe('balanceLine', () => {
   it('says what is left in human units', () => {
     const line = balanceLine('limits.memory', { hard: '128Gi', used: '32Gi', remaining: '96Gi' });
     expect(line.text).toBe('96 GiB of 128 GiB left');
-    expect(line.fractionLeft).toBe(0.75);
+    expect(line.fractionRemaining).toBe(0.75);
     expect(line.level).toBe('ok');
   });
 
@@ -95,7 +95,7 @@ describe('balanceLine', () => {
     expect(levelOf(0.2)).toBe('warn');
     expect(levelOf(0.19)).toBe('low');
     const none = balanceLine('requests.nvidia.com/gpu', { hard: '0', used: '0', remaining: '0' });
-    expect(none.fractionLeft).toBe(0);
+    expect(none.fractionRemaining).toBe(0);
     expect(none.level).toBe('low');
   });
 

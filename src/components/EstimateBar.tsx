@@ -26,7 +26,7 @@ const PARTS: (keyof IBreakdown)[] = [
 
 export function EstimateBar(props: IEstimateBarProps): JSX.Element {
   const { estimate, gpuMemory, label } = props;
-  const peak = estimate.peak_bytes_per_gpu;
+  const peak = estimate.peakBytesPerGpu;
   const scale = Math.max(gpuMemory ?? peak, peak, 1);
   const fits = gpuMemory === null || peak <= gpuMemory;
   const parts = PARTS.filter(p => (estimate.breakdown?.[p] ?? 0) > 0);

@@ -5,7 +5,7 @@
 
 import * as React from 'react';
 
-import { describeChange, planSummary } from '../jobs';
+import { changeText } from '../jobs';
 import { IPlanResult } from '../tokens';
 import { EstimateBar } from './EstimateBar';
 
@@ -18,17 +18,17 @@ export interface IPlanViewProps {
 export function PlanView(props: IPlanViewProps): JSX.Element {
   const { result, namespace, gpuMemory } = props;
   const plan = result.recommended;
-  const rejected = result.rejected ?? [];
+  const rejected = result.rejected;
   return (
     <div className="jp-QuotaPlan" aria-live="polite">
       <h4>Recommended plan</h4>
       {plan ? (
         <div className="jp-QuotaPlan-recommended" data-gpus={plan.gpus}>
-          <p className="jp-QuotaPlan-summary">{planSummary(plan)}</p>
-          {plan.changes && plan.changes.length > 0 && (
+          <p className="jp-QuotaPlan-summary">{plan.summary}</p>
+          {plan.changes.length > 0 && (
             <ul className="jp-QuotaPlan-changes" aria-label="What the planner changed">
               {plan.changes.map((c, i) => (
-                <li key={i}>{describeChange(c)}</li>
+                <li key={i}>{changeText(c)}</li>
               ))}
             </ul>
           )}
@@ -46,7 +46,7 @@ export function PlanView(props: IPlanViewProps): JSX.Element {
           <ul className="jp-QuotaPlan-rejected">
             {rejected.map((r, i) => (
               <li key={i}>
-                <span className="jp-QuotaPlan-alt">{r.plan ? planSummary(r.plan) : 'plan'}</span>
+                <span className="jp-QuotaPlan-alt">{r.plan.summary}</span>
                 <span className="jp-QuotaPlan-why">{r.reason}</span>
               </li>
             ))}

@@ -87,7 +87,7 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
 
   const onLaunch = async () => {
     const body: IJobRequest = recommended
-      ? { args: recommended.args, gpus: recommended.gpus, resources: recommended.resources }
+      ? { args: recommended.args, gpus: recommended.gpus, resources: recommended.resources ?? undefined }
       : { args, gpus: request.gpus };
     setBusy(true);
     try {

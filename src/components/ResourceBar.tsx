@@ -18,7 +18,7 @@ export interface IResourceBarProps {
 export function ResourceBar(props: IResourceBarProps): JSX.Element {
   const { line, raw, namespace } = props;
   const name = line.side ? `${line.label} ${line.side}` : line.label;
-  const percent = Math.round(line.fractionLeft * 1000) / 10;
+  const percent = Math.round(line.fractionRemaining * 1000) / 10;
   const used = line.kind === 'count' ? String(line.used) : formatAmount(line.used, line.kind);
   const hard = line.kind === 'count' ? String(line.hard) : formatAmount(line.hard, line.kind);
   return (

@@ -49,14 +49,14 @@ def test_sidebar_numbers_equal_the_rest_api(quota_page, ui_output_dir):
 
     gpu = balance["resources"]["requests.nvidia.com/gpu"]
     status = page.locator(".jp-QuotaStatus")
-    assert status.inner_text() == f"GPU {gpu['remaining']}/{gpu['hard']} free · {NAMESPACE}"
+    assert status.inner_text() == f"GPU {gpu['remaining']}/{gpu['hard']} left · {NAMESPACE}"
     panel.screenshot(path=ui_output_dir / "sidebar-light.png")
 
 
 def test_status_bar_item_opens_the_panel_from_the_keyboard(quota_page):
     page = quota_page.page
     page.locator(".jp-SideBar .lm-TabBar-tab[data-id='filebrowser']").click()
-    status = page.get_by_role("button", name=re.compile(r"^GPU \d+\/\d+ free · team-alpha"))
+    status = page.get_by_role("button", name=re.compile(r"^GPU \d+\/\d+ left · team-alpha"))
     status.focus()
     page.keyboard.press("Enter")
     page.locator("#jupyter-quota-sidebar").wait_for(state="visible")
