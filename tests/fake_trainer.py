@@ -1,6 +1,7 @@
 """A stand-in for ``swift sft`` in the local backend's tests: prints, sleeps, exits as told.
 
-    python fake_trainer.py [--env] [--lines N] [--fill BYTES] [--sleep S] [--until-file PATH] [--ignore-term]
+    python fake_trainer.py [--env] [--lines N] [--fill BYTES] [--steps N] [--more-steps N] [--sleep S]
+                           [--until-file PATH] [--ignore-term]
                            [--exit CODE] [--spawn KIND --pid-dir DIR ...] [--check-gpus FILE]
                            [--whoami FILE] [other...]
 
@@ -10,6 +11,10 @@ until PATH exists, so a test decides when the job ends instead of racing a timer
 that must be killed); it prints ``ready`` once its signal disposition is in place (and once
 what ``--spawn`` started has written its pid file). Other arguments (``--model ...``, as a
 real ``swift sft`` takes) are printed and otherwise ignored.
+
+Training, for the loss plot's tests: ``--steps N`` logs N steps as ms-swift 4.6 does (a dict with
+``loss`` and ``global_step/max_steps``) before ``ready``, and ``--more-steps N`` N more after the
+wait, so a test sees the plot grow when it creates the ``--until-file``.
 
 Processes a job leaves behind (the orphan tests): ``--spawn KIND`` (repeatable) starts
 - ``ignore-term``: a child that ignores SIGTERM, SIGINT and SIGHUP;
@@ -53,6 +58,8 @@ def main() -> int:
     parser.add_argument("--env", action="store_true")
     parser.add_argument("--lines", type=int, default=0)
     parser.add_argument("--fill", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=0)
+    parser.add_argument("--more-steps", type=int, default=0)
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--until-file")
     parser.add_argument("--ignore-term", action="store_true")
@@ -82,10 +89,13 @@ def main() -> int:
     for i in range(args.lines):
         print(f"line {i}")
     _fill(args.fill)
+    total = args.steps + args.more_steps
+    _log_steps(1, args.steps, total)
     print("ready", flush=True)
     time.sleep(args.sleep)
     while args.until_file and not os.path.exists(args.until_file):
         time.sleep(0.05)
+    _log_steps(args.steps + 1, total, total)
     print(f"exiting with {args.exit}", file=sys.stderr if args.exit else sys.stdout)
     return args.exit
 
@@ -105,6 +115,13 @@ def _fill(size: int) -> None:
         lines = (f"fill {i:09d} {'x' * 84}\n" for i in range(first, min(first + batch, size // 100)))
         sys.stdout.buffer.write("".join(lines).encode())
     sys.stdout.buffer.flush()
+
+
+def _log_steps(first: int, last: int, total: int) -> None:
+    """Steps ``first..last`` of ``total`` as ms-swift 4.6 logs them (values as strings)."""
+    for step in range(first, last + 1):
+        print(f"{{'loss': '{2.0 / step:.4g}', 'learning_rate': '1e-04', 'global_step/max_steps': "
+              f"'{step}/{total}', 'elapsed_time': '{step}s', 'remaining_time': '{total - step}s'}}", flush=True)
 
 
 def _spawn(kind: str, pid_dir: str) -> None:

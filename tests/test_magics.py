@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import time
 
 import pytest
 from IPython.core.error import UsageError
+from IPython.display import display
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 from server_process import ServerProcess, wait_phase
@@ -15,7 +17,7 @@ from test_swiftlog import REAL_TAIL
 from jupyter_quota.magics import QuotaMagics, ServerNotFound
 from jupyter_quota.magics.client import QuotaClient, connect, pick_server
 from jupyter_quota.magics.display import balance_html, balance_text
-from jupyter_quota.magics.follow import Job, loss_svg, screen_lines
+from jupyter_quota.magics.follow import Job, screen_lines
 from jupyter_quota.magics.magics import split_arguments, translation_text
 from jupyter_quota.swift import parse_sft_args
 
@@ -207,8 +209,9 @@ def test_balance_text_and_html():
 class _LogClient:
     """Serves one job and a real ms-swift log tail."""
 
-    def __init__(self, phase="Succeeded"):
+    def __init__(self, phase="Succeeded", log=REAL_TAIL):
         self.phase = phase
+        self.log = log
         self.cancelled = False
 
     def job(self, namespace, name):
@@ -216,7 +219,7 @@ class _LogClient:
                 "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:16Z"}
 
     def logs(self, namespace, name, tail_lines=None):
-        return REAL_TAIL
+        return self.log
 
     def cancel(self, namespace, name):
         self.cancelled = True
@@ -229,7 +232,7 @@ def test_job_widget_gets_steps_losses_and_the_checkpoint():
     widget = job.widget
     job.refresh()
     assert (widget.progress.value, widget.progress.max, widget.progress.bar_style) == (3, 3, "success")
-    assert 'data-steps="1,2,3"' in widget.loss_plot.value and 'data-losses="6.015,6.009,6.085"' in widget.loss_plot.value
+    assert (widget.loss_plot.x, widget.loss_plot.y) == ([1, 2, 3], [6.015, 6.009, 6.085])
     assert "step 3/3" in widget.stats.value and "elapsed 0:16" in widget.stats.value
     assert "checkpoint-3" in widget.stats.value and widget.cancel_button.disabled
     assert "last_model_checkpoint" in widget.log.value
@@ -245,9 +248,45 @@ def test_cancel_button_cancels():
     assert client.cancelled and job.phase == "Failed" and "Cancelled" in job.widget.header.value
 
 
-def test_loss_svg_and_screen_lines():
-    assert "waiting for the first logged step" in loss_svg([], [])
-    assert "<polyline" in loss_svg([1], [2.0])
+def test_loss_plot_takes_new_steps_in_place_throttled():
+    client = _LogClient(phase="Running", log=REAL_TAIL.split("\rTrain:  67%")[0])  # steps 1 and 2
+    job = Job(client, "team-alpha", "tiny")
+    plot = job.widget.loss_plot
+    figure = plot.figure
+    assert (plot.x, plot.y, figure.title) == ([], [], "loss: waiting for the first logged step")
+    assert [a.label for a in figure.axes] == ["step", "loss"] and plot.points.tooltip.labels == ["step", "loss"]
+
+    job.refresh()  # the first points go at once
+    assert (plot.x, plot.y, figure.title) == ([1, 2], [6.015, 6.009], "training loss")
+    assert list(plot.line.x) == [1, 2] and list(plot.line.y) == [6.015, 6.009]
+
+    plot.min_interval = 3600  # step 3 arrives within the throttle's interval: held back...
+    client.log = REAL_TAIL
+    job.refresh()
+    assert plot.x == [1, 2]
+    plot.flush()  # ...until it is due
+    assert (plot.x, plot.y) == ([1, 2, 3], [6.015, 6.009, 6.085])
+    assert job.widget.box.children[2] is figure  # the same figure, new data
+
+    plot.min_interval = 0.2  # a held-back update is sent when due, never dropped
+    plot.update([1, 2, 3, 4], [6.015, 6.009, 6.085, 5.5])
+    deadline = time.monotonic() + 60
+    while plot.x != [1, 2, 3, 4] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (plot.x, plot.y) == ([1, 2, 3, 4], [6.015, 6.009, 6.085, 5.5])
+
+
+def test_the_job_without_a_widget_is_text_with_its_last_losses(ip):
+    job = Job(_LogClient(), "team-alpha", "tiny").refresh()
+    assert str(job) == ("job team-alpha/tiny: Succeeded, step 3/3, loss 6.085\n"
+                        "loss by step (last 3 of 3): 1: 6.015, 2: 6.009, 3: 6.085")
+    with capture_output() as out:  # a terminal IPython: no kernel, so no widget
+        display(job)
+    assert [o.data for o in out.outputs] == [{"text/plain": str(job)}]
+    assert str(Job(_LogClient(), "team-alpha", "new")) == "job team-alpha/new: Pending"
+
+
+def test_screen_lines_shows_what_a_terminal_shows():
     assert screen_lines("a\rb\rc\nd\n\n", 5) == "c\nd"
 
 

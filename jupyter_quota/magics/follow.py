@@ -5,9 +5,10 @@
 (``job.progress``: steps, losses, checkpoints, from :mod:`jupyter_quota.swiftlog`).
 
 ``JobWidget`` shows it: phase, a progress bar of ``global_step/max_steps``, elapsed time and
-ETA, a loss plot (inline SVG, no plotting library), the log tail, and a Cancel button. A
-daemon thread refreshes it every few seconds until the job ends (widget updates from a
-thread are sent by the kernel's IOPub thread, as tqdm's notebook bar does).
+ETA, a loss plot (:mod:`.lossplot`, bqplot), the log tail, and a Cancel button. A daemon
+thread refreshes it every few seconds until the job ends (widget updates from a thread are
+sent by the kernel's IOPub thread, as tqdm's notebook bar does). Where no widget can show,
+the job is text: its phase, step and last losses (``str(job)``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import threading
 import time
 
 from ..swiftlog import TrainProgress
+from .lossplot import LossPlot, loss_text
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 LOG_TAIL_LINES = 2000  # read per refresh: enough to not miss a step between two refreshes
@@ -159,14 +161,10 @@ class Job:
                 pass
 
     def _ipython_display_(self):
-        from IPython.display import display
+        from .display import in_kernel, publish
 
-        from .display import in_kernel
-
-        if in_kernel():
-            display(self.widget.box)
-        else:
-            print(self.summary())
+        # In a kernel: the widget, with the text for a frontend that shows no widgets.
+        publish({"text/plain": self.summary()}, self.widget.box if in_kernel() else None)
 
     def summary(self) -> str:
         p = self.progress
@@ -177,7 +175,10 @@ class Job:
             parts.append(f"loss {p.loss:g}")
         if self.info.get("message"):
             parts.append(str(self.info["message"]))
-        return ", ".join(parts)
+        return ", ".join(parts) + (f"\n{loss_text(p.steps, p.losses)}" if p.steps else "")
+
+    def __str__(self) -> str:
+        return self.summary()
 
     def __repr__(self) -> str:
         return f"<Job {self.namespace}/{self.name} {self.phase}: job.status, job.logs(), job.wait(), job.cancel()>"
@@ -193,12 +194,12 @@ class JobWidget:
         self.header = w.HTML()
         self.progress = w.IntProgress(value=0, min=0, max=1, bar_style="info", layout=w.Layout(width="24em"))
         self.stats = w.HTML()
-        self.loss_plot = w.HTML()
+        self.loss_plot = LossPlot()
         self.log = w.HTML()
         self.cancel_button = w.Button(description="Cancel", button_style="danger", icon="stop",
                                       tooltip="Cancel this job (SIGTERM, then SIGKILL)")
         self.cancel_button.on_click(self._on_cancel)
-        self.box = w.VBox([self.header, w.HBox([self.progress, self.stats]), self.loss_plot,
+        self.box = w.VBox([self.header, w.HBox([self.progress, self.stats]), self.loss_plot.figure,
                            w.HBox([self.cancel_button]), self.log])
         job._listeners.append(lambda _job: self.update())
         self.update()
@@ -233,7 +234,9 @@ class JobWidget:
         if job.checkpoint:
             stats.append(f"checkpoint <code>{_e(job.checkpoint)}</code>")
         self.stats.value = "&nbsp;" + " &middot; ".join(stats)
-        self.loss_plot.value = loss_svg(p.steps, p.losses)
+        self.loss_plot.update(p.steps, p.losses)
+        if job.done:
+            self.loss_plot.flush()  # the final picture at once, not a throttle's delay later
         self.log.value = ("<pre style='max-height:16em;overflow:auto;font-size:85%;margin:0'>"
                           f"{_e(screen_lines(job.log_tail, SHOWN_LOG_LINES))}</pre>")
         self.cancel_button.disabled = job.done
@@ -246,39 +249,6 @@ class JobWidget:
             self.job.error = f"cancel failed: {getattr(e, 'message', None) or e}"
             self.cancel_button.disabled = False
             self.update()
-
-
-def loss_svg(steps: list[int], losses: list[float], width: int = 360, height: int = 120) -> str:
-    """A small line plot of loss by step as inline SVG; the data ride along as attributes."""
-    data = (f'data-steps="{",".join(str(s) for s in steps)}" '
-            f'data-losses="{",".join(f"{v:g}" for v in losses)}"')
-    if not steps:
-        return (f"<svg class='jq-loss' {data} width='{width}' height='24'><text x='0' y='16' "
-                "font-size='12' fill='#777'>loss: waiting for the first logged step</text></svg>")
-    pad_l, pad_r, pad_t, pad_b = 44, 8, 8, 20
-    x0, x1 = min(steps), max(steps)
-    y0, y1 = min(losses), max(losses)
-    if y1 - y0 < 1e-12:
-        y0, y1 = y0 - 0.5, y1 + 0.5
-    xs = x1 - x0 or 1
-
-    def px(s, v):
-        x = pad_l + (s - x0) / xs * (width - pad_l - pad_r) if x1 != x0 else (width + pad_l - pad_r) / 2
-        y = pad_t + (y1 - v) / (y1 - y0) * (height - pad_t - pad_b)
-        return f"{x:.1f},{y:.1f}"
-
-    points = " ".join(px(s, v) for s, v in zip(steps, losses))
-    dots = "".join(f"<circle cx='{px(s, v).split(',')[0]}' cy='{px(s, v).split(',')[1]}' r='2' fill='#337ab7'/>"
-                   for s, v in zip(steps, losses))
-    return (f"<svg class='jq-loss' {data} width='{width}' height='{height}' "
-            "xmlns='http://www.w3.org/2000/svg' font-size='10' font-family='sans-serif'>"
-            f"<line x1='{pad_l}' y1='{height - pad_b}' x2='{width - pad_r}' y2='{height - pad_b}' stroke='#999'/>"
-            f"<line x1='{pad_l}' y1='{pad_t}' x2='{pad_l}' y2='{height - pad_b}' stroke='#999'/>"
-            f"<text x='2' y='{pad_t + 8}'>{y1:.4g}</text><text x='2' y='{height - pad_b}'>{y0:.4g}</text>"
-            f"<text x='{pad_l}' y='{height - 4}'>step {x0}</text>"
-            f"<text x='{width - pad_r}' y='{height - 4}' text-anchor='end'>{x1}</text>"
-            f"<text x='{(width + pad_l) / 2:.0f}' y='{height - 4}' text-anchor='middle'>loss</text>"
-            f"<polyline fill='none' stroke='#337ab7' stroke-width='1.5' points='{points}'/>{dots}</svg>")
 
 
 def screen_lines(text: str, count: int) -> str:

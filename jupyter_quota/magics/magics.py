@@ -170,7 +170,7 @@ class QuotaMagics(Magics):
         if in_kernel():
             from IPython.display import display
 
-            display(job.widget.box)
+            display(job)  # the widget, with the text for a frontend that shows none
             job.follow()
         return job
 

@@ -41,6 +41,8 @@ async def _execute(url: str, headers: dict, code: str) -> str:
         while not (replied and idle):
             raw = await conn.read_message()
             assert raw is not None, f"the kernel's websocket closed; output so far: {''.join(out)}"
+            if isinstance(raw, bytes):
+                continue  # a binary frame: a message with buffers (a widget's arrays, the loss plot's)
             msg = json.loads(raw)
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
