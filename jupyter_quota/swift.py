@@ -25,7 +25,7 @@ from typing import Any
 from . import bounds
 from .errors import InvalidRequest
 
-__all__ = ["SftArgs", "parse_sft_args", "check_with_ms_swift", "OLD_MODEL_TYPES"]
+__all__ = ["OLD_MODEL_TYPES", "SftArgs", "check_with_ms_swift", "parse_sft_args"]
 
 #: ms-swift 1.x/2.x ``--model_type`` names (hyphenated) -> the hub id ``--model`` takes in 4.x.
 OLD_MODEL_TYPES: dict[str, str] = {
@@ -108,25 +108,100 @@ _CHOICES: dict[str, tuple] = {
     "lora_dtype": ("bfloat16", "float16", "float32"),
 }
 
-_POSITIVE = {"max_length", "per_device_train_batch_size", "gradient_accumulation_steps", "lora_rank",
-             "lora_alpha", "sequence_parallel_size", "llamapro_num_new_blocks"}
+_POSITIVE = {
+    "max_length",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "lora_rank",
+    "lora_alpha",
+    "sequence_parallel_size",
+    "llamapro_num_new_blocks",
+}
 
 # ms-swift 4.x argument names we know but do not type (dataset, output_dir, ...): passed through,
 # not reported as unknown. Names outside this set and ``_KINDS`` are kept too, and listed.
-_KNOWN_OTHER = frozenset("""
-dataset val_dataset split_dataset_ratio output_dir add_version template system num_train_epochs
-max_steps learning_rate weight_decay warmup_ratio lr_scheduler_type save_steps eval_steps
-logging_steps save_total_limit report_to dataloader_num_workers dataset_num_proc seed
-model_revision model_author model_name use_hf check_model ignore_args_error per_device_eval_batch_size
-fp16 bf16 max_grad_norm truncation_strategy max_pixels streaming lazy_tokenize load_from_cache_file
-columns strict remove_unused_columns logging_first_step save_only_model save_strategy eval_strategy
-tuner_backend lora_bias use_rslora init_weights target_regex freeze_parameters trainable_parameters
-freeze_parameters_ratio loss_scale new_special_tokens task_type num_labels device_map
-max_memory rope_scaling bnb_4bit_quant_storage hub_token push_to_hub gradient_checkpointing_kwargs
-ddp_timeout ddp_backend deepspeed_autotp_size zero_hpz_partition_size packing_length router_aux_loss_coef
-enable_thinking padding_side resume_from_checkpoint adam_beta1 adam_beta2 neftune_noise_alpha
-acc_strategy experts_impl agent_template response_prefix
-""".split())
+_KNOWN_OTHER = frozenset(
+    [
+        "dataset",
+        "val_dataset",
+        "split_dataset_ratio",
+        "output_dir",
+        "add_version",
+        "template",
+        "system",
+        "num_train_epochs",
+        "max_steps",
+        "learning_rate",
+        "weight_decay",
+        "warmup_ratio",
+        "lr_scheduler_type",
+        "save_steps",
+        "eval_steps",
+        "logging_steps",
+        "save_total_limit",
+        "report_to",
+        "dataloader_num_workers",
+        "dataset_num_proc",
+        "seed",
+        "model_revision",
+        "model_author",
+        "model_name",
+        "use_hf",
+        "check_model",
+        "ignore_args_error",
+        "per_device_eval_batch_size",
+        "fp16",
+        "bf16",
+        "max_grad_norm",
+        "truncation_strategy",
+        "max_pixels",
+        "streaming",
+        "lazy_tokenize",
+        "load_from_cache_file",
+        "columns",
+        "strict",
+        "remove_unused_columns",
+        "logging_first_step",
+        "save_only_model",
+        "save_strategy",
+        "eval_strategy",
+        "tuner_backend",
+        "lora_bias",
+        "use_rslora",
+        "init_weights",
+        "target_regex",
+        "freeze_parameters",
+        "trainable_parameters",
+        "freeze_parameters_ratio",
+        "loss_scale",
+        "new_special_tokens",
+        "task_type",
+        "num_labels",
+        "device_map",
+        "max_memory",
+        "rope_scaling",
+        "bnb_4bit_quant_storage",
+        "hub_token",
+        "push_to_hub",
+        "gradient_checkpointing_kwargs",
+        "ddp_timeout",
+        "ddp_backend",
+        "deepspeed_autotp_size",
+        "zero_hpz_partition_size",
+        "packing_length",
+        "router_aux_loss_coef",
+        "enable_thinking",
+        "padding_side",
+        "resume_from_checkpoint",
+        "adam_beta1",
+        "adam_beta2",
+        "neftune_noise_alpha",
+        "acc_strategy",
+        "experts_impl",
+        "agent_template",
+        "response_prefix",
+    ]
+)
 
 _BOOL_TRUE = {"true", "t", "yes", "y", "1", "on"}
 _BOOL_FALSE = {"false", "f", "no", "n", "0", "off"}
@@ -134,10 +209,23 @@ _MAX_TOKEN = 4096
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 
-_TORCH_DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "half": "float16",
-                        "float": "float32", "bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
-_DEEPSPEED_ALIASES = {"default-zero2": "zero2", "default-zero3": "zero3", "zero2-offload": "zero2_offload",
-                      "zero3-offload": "zero3_offload", "default-zero3-offload": "zero3_offload"}
+_TORCH_DTYPE_ALIASES = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp32": "float32",
+    "half": "float16",
+    "float": "float32",
+    "bfloat16": "bfloat16",
+    "float16": "float16",
+    "float32": "float32",
+}
+_DEEPSPEED_ALIASES = {
+    "default-zero2": "zero2",
+    "default-zero3": "zero3",
+    "zero2-offload": "zero2_offload",
+    "zero3-offload": "zero3_offload",
+    "default-zero3-offload": "zero3_offload",
+}
 _ATTN_ALIASES = {"flash_attention_2": "flash_attn", "fa2": "flash_attn", "flash_attn2": "flash_attn"}
 
 
@@ -234,7 +322,7 @@ class SftArgs:
             argv.extend(values)
         return argv
 
-    def replace(self, **changes: Any) -> "SftArgs":
+    def replace(self, **changes: Any) -> SftArgs:
         """A copy with ``changes`` applied (typed fields, validated); they count as explicit."""
         clean: dict[str, Any] = {}
         for name, value in changes.items():
@@ -245,8 +333,9 @@ class SftArgs:
             elif _KINDS[name] == "list":
                 clean[name] = tuple([value] if isinstance(value, str) else value)
             elif isinstance(value, str) or _KINDS[name] == "quant_bits":
-                clean[name] = _convert(name, str(value) if not isinstance(value, bool) else
-                                       ("true" if value else "false"))
+                clean[name] = _convert(
+                    name, str(value) if not isinstance(value, bool) else ("true" if value else "false")
+                )
             else:
                 clean[name] = _convert(name, _render(value))
         return dataclasses.replace(self, explicit=self.explicit | frozenset(clean), **clean)
@@ -313,12 +402,16 @@ def parse_sft_args(argv: list[str] | tuple[str, ...]) -> SftArgs:
             continue
         if name in _KINDS:
             if name == "deepspeed" and len(raw) == 1 and raw[0] in _DEEPSPEED_ALIASES:
-                notes.append(f"--deepspeed {raw[0]} -> --deepspeed {_DEEPSPEED_ALIASES[raw[0]]}: "
-                             "ms-swift 4.x names its shipped DeepSpeed configs zero2, zero3, *_offload")
+                notes.append(
+                    f"--deepspeed {raw[0]} -> --deepspeed {_DEEPSPEED_ALIASES[raw[0]]}: "
+                    "ms-swift 4.x names its shipped DeepSpeed configs zero2, zero3, *_offload"
+                )
                 raw = [_DEEPSPEED_ALIASES[raw[0]]]
             if name == "torch_dtype" and len(raw) == 1 and raw[0] in ("bf16", "fp16", "fp32"):
-                notes.append(f"--torch_dtype {raw[0]} -> --torch_dtype {_TORCH_DTYPE_ALIASES[raw[0]]}: "
-                             "ms-swift 4.x spells dtypes out")
+                notes.append(
+                    f"--torch_dtype {raw[0]} -> --torch_dtype {_TORCH_DTYPE_ALIASES[raw[0]]}: "
+                    "ms-swift 4.x spells dtypes out"
+                )
                 raw = [_TORCH_DTYPE_ALIASES[raw[0]]]
             put(name, raw, key)
         else:
@@ -329,33 +422,33 @@ def parse_sft_args(argv: list[str] | tuple[str, ...]) -> SftArgs:
     if pending_model_type is not None:
         old = pending_model_type
         if "model" in values:
-            notes.append(f"--model_type {old} dropped: it is an ms-swift 1.x/2.x model type and "
-                         f"--model {values['model']} already names the model")
+            notes.append(
+                f"--model_type {old} dropped: it is an ms-swift 1.x/2.x model type and "
+                f"--model {values['model']} already names the model"
+            )
         else:
             values["model"] = OLD_MODEL_TYPES[old.lower()]
-            notes.append(f"--model_type {old} -> --model {values['model']}: ms-swift 1.x/2.x "
-                         "model_type names became hub ids in --model (4.x --model_type is a "
-                         "different, architecture-level name)")
+            notes.append(
+                f"--model_type {old} -> --model {values['model']}: ms-swift 1.x/2.x "
+                "model_type names became hub ids in --model (4.x --model_type is a "
+                "different, architecture-level name)"
+            )
 
     if values.get("attn_impl") in _ATTN_ALIASES:
         values["attn_impl"] = _ATTN_ALIASES[values["attn_impl"]]
     if values.get("quant_bits") is not None and "quant_method" not in values:
         values["quant_method"] = "bnb"
-        notes.append("--quant_bits without --quant_method: assumed --quant_method bnb "
-                     "(ms-swift needs both for QLoRA)")
-    return SftArgs(**values, extra=tuple(extra), unknown=tuple(unknown), notes=tuple(notes),
-                   explicit=frozenset(values))
+        notes.append("--quant_bits without --quant_method: assumed --quant_method bnb (ms-swift needs both for QLoRA)")
+    return SftArgs(**values, extra=tuple(extra), unknown=tuple(unknown), notes=tuple(notes), explicit=frozenset(values))
 
 
-def _translate(name: str, raw: list[str], values: dict, notes: list[str]
-               ) -> list[tuple[str, list[str]]] | None:
+def _translate(name: str, raw: list[str], values: dict, notes: list[str]) -> list[tuple[str, list[str]]] | None:
     """Older ms-swift names -> current ones (list of (name, raw values)); None if not old."""
     one = raw[0] if len(raw) == 1 else None
 
     def need_one() -> str:
         if one is None:
-            raise InvalidRequest(f"--{name} takes one value, got {len(raw)}"
-                                 + (f": {' '.join(raw)}" if raw else ""))
+            raise InvalidRequest(f"--{name} takes one value, got {len(raw)}" + (f": {' '.join(raw)}" if raw else ""))
         return one
 
     if name == "model_id_or_path":
@@ -375,23 +468,30 @@ def _translate(name: str, raw: list[str], values: dict, notes: list[str]
                 out.append(("quant_method", ["bnb"]))
             if "quant_bits" not in values:
                 out.append(("quant_bits", ["4"]))
-            notes.append(f"--{name} qlora -> --tuner_type lora --quant_method bnb --quant_bits 4: "
-                         "ms-swift 4.x has no qlora type; QLoRA is LoRA on a bnb-quantized model")
+            notes.append(
+                f"--{name} qlora -> --tuner_type lora --quant_method bnb --quant_bits 4: "
+                "ms-swift 4.x has no qlora type; QLoRA is LoRA on a bnb-quantized model"
+            )
         else:
             out = [("tuner_type", [value])]
-            notes.append(f"--{name} {value} -> --tuner_type {value}: renamed in ms-swift 4.x "
-                         "(--train_type is rejected there)")
+            notes.append(
+                f"--{name} {value} -> --tuner_type {value}: renamed in ms-swift 4.x (--train_type is rejected there)"
+            )
         return out
     if name == "dtype":
         value = need_one().lower()
         if value in ("bnb_nf4", "bnb_fp4", "nf4", "fp4", "bnb_int4", "int4"):
             qtype = "fp4" if "fp4" in value else "nf4"
-            notes.append(f"--dtype {one} -> --quant_method bnb --quant_bits 4 --bnb_4bit_quant_type "
-                         f"{qtype}: 4-bit bitsandbytes loading is a quantization, not a dtype, in 4.x")
+            notes.append(
+                f"--dtype {one} -> --quant_method bnb --quant_bits 4 --bnb_4bit_quant_type "
+                f"{qtype}: 4-bit bitsandbytes loading is a quantization, not a dtype, in 4.x"
+            )
             return [("quant_method", ["bnb"]), ("quant_bits", ["4"]), ("bnb_4bit_quant_type", [qtype])]
         if value in ("bnb_int8", "int8", "bnb_8bit"):
-            notes.append(f"--dtype {one} -> --quant_method bnb --quant_bits 8: 8-bit bitsandbytes "
-                         "loading is a quantization, not a dtype, in 4.x")
+            notes.append(
+                f"--dtype {one} -> --quant_method bnb --quant_bits 8: 8-bit bitsandbytes "
+                "loading is a quantization, not a dtype, in 4.x"
+            )
             return [("quant_method", ["bnb"]), ("quant_bits", ["8"])]
         if value == "auto":
             notes.append("--dtype AUTO dropped: ms-swift 4.x reads torch_dtype from config.json by default")
@@ -406,8 +506,7 @@ def _translate(name: str, raw: list[str], values: dict, notes: list[str]
         if value == "0":
             notes.append("--quantization_bit 0 dropped: no quantization (the default)")
             return []
-        notes.append(f"--quantization_bit {value} -> --quant_method bnb --quant_bits {value}: "
-                     "renamed in ms-swift 3.x")
+        notes.append(f"--quantization_bit {value} -> --quant_method bnb --quant_bits {value}: renamed in ms-swift 3.x")
         out = [("quant_bits", [value])]
         if "quant_method" not in values:
             out.insert(0, ("quant_method", ["bnb"]))
@@ -439,15 +538,15 @@ def _translate(name: str, raw: list[str], values: dict, notes: list[str]
         mapped = []
         for value in raw:
             upper = value.upper()
-            if upper in ("ALL", "ALL-LINEAR"):
-                mapped.append("all-linear")
-            elif upper in ("DEFAULT", "AUTO"):
+            if upper in ("ALL", "ALL-LINEAR") or upper in ("DEFAULT", "AUTO"):
                 mapped.append("all-linear")
             else:
                 mapped.append(value)
         mapped = list(dict.fromkeys(mapped))
-        notes.append(f"--lora_target_modules {' '.join(raw)} -> --target_modules {' '.join(mapped)}: "
-                     "renamed in ms-swift 3.x (ALL/DEFAULT/AUTO became all-linear, the 4.x default)")
+        notes.append(
+            f"--lora_target_modules {' '.join(raw)} -> --target_modules {' '.join(mapped)}: "
+            "renamed in ms-swift 3.x (ALL/DEFAULT/AUTO became all-linear, the 4.x default)"
+        )
         return [("target_modules", mapped)]
     if name == "lora_modules_to_save":
         notes.append("--lora_modules_to_save -> --modules_to_save: renamed in ms-swift 3.x")
@@ -462,8 +561,7 @@ def _translate(name: str, raw: list[str], values: dict, notes: list[str]
         notes.append("--max_length -1 dropped: 'no limit' is the 4.x default (the model's max length)")
         return []
     if name == "template_type":
-        notes.append(f"--template_type -> --template: renamed in ms-swift 3.x (check the 4.x template "
-                     f"name for {one})")
+        notes.append(f"--template_type -> --template: renamed in ms-swift 3.x (check the 4.x template name for {one})")
         return [("template", [need_one()])]
     return None
 
@@ -478,11 +576,11 @@ def _split_pairs(tokens: list[str]) -> list[tuple[str, list[str]]]:
                 raise InvalidRequest(f"{token!r} is not an option name (expected --name or --name=value)")
             pairs.append((key, [value] if eq else []))
         elif not pairs:
-            raise InvalidRequest(f"unexpected value {token!r} before any --option; "
-                                 "write swift sft arguments as --name value")
+            raise InvalidRequest(
+                f"unexpected value {token!r} before any --option; write swift sft arguments as --name value"
+            )
         elif token.startswith("-") and len(token) > 1 and not _is_number(token):
-            raise InvalidRequest(f"{token!r}: single-dash options are not swift sft arguments; "
-                                 "use --name value")
+            raise InvalidRequest(f"{token!r}: single-dash options are not swift sft arguments; use --name value")
         else:
             pairs[-1][1].append(token)
     return pairs
@@ -500,8 +598,7 @@ def _check_token(token: Any) -> str:
     if not isinstance(token, str):
         raise InvalidRequest(f"every argument must be a string, got {type(token).__name__}")
     if _FORBIDDEN.search(token):
-        raise InvalidRequest("an argument contains a control character (NUL, newline, ...); "
-                             "remove it")
+        raise InvalidRequest("an argument contains a control character (NUL, newline, ...); remove it")
     if len(token) > _MAX_TOKEN:
         raise InvalidRequest(f"an argument is {len(token)} characters long; at most {_MAX_TOKEN}")
     return token
@@ -558,8 +655,8 @@ def check_with_ms_swift(argv: list[str]) -> str | None:
     the check is skipped, not failed. Importing ms-swift takes several seconds.
     """
     try:
-        from transformers import HfArgumentParser  # type: ignore
         from swift.arguments import SftArguments  # type: ignore
+        from transformers import HfArgumentParser  # type: ignore
     except Exception:  # noqa: BLE001 - ms-swift absent or broken: skip, as documented
         return None
     import contextlib

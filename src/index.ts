@@ -88,7 +88,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // Only a quota admin gets the admin view; the API refuses `profiles` to anyone else anyway.
     let admin: QuotaAdminPanel | null = null;
     Private.whenAdmin(model, () => {
-      const editor = new ProfileEditor({ client, onSaved: () => model.refresh() });
+      const editor = new ProfileEditor({
+        client,
+        onSaved: () => model.refresh()
+      });
       admin = new QuotaAdminPanel({ model, editor });
       app.shell.add(admin, 'left', { rank: 601 });
       restorer?.add(admin, admin.id);
@@ -97,7 +100,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     app.commands.addCommand(CommandIDs.openAdmin, {
       label: 'Open Quota Admin',
-      caption: 'Every team\'s balance, and their profiles to edit (quota admins)',
+      caption:
+        "Every team's balance, and their profiles to edit (quota admins)",
       isVisible: () => admin !== null,
       execute: () => app.shell.activateById(ADMIN_PANEL_ID)
     });

@@ -94,8 +94,16 @@ def whoami() -> dict:
     with open("/proc/self/cgroup") as f:
         cgroup = next((line[3:].strip() for line in f if line.startswith("0::")), None)
     env = {var: os.environ.get(var) for var in ("HOME", "USER", "LOGNAME", "JUPYTERHUB_API_TOKEN")}
-    return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "egid": os.getegid(),
-            "groups": sorted(os.getgroups()), "cwd": os.getcwd(), "cgroup": cgroup, **env}
+    return {
+        "uid": os.getuid(),
+        "euid": os.geteuid(),
+        "gid": os.getgid(),
+        "egid": os.getegid(),
+        "groups": sorted(os.getgroups()),
+        "cwd": os.getcwd(),
+        "cgroup": cgroup,
+        **env,
+    }
 
 
 def _fill(size: int) -> None:

@@ -6,7 +6,6 @@ import getpass
 import json
 
 import pytest
-
 from quota_testing import HeaderIdentityProvider
 
 
@@ -56,10 +55,18 @@ async def test_admin_sees_all_and_changes_a_profile(api):
         ({"namespace": "Team_Beta"}, "a lowercase RFC 1123 label must consist of"),
         ({"namespace": "team-alpha"}, "team-alpha"),
         ({"colour": "blue"}, "unknown profile field"),
-        ({"volumes": [{"name": "home", "mountPath": "home", "emptyDir": {}}]},
-         'volumes[0].mountPath: Invalid value: "home": must be an absolute path'),
-        ({"volumes": [{"name": "home", "mountPath": "/home", "persistentVolumeClaim": {"claimName": "Claim-{username}"}}]},
-         "which is not a PersistentVolumeClaim name"),
+        (
+            {"volumes": [{"name": "home", "mountPath": "home", "emptyDir": {}}]},
+            'volumes[0].mountPath: Invalid value: "home": must be an absolute path',
+        ),
+        (
+            {
+                "volumes": [
+                    {"name": "home", "mountPath": "/home", "persistentVolumeClaim": {"claimName": "Claim-{username}"}}
+                ]
+            },
+            "which is not a PersistentVolumeClaim name",
+        ),
     ],
 )
 async def test_bad_profile_is_refused_and_nothing_changes(api, change, words):
@@ -72,8 +79,14 @@ async def test_bad_profile_is_refused_and_nothing_changes(api, change, words):
 
 
 async def test_only_the_owner_or_an_admin_cancels(api):
-    status, job = await api("POST", "namespaces", "team-alpha", "jobs",
-                            body={"name": "mine", "args": ["--sleep", "30"], "gpus": 0}, user="carl")
+    status, job = await api(
+        "POST",
+        "namespaces",
+        "team-alpha",
+        "jobs",
+        body={"name": "mine", "args": ["--sleep", "30"], "gpus": 0},
+        user="carl",
+    )
     assert status == 201 and job["owner"] == "carl", job
     status, answer = await api("DELETE", "namespaces", "team-alpha", "jobs", "mine", user=getpass.getuser())
     assert status == 403 and "belongs to carl" in answer["message"]

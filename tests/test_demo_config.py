@@ -43,9 +43,12 @@ def test_the_demo_hubs_servers_disable_the_news_plugin_through_their_config_path
 
     from quota_testing import ROOT
 
-    code = ("import json; from jupyterlab_server.config import get_static_page_config; "
-            "print(json.dumps(get_static_page_config()))")
+    code = (
+        "import json; from jupyterlab_server.config import get_static_page_config; "
+        "print(json.dumps(get_static_page_config()))"
+    )
     env = {**os.environ, "JUPYTER_CONFIG_PATH": str(ROOT / "binder" / "hub")}
-    page_config = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                            check=True).stdout)
+    page_config = json.loads(
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    )
     assert page_config["disabledExtensions"][NEWS_PLUGIN] is True

@@ -18,13 +18,16 @@ def test_a_token_is_kube_apiservers_encoding_and_round_trips():
     assert paging.decode(None) is None and paging.decode("") is None
 
 
-@pytest.mark.parametrize("token, detail", [
-    ("!!!", "continue key is not valid"),
-    (base64.urlsafe_b64encode(b"[1]").decode(), "server does not recognize this encoded version"),
-    (base64.urlsafe_b64encode(b'{"v":"x/v9","start":"1"}').decode(), "encoded version x/v9"),
-    (base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","start":""}').decode(), "encoded start key empty"),
-    (base64.urlsafe_b64encode(b"[" * 100_000).decode(), "continue key is not valid"),
-])
+@pytest.mark.parametrize(
+    "token, detail",
+    [
+        ("!!!", "continue key is not valid"),
+        (base64.urlsafe_b64encode(b"[1]").decode(), "server does not recognize this encoded version"),
+        (base64.urlsafe_b64encode(b'{"v":"x/v9","start":"1"}').decode(), "encoded version x/v9"),
+        (base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","start":""}').decode(), "encoded start key empty"),
+        (base64.urlsafe_b64encode(b"[" * 100_000).decode(), "continue key is not valid"),
+    ],
+)
 def test_a_token_that_cannot_be_decoded_is_a_400_in_kube_apiservers_words(token, detail):
     with pytest.raises(InvalidRequest) as refused:
         paging.decode(token)

@@ -92,7 +92,7 @@ class Job:
                 raise TimeoutError(f"job {self.namespace}/{self.name} is still {self.phase} after {timeout:g}s")
             time.sleep(interval or self.interval)
 
-    def refresh(self) -> "Job":
+    def refresh(self) -> Job:
         """Read the job and its log tail from the server, update the progress and the widget."""
         with self._lock:
             try:
@@ -106,16 +106,15 @@ class Job:
         return self
 
     # -- following ------------------------------------------------------------------------------
-    def follow(self) -> "Job":
+    def follow(self) -> Job:
         """Refresh in a daemon thread until the job ends (idempotent)."""
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._poll, name=f"jupyter-quota-follow-{self.name}",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._poll, name=f"jupyter-quota-follow-{self.name}", daemon=True)
             self._thread.start()
         return self
 
     @property
-    def widget(self) -> "JobWidget":
+    def widget(self) -> JobWidget:
         if self._widget is None:
             self._widget = JobWidget(self)
         return self._widget
@@ -195,11 +194,13 @@ class JobWidget:
         self.stats = w.HTML()
         self.loss_plot = w.HTML()
         self.log = w.HTML()
-        self.cancel_button = w.Button(description="Cancel", button_style="danger", icon="stop",
-                                      tooltip="Cancel this job (SIGTERM, then SIGKILL)")
+        self.cancel_button = w.Button(
+            description="Cancel", button_style="danger", icon="stop", tooltip="Cancel this job (SIGTERM, then SIGKILL)"
+        )
         self.cancel_button.on_click(self._on_cancel)
-        self.box = w.VBox([self.header, w.HBox([self.progress, self.stats]), self.loss_plot,
-                           w.HBox([self.cancel_button]), self.log])
+        self.box = w.VBox(
+            [self.header, w.HBox([self.progress, self.stats]), self.loss_plot, w.HBox([self.cancel_button]), self.log]
+        )
         job._listeners.append(lambda _job: self.update())
         self.update()
 
@@ -213,8 +214,10 @@ class JobWidget:
         detail += f"<br><small>{_e(message)}</small>" if message else ""
         if job.error:
             detail += f"<br><small style='color:#d9534f'>{_e(job.error)}</small>"
-        self.header.value = (f"<b>{_e(job.namespace)}/{_e(job.name)}</b> "
-                             f"<span style='color:{color};font-weight:bold'>{_e(phase)}</span>{detail}")
+        self.header.value = (
+            f"<b>{_e(job.namespace)}/{_e(job.name)}</b> "
+            f"<span style='color:{color};font-weight:bold'>{_e(phase)}</span>{detail}"
+        )
         if p.max_steps:
             self.progress.max = p.max_steps
             self.progress.value = min(p.step or 0, p.max_steps)
@@ -234,8 +237,10 @@ class JobWidget:
             stats.append(f"checkpoint <code>{_e(job.checkpoint)}</code>")
         self.stats.value = "&nbsp;" + " &middot; ".join(stats)
         self.loss_plot.value = loss_svg(p.steps, p.losses)
-        self.log.value = ("<pre style='max-height:16em;overflow:auto;font-size:85%;margin:0'>"
-                          f"{_e(screen_lines(job.log_tail, SHOWN_LOG_LINES))}</pre>")
+        self.log.value = (
+            "<pre style='max-height:16em;overflow:auto;font-size:85%;margin:0'>"
+            f"{_e(screen_lines(job.log_tail, SHOWN_LOG_LINES))}</pre>"
+        )
         self.cancel_button.disabled = job.done
 
     def _on_cancel(self, _button) -> None:
@@ -250,11 +255,12 @@ class JobWidget:
 
 def loss_svg(steps: list[int], losses: list[float], width: int = 360, height: int = 120) -> str:
     """A small line plot of loss by step as inline SVG; the data ride along as attributes."""
-    data = (f'data-steps="{",".join(str(s) for s in steps)}" '
-            f'data-losses="{",".join(f"{v:g}" for v in losses)}"')
+    data = f'data-steps="{",".join(str(s) for s in steps)}" data-losses="{",".join(f"{v:g}" for v in losses)}"'
     if not steps:
-        return (f"<svg class='jq-loss' {data} width='{width}' height='24'><text x='0' y='16' "
-                "font-size='12' fill='#777'>loss: waiting for the first logged step</text></svg>")
+        return (
+            f"<svg class='jq-loss' {data} width='{width}' height='24'><text x='0' y='16' "
+            "font-size='12' fill='#777'>loss: waiting for the first logged step</text></svg>"
+        )
     pad_l, pad_r, pad_t, pad_b = 44, 8, 8, 20
     x0, x1 = min(steps), max(steps)
     y0, y1 = min(losses), max(losses)
@@ -268,17 +274,21 @@ def loss_svg(steps: list[int], losses: list[float], width: int = 360, height: in
         return f"{x:.1f},{y:.1f}"
 
     points = " ".join(px(s, v) for s, v in zip(steps, losses))
-    dots = "".join(f"<circle cx='{px(s, v).split(',')[0]}' cy='{px(s, v).split(',')[1]}' r='2' fill='#337ab7'/>"
-                   for s, v in zip(steps, losses))
-    return (f"<svg class='jq-loss' {data} width='{width}' height='{height}' "
-            "xmlns='http://www.w3.org/2000/svg' font-size='10' font-family='sans-serif'>"
-            f"<line x1='{pad_l}' y1='{height - pad_b}' x2='{width - pad_r}' y2='{height - pad_b}' stroke='#999'/>"
-            f"<line x1='{pad_l}' y1='{pad_t}' x2='{pad_l}' y2='{height - pad_b}' stroke='#999'/>"
-            f"<text x='2' y='{pad_t + 8}'>{y1:.4g}</text><text x='2' y='{height - pad_b}'>{y0:.4g}</text>"
-            f"<text x='{pad_l}' y='{height - 4}'>step {x0}</text>"
-            f"<text x='{width - pad_r}' y='{height - 4}' text-anchor='end'>{x1}</text>"
-            f"<text x='{(width + pad_l) / 2:.0f}' y='{height - 4}' text-anchor='middle'>loss</text>"
-            f"<polyline fill='none' stroke='#337ab7' stroke-width='1.5' points='{points}'/>{dots}</svg>")
+    dots = "".join(
+        f"<circle cx='{px(s, v).split(',')[0]}' cy='{px(s, v).split(',')[1]}' r='2' fill='#337ab7'/>"
+        for s, v in zip(steps, losses)
+    )
+    return (
+        f"<svg class='jq-loss' {data} width='{width}' height='{height}' "
+        "xmlns='http://www.w3.org/2000/svg' font-size='10' font-family='sans-serif'>"
+        f"<line x1='{pad_l}' y1='{height - pad_b}' x2='{width - pad_r}' y2='{height - pad_b}' stroke='#999'/>"
+        f"<line x1='{pad_l}' y1='{pad_t}' x2='{pad_l}' y2='{height - pad_b}' stroke='#999'/>"
+        f"<text x='2' y='{pad_t + 8}'>{y1:.4g}</text><text x='2' y='{height - pad_b}'>{y0:.4g}</text>"
+        f"<text x='{pad_l}' y='{height - 4}'>step {x0}</text>"
+        f"<text x='{width - pad_r}' y='{height - 4}' text-anchor='end'>{x1}</text>"
+        f"<text x='{(width + pad_l) / 2:.0f}' y='{height - 4}' text-anchor='middle'>loss</text>"
+        f"<polyline fill='none' stroke='#337ab7' stroke-width='1.5' points='{points}'/>{dots}</svg>"
+    )
 
 
 def screen_lines(text: str, count: int) -> str:

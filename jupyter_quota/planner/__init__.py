@@ -93,32 +93,45 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
 
     fitting = _dedupe(search.fitting)
     candidates = [_plan_json(e) for e in fitting[:CANDIDATE_CAP]]
-    rejected_all = _dedupe([*([search.asked_result] if search.asked_result.reason else []),
-                                     *search.summaries,
-                                     *[e for e in search.rejected if e is not search.asked_result]])
+    rejected_all = _dedupe(
+        [
+            *([search.asked_result] if search.asked_result.reason else []),
+            *search.summaries,
+            *[e for e in search.rejected if e is not search.asked_result],
+        ]
+    )
     rejected = [{"plan": _plan_json(e), "reason": e.reason} for e in rejected_all[:REJECTED_CAP]]
 
     notes = [str(n) for n in (getattr(asked, "notes", None) or [])]
     if len(fitting) > CANDIDATE_CAP:
-        notes.append(f"{len(fitting) - CANDIDATE_CAP} more fitting plans are not listed (the {CANDIDATE_CAP} "
-                     "best are)")
+        notes.append(f"{len(fitting) - CANDIDATE_CAP} more fitting plans are not listed (the {CANDIDATE_CAP} best are)")
     if len(rejected_all) > REJECTED_CAP:
         notes.append(f"{len(rejected_all) - REJECTED_CAP} more rejected configurations are not listed")
     if not candidates:
         notes.append(f"nothing fits {context.namespace} now: see the rejected plans for what each would need")
-    assumptions = [*context.assumptions, search.admission.assumption(),
-                   "relativeStepTime is a rough heuristic for ranking (1.0 = the request as given)"]
+    assumptions = [
+        *context.assumptions,
+        search.admission.assumption(),
+        "relativeStepTime is a rough heuristic for ranking (1.0 = the request as given)",
+    ]
     if search.offload_tried:
-        assumptions.append("DeepSpeed CPU offload (zero2_offload, zero3_offload) is tried for a full fine-tune only, "
-                           "and only when no plain strategy fits the GPUs: it trades speed for GPU memory")
+        assumptions.append(
+            "DeepSpeed CPU offload (zero2_offload, zero3_offload) is tried for a full fine-tune only, "
+            "and only when no plain strategy fits the GPUs: it trades speed for GPU memory"
+        )
     if search.offload_checked:
         assumptions.append(OFFLOAD_HOST_ASSUMPTION)
     r = search.request
-    request = {"args": list(asked.to_argv()), "gpus": r.gpus, "effectiveBatch": r.effective_batch,
-               "estimate": search.asked_result.estimate.to_json()}
+    request = {
+        "args": list(asked.to_argv()),
+        "gpus": r.gpus,
+        "effectiveBatch": r.effective_batch,
+        "estimate": search.asked_result.estimate.to_json(),
+    }
     stats = {"estimates": search.estimates_made, "milliseconds": round((time.perf_counter() - started) * 1000, 1)}
-    return PlanResult(context, request, candidates[0] if candidates else None, candidates, rejected,
-                      assumptions, notes, stats)
+    return PlanResult(
+        context, request, candidates[0] if candidates else None, candidates, rejected, assumptions, notes, stats
+    )
 
 
 def _plan_json(e: Evaluated) -> dict:

@@ -9,8 +9,12 @@ from jupyter_quota.backends.kube.client import KubeError
 
 
 def run_apply(config_file, *extra):
-    return subprocess.run([sys.executable, "-m", "jupyter_quota", "profiles", "apply", "--config", str(config_file),
-                           *extra], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_quota", "profiles", "apply", "--config", str(config_file), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_dry_run_then_apply_then_nothing_to_do(kube_cluster, namespace_name, tmp_path):
@@ -47,8 +51,10 @@ def test_dry_run_then_apply_then_nothing_to_do(kube_cluster, namespace_name, tmp
 
 def test_no_kubeconfig_is_a_clear_error(tmp_path):
     config = tmp_path / "c.py"
-    config.write_text("c = get_config()\nc.JupyterQuota.kube_config_file = '/nonexistent/kubeconfig'\n"
-                      "c.JupyterQuota.profiles = [{'team': 'x'}]\n")
+    config.write_text(
+        "c = get_config()\nc.JupyterQuota.kube_config_file = '/nonexistent/kubeconfig'\n"
+        "c.JupyterQuota.profiles = [{'team': 'x'}]\n"
+    )
     out = run_apply(config)
     assert out.returncode == 1 and "cannot load the Kubernetes configuration" in out.stderr
     assert "Traceback" not in out.stderr

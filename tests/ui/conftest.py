@@ -36,6 +36,7 @@ FAKE_TRAINER = REPO_ROOT / "tests" / "fake_trainer.py"
 SERVER_START_TIMEOUT = 90
 APP_START_TIMEOUT_MS = 90_000
 
+
 @dataclasses.dataclass
 class LabServer:
     """A running ``jupyter lab``: its URL (ending in ``/``), process and log file."""

@@ -54,10 +54,21 @@ class KubeBackend(Backend):
 
     name = "kube"
 
-    def __init__(self, kube: Kube, *, job_image: str = "", backoff_limit: int = 0,
-                 ttl_seconds_after_finished: int = -1, cache_volumes: list | None = None,
-                 watch_timeout: int = 10, stale_after: float = STALE_AFTER, backoff_max: float = 30.0,
-                 sync_timeout: float = 10.0, namespaced: bool = False, log: logging.Logger | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        job_image: str = "",
+        backoff_limit: int = 0,
+        ttl_seconds_after_finished: int = -1,
+        cache_volumes: list | None = None,
+        watch_timeout: int = 10,
+        stale_after: float = STALE_AFTER,
+        backoff_max: float = 30.0,
+        sync_timeout: float = 10.0,
+        namespaced: bool = False,
+        log: logging.Logger | None = None,
+    ):
         self.kube = kube
         self.job_image = job_image
         self.backoff_limit = backoff_limit
@@ -65,11 +76,18 @@ class KubeBackend(Backend):
         self.cache_volumes = [dict(v) for v in cache_volumes or []]
         self.sync_timeout = sync_timeout
         self.log = log or logging.getLogger(__name__)
-        self.cache = ClusterCache(kube, watch_timeout=watch_timeout, stale_after=stale_after,
-                                  backoff_max=backoff_max, log=self.log, namespaced=namespaced)
+        self.cache = ClusterCache(
+            kube,
+            watch_timeout=watch_timeout,
+            stale_after=stale_after,
+            backoff_max=backoff_max,
+            log=self.log,
+            namespaced=namespaced,
+        )
         # A turn waits for earlier Jobs' pods, then reads the quotas and creates the Job.
-        self.turns = Turns(self.cache, settle_timeout=sync_timeout,
-                           turn_timeout=sync_timeout + 2 * kube.request_timeout)
+        self.turns = Turns(
+            self.cache, settle_timeout=sync_timeout, turn_timeout=sync_timeout + 2 * kube.request_timeout
+        )
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -110,8 +128,14 @@ class KubeBackend(Backend):
 
         for result in apply_quota_objects(profile, self.kube):
             if result["action"] != "unchanged":
-                self.log.info("jupyter_quota: %s %s %s/%s for an admin's change to team %s", result["action"],
-                              result["kind"], result["namespace"], result["name"], profile.team)
+                self.log.info(
+                    "jupyter_quota: %s %s %s/%s for an admin's change to team %s",
+                    result["action"],
+                    result["kind"],
+                    result["namespace"],
+                    result["name"],
+                    profile.team,
+                )
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         """Block until every kind was listed once (tests, and ``submit`` right after start)."""
@@ -146,11 +170,17 @@ class KubeBackend(Backend):
         namespace = self._watched(profile)
         after = _start_key(start) if start is not None else None
         jobs = {_name(j): j for j in self.cache["jobs"].items(namespace)}
-        entries = [((_created(j), _name(j)), lambda j=j: self._view(profile, j))
-                   for j in jobs.values() if not _is_cancelled_copy(j, self._cancelled)]
+        entries = [
+            ((_created(j), _name(j)), lambda j=j: self._view(profile, j))
+            for j in jobs.values()
+            if not _is_cancelled_copy(j, self._cancelled)
+        ]
         with self._lock:  # cancelled jobs this process remembers, shown as they were
-            entries += [((v.get("createdAt") or "", n), lambda v=v: _shown(v)) for (ns, n), v in self._cancelled.items()
-                        if ns == namespace and not _replaced(jobs.get(n), v)]
+            entries += [
+                ((v.get("createdAt") or "", n), lambda v=v: _shown(v))
+                for (ns, n), v in self._cancelled.items()
+                if ns == namespace and not _replaced(jobs.get(n), v)
+            ]
         entries.sort(key=lambda entry: entry[0], reverse=True)
         if after is not None:
             entries = [entry for entry in entries if entry[0] < after]
@@ -228,8 +258,11 @@ class KubeBackend(Backend):
         try:
             with self._reported(f"logs of pod {namespace}/{pod_name}"):
                 return self.kube.request(
-                    "GET", ns_path(namespace, "pods", pod_name) + "/log",
-                    query={"container": jobview.TRAIN, "tailLines": max(0, int(tail_lines))}, raw=True)
+                    "GET",
+                    ns_path(namespace, "pods", pod_name) + "/log",
+                    query={"container": jobview.TRAIN, "tailLines": max(0, int(tail_lines))},
+                    raw=True,
+                )
         except KubeError as e:
             raise LogsUnavailable(
                 f'the cluster could not serve the logs of pod "{pod_name}" of job "{name}": {e.message}'
@@ -242,16 +275,22 @@ class KubeBackend(Backend):
             return current
         try:
             with self._reported(f"delete job {namespace}/{name}"):
-                self.kube.delete(ns_path(namespace, "jobs", name, group="batch/v1"),
-                                 body={"apiVersion": "v1", "kind": "DeleteOptions",
-                                       "propagationPolicy": "Background"})
+                self.kube.delete(
+                    ns_path(namespace, "jobs", name, group="batch/v1"),
+                    body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+                )
         except KubeError as e:
             if e.code == 404:
                 raise errors.NotFound(f'jobs.batch "{name}" not found') from None
             raise
         job = self.cache["jobs"].get(namespace, name) or {}
-        cancelled = dict(current, phase="Failed", reason=reasons.CANCELLED, message=f"cancelled by {by}",
-                         finishedAt=rfc3339(time.time()))
+        cancelled = dict(
+            current,
+            phase="Failed",
+            reason=reasons.CANCELLED,
+            message=f"cancelled by {by}",
+            finishedAt=rfc3339(time.time()),
+        )
         cancelled.pop("exitCode", None)
         cancelled["_uid"] = (job.get("metadata") or {}).get("uid", "")
         with self._lock:
@@ -275,8 +314,9 @@ class KubeBackend(Backend):
         if not name:
             raise errors.Invalid('Job.batch "" is invalid: metadata.name: Required value: name is required')
         if meta.get("namespace") not in (None, "", profile.namespace):
-            raise errors.Invalid("the namespace of the provided object does not match the namespace sent "
-                                 "on the request")
+            raise errors.Invalid(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         meta["namespace"] = profile.namespace
         identity = {MANAGED_BY_KEY: MANAGED_BY_VALUE, jobview.TEAM_LABEL: profile.team, jobview.JOB_LABEL: name}
         if owner:
@@ -305,7 +345,8 @@ class KubeBackend(Backend):
                 if not image:
                     raise errors.InvalidRequest(
                         f"no container image for team {profile.team!r}: set the profile's 'image' or "
-                        "JupyterQuota.job_image to an image that has ms-swift")
+                        "JupyterQuota.job_image to an image that has ms-swift"
+                    )
                 container["image"] = image
         # The profile's volumes (the user's home, the team's share) first, then the server's caches.
         entries = volumes.for_user(list(profile.volumes), owner) + self.cache_volumes
@@ -325,8 +366,9 @@ class KubeBackend(Backend):
     def _view(self, profile, job: dict) -> dict:
         namespace, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
         pods = self._pods_of(namespace, name, job["metadata"].get("uid"))
-        events = [e for e in self.cache["events"].items(namespace)
-                  if (e.get("involvedObject") or {}).get("name") == name]
+        events = [
+            e for e in self.cache["events"].items(namespace) if (e.get("involvedObject") or {}).get("name") == name
+        ]
         template_pod = None
         if not pods:
             template_pod = quota.apply_limit_ranges(quota.job_pod(job), self.cache["limitranges"].items(namespace))
@@ -357,9 +399,12 @@ class KubeBackend(Backend):
         if not self.cache.synced(kinds, namespace):
             self.start()
             if not self.cache.wait(lambda: self.cache.synced(kinds, namespace), self.sync_timeout):
-                problems = "; ".join(f"{k}: {v}" for k, v in self.cache.errors(namespace=namespace).items()) \
-                    or "no answer yet"
-                raise ClusterUnavailable(f"the cluster's quotas could not be read, so nothing is submitted ({problems})")
+                problems = (
+                    "; ".join(f"{k}: {v}" for k, v in self.cache.errors(namespace=namespace).items()) or "no answer yet"
+                )
+                raise ClusterUnavailable(
+                    f"the cluster's quotas could not be read, so nothing is submitted ({problems})"
+                )
 
 
 def limit_range_spec(limit_ranges: list[dict]) -> dict | None:
@@ -386,10 +431,13 @@ def _submit_error(error: KubeError, name: str) -> errors.QuotaError:
 
 
 def _denial_reason(message: str) -> str:
-    for prefix, reason in (("exceeded quota", "ExceededQuota"), ("failed quota", "FailedQuota"),
-                           ("status unknown for quota", "QuotaStatusUnknown"),
-                           ("insufficient quota", "InsufficientQuota"),
-                           ("quota usage is negative", "QuotaUsageNegative")):
+    for prefix, reason in (
+        ("exceeded quota", "ExceededQuota"),
+        ("failed quota", "FailedQuota"),
+        ("status unknown for quota", "QuotaStatusUnknown"),
+        ("insufficient quota", "InsufficientQuota"),
+        ("quota usage is negative", "QuotaUsageNegative"),
+    ):
         if message.startswith(prefix):
             return reason
     if " usage per " in message or "ratio" in message:
