@@ -107,7 +107,7 @@ def main() -> int:
             counts = {k: r.count() for k, r in backend.cache.reflectors.items()}
             watches = backend.cache.watches()
             print(f"{scope}: cache synced in {sync_s:.1f}s with {watches} watches: {counts}", flush=True)
-            cached = _timed(lambda p: backend.balance(p), picks)
+            cached = _timed(backend.balance, picks)
             check = backend.balance(profiles[0])["resources"]["pods"]
             assert check["used"] == str(args.pods), check
             scopes[scope] = {

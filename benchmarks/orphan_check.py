@@ -126,10 +126,10 @@ def client(backend, profile, run, tmp, t, args, results) -> None:
         try:
             backend.submit(profile, job, user)
             if cancel:
-                wait(lambda: "ready" in backend.logs(profile, name, 5))
+                wait(lambda name=name: "ready" in backend.logs(profile, name, 5))
                 result["cancelled_at"] = time.monotonic()
                 backend.cancel(profile, name, "bench")
-            ended = wait(lambda: backend.get_job(profile, name)["phase"] in ("Succeeded", "Failed"))
+            ended = wait(lambda name=name: backend.get_job(profile, name)["phase"] in ("Succeeded", "Failed"))
             end = backend.get_job(profile, name)
             result.update(
                 ended_at=ended,

@@ -115,7 +115,7 @@ def main() -> None:
     for ns, name, argv in SCENARIOS:
         times, spent = [], [0.0]
 
-        def timed_estimate(a, g):
+        def timed_estimate(a, g, spent=spent):
             t = time.perf_counter()
             try:
                 return estimate_memory(a, gpus=g)

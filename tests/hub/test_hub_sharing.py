@@ -75,7 +75,7 @@ def test_a_group_change_on_the_hub_reaches_the_service_within_its_cache_age(serv
             for via in ("server", "service"):
                 wait_for(
                     f"ann {change} in ml-beta, seen through the {via}",
-                    lambda v=via: namespaces(hub, "ann", v) == expect,
+                    lambda v=via, expect=expect: namespaces(hub, "ann", v) == expect,
                     3 * bound,
                     hub.log,
                     0.2,
