@@ -221,7 +221,7 @@ def balance_growth(state_root: Path) -> list[dict]:
         cached_us = 1e6 * (time.perf_counter() - t0) / n
         m, t0 = 50, time.perf_counter()
         for _ in range(m):
-            backend._usage.clear()  # noqa: SLF001 - measure the recompute the cache saves
+            backend._usage.clear()  # measure the recompute the cache saves
             backend.balance(profile)
         fresh_us = 1e6 * (time.perf_counter() - t0) / m
         rows.append({"live_jobs": live, "cached_us": cached_us, "recomputed_us": fresh_us})

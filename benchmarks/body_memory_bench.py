@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from server_process import ServerProcess  # noqa: E402
+from server_process import ServerProcess
 
 PIECE = 1024 * 1024
 

@@ -21,12 +21,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from traitlets.config.loader import PyFileConfigLoader  # noqa: E402
+from traitlets.config.loader import PyFileConfigLoader
 
-from jupyter_quota import quota  # noqa: E402
-from jupyter_quota.estimator import estimate as estimate_memory  # noqa: E402
-from jupyter_quota.planner import context_from_balance, plan  # noqa: E402
-from jupyter_quota.profiles import TeamProfile  # noqa: E402
+from jupyter_quota import quota
+from jupyter_quota.estimator import estimate as estimate_memory
+from jupyter_quota.planner import context_from_balance, plan
+from jupyter_quota.profiles import TeamProfile
 
 DEMO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "binder")
 GPU = "requests.nvidia.com/gpu"

@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from server_process import ServerProcess  # noqa: E402
+from server_process import ServerProcess
 
 PLAN = json.dumps({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"]})
 

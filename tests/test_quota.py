@@ -778,19 +778,22 @@ def test_quota_status_counts_live_pods_only():
             }
         },
     }
-    gpu = lambda phase: {
-        "spec": {
-            "containers": [
-                {
-                    "resources": {
-                        "limits": {"nvidia.com/gpu": "2"},  # noqa: E731
-                        "requests": {"nvidia.com/gpu": "2"},
+
+    def gpu(phase):
+        return {
+            "spec": {
+                "containers": [
+                    {
+                        "resources": {
+                            "limits": {"nvidia.com/gpu": "2"},
+                            "requests": {"nvidia.com/gpu": "2"},
+                        }
                     }
-                }
-            ]
-        },
-        "status": {"phase": phase},
-    }
+                ]
+            },
+            "status": {"phase": phase},
+        }
+
     status = Q.quota_status(
         quota, [gpu("Running"), gpu("Succeeded"), gpu("Failed"), gpu("Pending")], {"count/jobs.batch": 3}
     )["status"]

@@ -10,9 +10,9 @@ is ``ml-beta``.
 import os
 
 c = get_config()  # noqa: F821 (provided by the Jupyter config loader)
-load_subconfig(
+load_subconfig(  # noqa: F821
     os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # noqa: F821
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         "jupyter_server_config.py",
     )
 )
