@@ -1,5 +1,7 @@
 """jupyter_quota.swift: the swift sft argument language (pure; no ms-swift needed)."""
 
+import dataclasses
+
 import pytest
 
 from jupyter_quota.errors import InvalidRequest
@@ -160,7 +162,7 @@ def test_not_a_list():
 
 def test_sftargs_is_frozen():
     args = SftArgs()
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         args.model = "x"
 
 

@@ -224,7 +224,9 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
         try:
             cluster.kube().get("/version")
         except KubeError as e:
-            raise ClusterStartError(f"the cluster in JUPYTER_QUOTA_TEST_KUBECONFIG={external} does not answer: {e}")
+            raise ClusterStartError(
+                f"the cluster in JUPYTER_QUOTA_TEST_KUBECONFIG={external} does not answer: {e}"
+            ) from e
         return cluster
     binaries = {c: CACHE / "bin" / c for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")}
     missing = [str(p) for p in binaries.values() if not os.access(p, os.X_OK)]

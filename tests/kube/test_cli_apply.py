@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from jupyter_quota.backends.kube.client import KubeError
 
 
@@ -31,11 +33,9 @@ def test_dry_run_then_apply_then_nothing_to_do(kube_cluster, namespace_name, tmp
     assert f"Namespace {namespace_name}: created (dry run)" in dry.stdout
     assert f"ResourceQuota {namespace_name}/team-quota: created (dry run)" in dry.stdout
     assert "+  hard:" in dry.stdout or "requests.nvidia.com/gpu" in dry.stdout
-    try:
+    with pytest.raises(KubeError) as absent:  # a dry run stores no namespace
         kube_cluster.kube().get(f"/api/v1/namespaces/{namespace_name}")
-        raise AssertionError("a dry run stored the namespace")
-    except KubeError as e:
-        assert e.status == 404
+    assert absent.value.status == 404
 
     first = run_apply(config)
     assert first.returncode == 0, first.stderr

@@ -160,7 +160,8 @@ def test_the_job_carries_the_profiles_placement_image_volumes_and_labels(
             },
         )
     except KubeError as e:
-        assert e.code == 409
+        if e.code != 409:  # 409: an earlier test created it
+            raise
     profile = setup_team(
         kube,
         namespace_name,
