@@ -29,7 +29,7 @@ async def test_each_user_sees_only_their_teams(api):
     assert [n["name"] for n in bea["namespaces"]] == ["team-beta"]
     _, stranger = await api("GET", "namespaces", user="mallory")
     assert stranger["namespaces"] == []
-    status, answer = await api("GET", "namespaces", "team-alpha", "balance", user="bea")
+    status, _ = await api("GET", "namespaces", "team-alpha", "balance", user="bea")
     assert status == 403
 
 
@@ -111,5 +111,5 @@ async def test_unenforced_quota_keys_come_back_as_warnings(api):
     flagged = {w["resource"]: w["message"] for w in balance["warnings"]}
     assert set(flagged) == {"nvidia.com/gpu", "limits.nvidia.com/gpu"}  # ... and never enforces them
     assert all("requests.nvidia.com/gpu" in m for m in flagged.values()), flagged
-    status, job = await api("POST", "namespaces", "team-beta", "jobs", body={"args": [], "gpus": 4}, user="bea")
+    status, _ = await api("POST", "namespaces", "team-beta", "jobs", body={"args": [], "gpus": 4}, user="bea")
     assert status == 201, "no enforced GPU quota, so the API server would admit it too"

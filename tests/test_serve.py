@@ -80,7 +80,7 @@ def call(url, token=None, method="GET"):
 
 
 def test_serve_listens_where_ip_and_port_say_and_refuses_an_anonymous_caller(service):
-    url, log = service
+    url, _ = service
     status, answer, _ = call(url + "/namespaces")
     assert status == 403 and answer["reason"] == "Forbidden" and "token" in answer["message"]
     status, answer, _ = call(url + "/profiles/alpha", method="PUT")
@@ -88,7 +88,7 @@ def test_serve_listens_where_ip_and_port_say_and_refuses_an_anonymous_caller(ser
 
 
 def test_a_hub_that_does_not_answer_is_a_503_not_a_500(service):
-    url, log = service
+    url, _ = service
     status, answer, _ = call(url + "/namespaces", token="some-user-token")
     assert status == 503 and answer["reason"] == "ServiceUnavailable", answer
     assert "JupyterHub did not answer" in answer["message"] and "127.0.0.1" not in answer["message"]
