@@ -49,7 +49,7 @@ def test_the_config_trait_and_the_backend_know_the_same_policies():
 def test_job_user_from_the_config_reaches_the_backend(tmp_path):
     settings = config.JupyterQuota(job_user="owner", state_dir=str(tmp_path / "state"), inventory={"gpus": 2})
     backend = make_backend_from_config(settings, root_dir=str(tmp_path))
-    with pytest.raises(errors.Forbidden, match="JupyterQuota.job_user = 'owner'"):
+    with pytest.raises(errors.Forbidden, match=r"JupyterQuota\.job_user = 'owner'"):
         backend.submit(Profile(), make_job("cfg", gpus=0), owner=NO_ACCOUNT)
 
 

@@ -498,7 +498,7 @@ def test_count_pods_is_charged_per_pod():
 def test_first_failing_quota_in_list_order_wins():
     a = rq("a", {"requests.cpu": "1"})
     b = rq("b", {"requests.cpu": "1"})
-    with pytest.raises(AdmissionDenied, match="^exceeded quota: b,"):
+    with pytest.raises(AdmissionDenied, match=r"^exceeded quota: b,"):
         Q.check_quotas(pod({"cpu": "2"}), [b, a])
 
 
@@ -571,7 +571,7 @@ def test_quota_without_status_hard_falls_back_to_spec():
         "spec": {"hard": {"requests.cpu": "1"}},
         "status": {"used": {"requests.cpu": "0"}},
     }
-    with pytest.raises(AdmissionDenied, match="^exceeded quota: q, requested: requests.cpu=2"):
+    with pytest.raises(AdmissionDenied, match=r"^exceeded quota: q, requested: requests\.cpu=2"):
         Q.check_quotas(pod({"cpu": "2"}), [quota])
 
 
@@ -594,7 +594,7 @@ def test_sidecars_and_overhead_are_charged():
     }
     # max(2 + 0.5, 4 + 0.5) + 0.25
     assert str(Q.pod_requests(p)["cpu"]) == "4750m"
-    with pytest.raises(AdmissionDenied, match="requested: requests.cpu=4750m"):
+    with pytest.raises(AdmissionDenied, match=r"requested: requests\.cpu=4750m"):
         Q.check_quotas(p, [rq("q", {"requests.cpu": "4"})])
 
 

@@ -65,14 +65,14 @@ def test_a_bad_volume_is_refused_with_the_field_and_the_rule(entry, words):
 
 
 def test_a_volume_that_is_not_an_object_is_refused():
-    with pytest.raises(InvalidRequest, match="volumes\\[0\\] must be an object, e.g. "):
+    with pytest.raises(InvalidRequest, match=r"volumes\[0\] must be an object, e\.g\. "):
         volumes.check(["home"])
     with pytest.raises(InvalidRequest, match="expected a dict, not the str 'home'"):  # traitlets says it first
         TeamProfile(team="alpha", volumes=["home"])
 
 
 def test_two_volumes_of_one_name_are_refused():
-    with pytest.raises(InvalidRequest, match='volumes\\[1\\].name: Duplicate value: "home"'):
+    with pytest.raises(InvalidRequest, match=r'volumes\[1\]\.name: Duplicate value: "home"'):
         TeamProfile(team="alpha", volumes=[HOME, {**SHARED, "name": "home"}])
 
 
