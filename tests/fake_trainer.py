@@ -5,11 +5,11 @@
                            [--whoami FILE] [other...]
 
 ``--env`` prints the variables the backend sets; ``--until-file PATH`` waits (after ``--sleep``)
-until PATH exists, so a test decides when the job ends instead of racing a timer; ``--fill`` writes about BYTES of numbered
-100-byte lines (``fill 000000042 ...``) as fast as it can; ``--ignore-term`` ignores SIGTERM (a job
-that must be killed); it prints ``ready`` once its signal disposition is in place (and once
-what ``--spawn`` started has written its pid file). Other arguments (``--model ...``, as a
-real ``swift sft`` takes) are printed and otherwise ignored.
+until PATH exists, so a test decides when the job ends instead of racing a timer; ``--fill`` writes
+about BYTES of numbered 100-byte lines (``fill 000000042 ...``) as fast as it can; ``--ignore-term``
+ignores SIGTERM (a job that must be killed); it prints ``ready`` once its signal disposition is in
+place (and once what ``--spawn`` started has written its pid file). Other arguments (``--model
+...``, as a real ``swift sft`` takes) are printed and otherwise ignored.
 
 Processes a job leaves behind (the orphan tests): ``--spawn KIND`` (repeatable) starts
 - ``ignore-term``: a child that ignores SIGTERM, SIGINT and SIGHUP;

@@ -52,7 +52,7 @@ class ServerProcess:
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
         env = {**os.environ, "JUPYTER_TOKEN": self.token}
-        log = open(self.log_file, "ab")
+        log = open(self.log_file, "ab")  # noqa: SIM115 - the server process writes it as long as it runs
         self.proc = subprocess.Popen(
             [
                 sys.executable,

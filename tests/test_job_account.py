@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 from fake_trainer import RUN, run_processes
@@ -120,7 +121,7 @@ def test_a_job_runs_as_its_owners_account_in_its_home(make_backend, account, mon
     job = run_to_end(backend, "mine", python, entry.pw_name)
     assert job["phase"] == "Succeeded", job
     out = os.path.join(entry.pw_dir, "whoami.json")
-    seen = json.loads(open(out).read())
+    seen = json.loads(Path(out).read_text())
     assert (seen["uid"], seen["euid"], seen["gid"], seen["egid"]) == (entry.pw_uid,) * 2 + (entry.pw_gid,) * 2
     extra = grp.getgrnam(f"{entry.pw_name}x").gr_gid
     assert set(seen["groups"]) == set(os.getgrouplist(entry.pw_name, entry.pw_gid)) == {entry.pw_gid, extra}
@@ -147,7 +148,7 @@ def test_job_workdir_expands_the_owner_and_home_and_must_exist(make_backend, acc
         os.chown(path, entry.pw_uid, entry.pw_gid)
     job = run_to_end(backend, "there", python, entry.pw_name)
     assert job["phase"] == "Succeeded", job
-    seen = json.loads(open(os.path.join(wanted, "whoami.json")).read())
+    seen = json.loads(Path(wanted, "whoami.json").read_text())
     assert (seen["uid"], seen["cwd"]) == (entry.pw_uid, wanted)
 
 

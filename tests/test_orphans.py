@@ -205,7 +205,7 @@ def test_cancel_and_submit_from_threads_leaves_no_orphan_and_no_shared_gpu(make_
                     wait_log(backend, profile, name, "ready", timeout=120)
                     backend.cancel(profile, name, by="bob")
                 wait_for(backend, profile, name, phase_is("Succeeded", "Failed"), timeout=120)
-        except Exception as e:  # reported below, with the thread's job
+        except Exception as e:  # noqa: BLE001 - reported below, with the thread's job
             errors.append(e)
 
     threads = [threading.Thread(target=client, args=(t,)) for t in range(4)]

@@ -73,7 +73,7 @@ class Spawner:
 
 def fixed(balances):
     async def source(spawner):
-        return {ns: b for ns, b in balances.items()}
+        return dict(balances)
 
     return source
 

@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -43,7 +44,7 @@ class Harness:
     """What a contract test needs from a backend kind: profiles, backends, jobs, waiting."""
 
     kind = ""
-    command: list[str] = []
+    command: ClassVar[list[str]] = []
 
     def __init__(self):
         self.backends = []
@@ -88,7 +89,7 @@ class Harness:
 
 class LocalHarness(Harness):
     kind = "local"
-    command = [sys.executable, str(FAKE_TRAINER)]
+    command: ClassVar[list[str]] = [sys.executable, str(FAKE_TRAINER)]
 
     def __init__(self, tmp_path: Path):
         super().__init__()
@@ -110,7 +111,7 @@ class LocalHarness(Harness):
     def close(self):
         super().close()
         final = LocalBackend(self.tmp_path / "state" / "ledger.sqlite", self.tmp_path / "state", INVENTORY)
-        for ns in {b for b in self._namespaces()}:
+        for ns in set(self._namespaces()):
             for job in final.list_jobs(_Ns(ns)):
                 if job["phase"] in ("Pending", "Running"):
                     final.cancel(_Ns(ns), job["name"], "test-teardown")

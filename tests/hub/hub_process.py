@@ -114,7 +114,7 @@ class HubProcess:
             "JUPYTER_QUOTA_HUB_PORT": str(self.port),
             "JUPYTER_QUOTA_SERVICE_PORT": str(self.service_port),
         }
-        log = open(self.log_file, "ab")
+        log = open(self.log_file, "ab")  # noqa: SIM115 - the hub process writes it as long as it runs
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyterhub", "-f", str(self.config_file)],
             cwd=self.run_dir,

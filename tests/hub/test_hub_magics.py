@@ -18,7 +18,9 @@ with capture_output() as shown:
     ip.run_line_magic("quota", "")
 balance = shown.stdout + "".join(o.data.get("text/plain", "") for o in shown.outputs)
 with capture_output():
-    job = ip.run_line_magic("swift_sft", "--gpus 1 --name hub-magic --model Qwen/Qwen2.5-0.5B-Instruct --dataset d.jsonl --max_steps 2")
+    job = ip.run_line_magic(
+        "swift_sft", "--gpus 1 --name hub-magic --model Qwen/Qwen2.5-0.5B-Instruct --dataset d.jsonl --max_steps 2"
+    )
 final = job.wait(timeout=120, interval=0.2)
 print("RESULT:" + json.dumps({"balance": balance, "name": job.name, "final": final, "logs": job.logs()}))
 """

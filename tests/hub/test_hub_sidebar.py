@@ -43,13 +43,12 @@ EXCEEDED = re.compile(rf"exceeded quota: [^,]+, requested: {GPU}=1, used: {GPU}=
 @pytest.fixture(autouse=True)
 def jp_asyncio_loop():
     """Off: Playwright's sync API runs its own loop in this thread (as in tests/ui/conftest.py)."""
-    yield None
+    return None
 
 
 @pytest.fixture(autouse=True)
 def jp_server_cleanup():
     """Off: the servers here are the hub's subprocesses."""
-    yield
 
 
 @pytest.fixture(scope="module")
