@@ -169,8 +169,9 @@ def main() -> None:
         finally:
             srv.stop()
     print(
-        f"bad request ({args.digits} digits, {bad['requests']} sent): {bad['cpu_s_per_request'] * 1e3:.1f} ms CPU each, "
-        f"median answer {bad['latency_s'] * 1e3:.1f} ms, statuses {bad['statuses']}"
+        f"bad request ({args.digits} digits, {bad['requests']} sent): "
+        f"{bad['cpu_s_per_request'] * 1e3:.1f} ms CPU each, median answer {bad['latency_s'] * 1e3:.1f} ms, "
+        f"statuses {bad['statuses']}"
     )
     print(f"balance alone:  p50 {alone['p50_ms']:.2f} ms  p99 {alone['p99_ms']:.2f} ms  ({alone['reads']} reads)")
     print(

@@ -112,7 +112,7 @@ def start_server(state: Path, root: Path, teams: int, extra_config: str = "") ->
             f"--ServerApp.root_dir={root}",
         ],
         stdout=subprocess.DEVNULL,
-        stderr=open(root / "server.log", "wb"),
+        stderr=open(root / "server.log", "wb"),  # noqa: SIM115 - the server writes it as long as it runs
         env={**os.environ, "JUPYTER_TOKEN": token},
     )
     for _ in range(300):

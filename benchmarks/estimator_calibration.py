@@ -151,7 +151,7 @@ def llamafactory_peer(params: int, train: str, bits: str) -> float:
 
 def summary(errors: list[float]) -> tuple[float, float, float]:
     absolute = sorted(abs(e) for e in errors)
-    p90 = absolute[min(len(absolute) - 1, int(round(0.9 * (len(absolute) - 1))))]
+    p90 = absolute[min(len(absolute) - 1, round(0.9 * (len(absolute) - 1)))]
     under = sum(1 for e in errors if e < -0.10) / len(errors)
     return statistics.median(absolute), p90, under
 

@@ -180,7 +180,7 @@ def main() -> list[float]:
     print(f"{'subset':18} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'under >10%':>10}")
     for name, subset in [("all", errors)] + sorted(by_mode.items()):
         absolute = sorted(abs(e) for e in subset)
-        p90 = absolute[min(len(absolute) - 1, int(round(0.9 * (len(absolute) - 1))))]
+        p90 = absolute[min(len(absolute) - 1, round(0.9 * (len(absolute) - 1)))]
         under = sum(1 for e in subset if e < -0.10) / len(subset)
         print(f"{name:18} {len(subset):>3} {statistics.median(absolute):12.1%} {p90:10.1%} {under:10.0%}")
     print(f"\n{len(errors)} configurations in {time.time() - started:.0f} s (torch {torch.__version__})")

@@ -139,7 +139,7 @@ def client(backend, profile, run, tmp, t, args, results) -> None:
                 left=[p for p in run_processes(run) if p["job"].endswith(f"/{name}")],
                 conflicts=json.loads(check.read_text()) if check.exists() else None,
             )
-        except Exception as e:  # counted in the report
+        except Exception as e:  # noqa: BLE001 - counted in the report
             result["error"] = repr(e)
         results.append(result)
 
