@@ -199,38 +199,38 @@ def _item_errors(item: dict, kind: str, requests: dict, limits: dict) -> list[st
 
 def _min_error(kind, name, enforced, requests, limits) -> list[str]:
     req, lim = requests.get(name), limits.get(name)
-    r, l, e = _common_precision(req, lim, enforced)
+    req_value, lim_value, enforced_value = _common_precision(req, lim, enforced)
     if req is None:
         return [f"minimum {name} usage per {kind} is {enforced}.  No request is specified"]
-    if r < e:
+    if req_value < enforced_value:
         return [f"minimum {name} usage per {kind} is {enforced}, but request is {req}"]
-    if lim is not None and l < e:
+    if lim is not None and lim_value < enforced_value:
         return [f"minimum {name} usage per {kind} is {enforced}, but limit is {lim}"]
     return []
 
 
 def _max_error(kind, name, enforced, requests, limits) -> list[str]:
     req, lim = requests.get(name), limits.get(name)
-    r, l, e = _common_precision(req, lim, enforced)
+    req_value, lim_value, enforced_value = _common_precision(req, lim, enforced)
     if lim is None:
         return [f"maximum {name} usage per {kind} is {enforced}.  No limit is specified"]
-    if l > e:
+    if lim_value > enforced_value:
         return [f"maximum {name} usage per {kind} is {enforced}, but limit is {lim}"]
-    if req is not None and r > e:
+    if req is not None and req_value > enforced_value:
         return [f"maximum {name} usage per {kind} is {enforced}, but request is {req}"]
     return []
 
 
 def _ratio_error(kind, name, enforced, requests, limits) -> list[str]:
     req, lim = requests.get(name), limits.get(name)
-    r, l, _ = _common_precision(req, lim, enforced)
-    if req is None or r == 0:
+    req_value, lim_value, _ = _common_precision(req, lim, enforced)
+    if req is None or req_value == 0:
         return [
             f"{name} max limit to request ratio per {kind} is {enforced}, but no request is specified or request is 0"
         ]
-    if lim is None or l == 0:
+    if lim is None or lim_value == 0:
         return [f"{name} max limit to request ratio per {kind} is {enforced}, but no limit is specified or limit is 0"]
-    ratio = float(l) / float(r)
+    ratio = float(lim_value) / float(req_value)
     observed, allowed = ratio, float(enforced.value())
     if enforced.value() <= MAX_MILLI_VALUE:
         observed, allowed = ratio * 1000, float(enforced.milli_value())
