@@ -210,7 +210,7 @@ def _profiles_apply(args) -> int:
     profiles = _selected_profiles(config, args.team)
     try:
         client = load_api_client(config.kube_config_file, config.kube_context, config.kube_in_cluster)
-    except Exception as e:  # the kubernetes client raises several kinds for a missing/bad config
+    except Exception as e:  # noqa: BLE001 - the kubernetes client raises several kinds for a missing/bad config
         raise QuotaError(
             f"cannot load the Kubernetes configuration: {e}; set "
             "c.JupyterQuota.kube_config_file (or run inside the cluster)"

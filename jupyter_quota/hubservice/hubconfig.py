@@ -137,5 +137,5 @@ def _get(section, key: str, default):
     """A setting of a config section, or ``default``; ``c.X.y.append(...)``-style values applied to it."""
     from traitlets.config.loader import LazyConfigValue
 
-    value = section[key] if key in section else default
+    value = section.get(key, default)
     return value.get_value(default) if isinstance(value, LazyConfigValue) else value

@@ -56,7 +56,7 @@ def make_profile_list(
     the quota service at ``service_url``. Neither: no marks.
     """
     teams = list(load_profiles(profiles).values())  # a malformed profile fails the hub at start
-    choices = sorted(set(int(n) for n in gpu_choices))
+    choices = sorted({int(n) for n in gpu_choices})
     source = balances or (service_balances(service_url, timeout) if service_url else None)
 
     async def profile_list(spawner) -> list[dict]:

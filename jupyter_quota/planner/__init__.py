@@ -12,10 +12,11 @@ their memory, its quotas with their usage and its LimitRange, from
 Candidates cover the method (full, LoRA, QLoRA 8-bit, QLoRA 4-bit), 1 to the free GPUs, DDP or
 DeepSpeed ZeRO-2/3 (and, for a full fine-tune that fits no other way, ZeRO-2/3 with CPU offload,
 whose host memory must fit the pod's memory limit and the quota), the micro-batch with gradient
-accumulation keeping the effective batch, gradient checkpointing and the attention kernel. A plan fits when its estimated peak per GPU is
-at most the GPU's memory less the safety margin (``DEFAULT_MARGIN``, 10%), and its pod resources
-pass the namespace's LimitRange and ResourceQuotas (``quota.admit_job`` on the Job
-``jobspec.build_job`` makes). See :mod:`.search` for the order of the search and the ranking.
+accumulation keeping the effective batch, gradient checkpointing and the attention kernel. A plan
+fits when its estimated peak per GPU is at most the GPU's memory less the safety margin
+(``DEFAULT_MARGIN``, 10%), and its pod resources pass the namespace's LimitRange and ResourceQuotas
+(``quota.admit_job`` on the Job ``jobspec.build_job`` makes). See :mod:`.search` for the order of
+the search and the ranking.
 """
 
 from __future__ import annotations
