@@ -46,8 +46,9 @@ def cpu_seconds(pid: int) -> float:
 
 
 def call(srv: ServerProcess, method: str, path: str, body: bytes | None = None) -> tuple[int, float]:
-    request = urllib.request.Request(srv.url + path, data=body, method=method,
-                                     headers={"Authorization": f"token {srv.token}"})
+    request = urllib.request.Request(
+        srv.url + path, data=body, method=method, headers={"Authorization": f"token {srv.token}"}
+    )
     started = time.perf_counter()
     try:
         with urllib.request.urlopen(request, timeout=300) as response:
@@ -73,8 +74,12 @@ def cpu_per_bad_request(srv: ServerProcess, digits: int, count: int, seconds: fl
     while len(answers) < count or time.monotonic() < deadline:
         answers.append(call(srv, "POST", f"/namespaces/{NAMESPACE}/jobs", body))
     spent = cpu_seconds(srv.proc.pid) - before
-    return {"cpu_s_per_request": spent / len(answers), "requests": len(answers), "statuses": sorted({s for s, _ in answers}),
-            "latency_s": statistics.median(t for _, t in answers)}
+    return {
+        "cpu_s_per_request": spent / len(answers),
+        "requests": len(answers),
+        "statuses": sorted({s for s, _ in answers}),
+        "latency_s": statistics.median(t for _, t in answers),
+    }
 
 
 def balance_latency(srv: ServerProcess, seconds: float, attackers: int, digits: int) -> dict:
@@ -104,15 +109,35 @@ def balance_latency(srv: ServerProcess, seconds: float, attackers: int, digits: 
 def store_huge_job(state: Path, digits: int) -> None:
     from jupyter_quota.backends.local import ledger
 
-    container = {"name": "train", "command": ["true"],
-                 "resources": {"requests": {"cpu": "9" * digits}, "limits": {"cpu": "9" * digits}}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "huge", "namespace": NAMESPACE},
-           "spec": {"containers": [container]}}
+    container = {
+        "name": "train",
+        "command": ["true"],
+        "resources": {"requests": {"cpu": "9" * digits}, "limits": {"cpu": "9" * digits}},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "huge", "namespace": NAMESPACE},
+        "spec": {"containers": [container]},
+    }
     book = ledger.Ledger(state / "ledger.sqlite3")
     with book.write() as con:
-        ledger.insert(con, {"namespace": NAMESPACE, "name": "huge", "team": "alpha", "owner": "bench",
-                            "phase": "Failed", "args": "[]", "gpus": 0, "pod": json.dumps(pod), "usage": "{}",
-                            "job": json.dumps({"metadata": {"name": "huge"}}), "created_at": "2026-01-01T00:00:00Z"})
+        ledger.insert(
+            con,
+            {
+                "namespace": NAMESPACE,
+                "name": "huge",
+                "team": "alpha",
+                "owner": "bench",
+                "phase": "Failed",
+                "args": "[]",
+                "gpus": 0,
+                "pod": json.dumps(pod),
+                "usage": "{}",
+                "job": json.dumps({"metadata": {"name": "huge"}}),
+                "created_at": "2026-01-01T00:00:00Z",
+            },
+        )
 
 
 def listing_latency(srv: ServerProcess, reads: int = 20) -> float:
@@ -143,11 +168,16 @@ def main() -> None:
             attacked = balance_latency(srv, args.seconds, args.attackers, args.digits)
         finally:
             srv.stop()
-    print(f"bad request ({args.digits} digits, {bad['requests']} sent): {bad['cpu_s_per_request'] * 1e3:.1f} ms CPU each, "
-          f"median answer {bad['latency_s'] * 1e3:.1f} ms, statuses {bad['statuses']}")
+    print(
+        f"bad request ({args.digits} digits, {bad['requests']} sent): "
+        f"{bad['cpu_s_per_request'] * 1e3:.1f} ms CPU each, median answer {bad['latency_s'] * 1e3:.1f} ms, "
+        f"statuses {bad['statuses']}"
+    )
     print(f"balance alone:  p50 {alone['p50_ms']:.2f} ms  p99 {alone['p99_ms']:.2f} ms  ({alone['reads']} reads)")
-    print(f"balance with {args.attackers} attackers: p50 {attacked['p50_ms']:.2f} ms  p99 {attacked['p99_ms']:.2f} ms "
-          f"({attacked['reads']} reads, {attacked['bad_requests']} bad requests)")
+    print(
+        f"balance with {args.attackers} attackers: p50 {attacked['p50_ms']:.2f} ms  p99 {attacked['p99_ms']:.2f} ms "
+        f"({attacked['reads']} reads, {attacked['bad_requests']} bad requests)"
+    )
     print(f"p99 ratio attacked/alone: {attacked['p99_ms'] / alone['p99_ms']:.1f}x")
     print(f"listing a namespace holding one {args.digits}-digit job: median {listing_ms:.1f} ms")
 

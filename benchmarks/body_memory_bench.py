@@ -24,15 +24,18 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from server_process import ServerProcess  # noqa: E402
+from server_process import ServerProcess
 
 PIECE = 1024 * 1024
 
 
 def send(port: int, size: int, how: str) -> tuple[str, int]:
     """Send the request; the status line the server answered (or how it ended) and bytes sent."""
-    headers = ["POST /quota/v1/namespaces/team-alpha/jobs HTTP/1.1", f"Host: 127.0.0.1:{port}",
-               "Content-Type: application/json"]
+    headers = [
+        "POST /quota/v1/namespaces/team-alpha/jobs HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Content-Type: application/json",
+    ]
     headers += ["Transfer-Encoding: chunked"] if how == "chunked" else [f"Content-Length: {size}"]
     if how == "expect":
         headers.append("Expect: 100-continue")
@@ -77,10 +80,12 @@ def main() -> None:
                 before = {k: v / 1024 for k, v in server.memory_kb().items()}
                 answer, sent = send(server.port, size, how)
                 after = {k: v / 1024 for k, v in server.memory_kb().items()}
-                print(f"{args.mib} MiB, {how:>14}, no token: {answer!r} after {sent / PIECE:.0f} MiB sent; "
-                      f"VmRSS {before['VmRSS']:.0f} -> {after['VmRSS']:.0f} MB, "
-                      f"peak VmHWM {before['VmHWM']:.0f} -> {after['VmHWM']:.0f} MB "
-                      f"(+{after['VmHWM'] - before['VmHWM']:.0f} MB)")
+                print(
+                    f"{args.mib} MiB, {how:>14}, no token: {answer!r} after {sent / PIECE:.0f} MiB sent; "
+                    f"VmRSS {before['VmRSS']:.0f} -> {after['VmRSS']:.0f} MB, "
+                    f"peak VmHWM {before['VmHWM']:.0f} -> {after['VmHWM']:.0f} MB "
+                    f"(+{after['VmHWM'] - before['VmHWM']:.0f} MB)"
+                )
         finally:
             server.stop()
 

@@ -30,11 +30,25 @@ sys.path.insert(0, str(ROOT))
 from jupyter_quota.estimator import estimate  # noqa: E402
 from jupyter_quota.estimator.model import resolve_model  # noqa: E402
 
-GIB = 1024 ** 3
+GIB = 1024**3
 DEFAULT_TSV = ROOT / "benchmarks" / "data" / "estimator_calibration.tsv"
-UNMODELLED = ("galore", "lisa", "muon", "awq", "hqq", "gptq", "prepare_model_for_kbit_training", "device_map", "+compile", "chunked cross",
-              "optimizer_in_bwd", "fuse optimizer", "activation offloading", "8-bit adamw",
-              "cpu offload with fused")
+UNMODELLED = (
+    "galore",
+    "lisa",
+    "muon",
+    "awq",
+    "hqq",
+    "gptq",
+    "prepare_model_for_kbit_training",
+    "device_map",
+    "+compile",
+    "chunked cross",
+    "optimizer_in_bwd",
+    "fuse optimizer",
+    "activation offloading",
+    "8-bit adamw",
+    "cpu offload with fused",
+)
 WEAK = ("weak case", "upper bound", "suspect", "at device cap")
 
 
@@ -110,8 +124,9 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
     elif ds == "ddp+device_map":
         gpus = 2
     cumulative = "cumulative techniques" in notes and not notes.startswith("+packed")
-    if (any(k in notes or k in train for k in UNMODELLED) or ds == "ddp+device_map" or cumulative) \
-            and "unmodelled" not in tags:
+    if (
+        any(k in notes or k in train for k in UNMODELLED) or ds == "ddp+device_map" or cumulative
+    ) and "unmodelled" not in tags:
         tags.append("unmodelled")
     if any(k in notes for k in WEAK):
         tags.append("weak")
@@ -136,7 +151,7 @@ def llamafactory_peer(params: int, train: str, bits: str) -> float:
 
 def summary(errors: list[float]) -> tuple[float, float, float]:
     absolute = sorted(abs(e) for e in errors)
-    p90 = absolute[min(len(absolute) - 1, int(round(0.9 * (len(absolute) - 1))))]
+    p90 = absolute[min(len(absolute) - 1, round(0.9 * (len(absolute) - 1)))]
     under = sum(1 for e in errors if e < -0.10) / len(errors)
     return statistics.median(absolute), p90, under
 
@@ -144,8 +159,10 @@ def summary(errors: list[float]) -> tuple[float, float, float]:
 def main(path: Path = DEFAULT_TSV) -> dict:
     rows = load_rows(path)
     results = []
-    print(f"{'source':10} {'model':24} {'type':10} {'gpus':>4} {'meas':>6} {'ours':>6} {'err':>6} "
-          f"{'accel':>6} {'llamaf':>6}  tags")
+    print(
+        f"{'source':10} {'model':24} {'type':10} {'gpus':>4} {'meas':>6} {'ours':>6} {'err':>6} "
+        f"{'accel':>6} {'llamaf':>6}  tags"
+    )
     for row in rows:
         argv, gpus, tags = row_to_argv(row)
         est = estimate(argv, gpus=gpus)
@@ -155,26 +172,39 @@ def main(path: Path = DEFAULT_TSV) -> dict:
         acc = accelerate_peer(params, row["dtype"]) / GIB
         lf = llamafactory_peer(params, row["train_type"], row["quant_bits"]) / GIB
         source = row["source"].split()[0].split("/")[0]
-        results.append({"source": source, "train": row["train_type"].split("(")[0], "tags": tags,
-                        "errors": {"ours": ours / measured - 1, "accelerate": acc / measured - 1,
-                                   "llamafactory": lf / measured - 1}})
-        print(f"{source:10} {row['model'][:24]:24} {row['train_type'][:10]:10} {gpus:>4} "
-              f"{measured:6.1f} {ours:6.1f} {ours / measured - 1:+6.0%} {acc:6.1f} {lf:6.1f}  "
-              f"{','.join(tags)}")
+        results.append(
+            {
+                "source": source,
+                "train": row["train_type"].split("(")[0],
+                "tags": tags,
+                "errors": {
+                    "ours": ours / measured - 1,
+                    "accelerate": acc / measured - 1,
+                    "llamafactory": lf / measured - 1,
+                },
+            }
+        )
+        print(
+            f"{source:10} {row['model'][:24]:24} {row['train_type'][:10]:10} {gpus:>4} "
+            f"{measured:6.1f} {ours:6.1f} {ours / measured - 1:+6.0%} {acc:6.1f} {lf:6.1f}  "
+            f"{','.join(tags)}"
+        )
 
     subsets = {
         "all rows": results,
-        "modelled (no unmodelled/weak tags)": [r for r in results
-                                               if not {"unmodelled", "weak"} & set(r["tags"])],
+        "modelled (no unmodelled/weak tags)": [r for r in results if not {"unmodelled", "weak"} & set(r["tags"])],
         "ms-swift rows": [r for r in results if r["source"] == "modelscope"],
-        "ms-swift modelled": [r for r in results if r["source"] == "modelscope"
-                              and not {"unmodelled", "weak"} & set(r["tags"])],
+        "ms-swift modelled": [
+            r for r in results if r["source"] == "modelscope" and not {"unmodelled", "weak"} & set(r["tags"])
+        ],
         # the Qwen-VL rows joined the file later; this line keeps the earlier subset comparable
-        "modelled without Qwen-VL rows": [r for r in results if r["source"] != "QwenLM"
-                                          and not {"unmodelled", "weak"} & set(r["tags"])],
+        "modelled without Qwen-VL rows": [
+            r for r in results if r["source"] != "QwenLM" and not {"unmodelled", "weak"} & set(r["tags"])
+        ],
         "Qwen-VL rows (vision-language)": [r for r in results if r["source"] == "QwenLM"],
-        "Qwen-VL modelled": [r for r in results if r["source"] == "QwenLM"
-                             and not {"unmodelled", "weak"} & set(r["tags"])],
+        "Qwen-VL modelled": [
+            r for r in results if r["source"] == "QwenLM" and not {"unmodelled", "weak"} & set(r["tags"])
+        ],
         "LitGPT rows": [r for r in results if r["source"] == "Lightning-AI"],
         "torchtune rows": [r for r in results if r["source"] == "pytorch"],
         "full": [r for r in results if r["train"] == "full"],
@@ -183,8 +213,10 @@ def main(path: Path = DEFAULT_TSV) -> dict:
     }
     table = {}
     print()
-    print(f"{'subset':38} {'n':>3} | {'ours med':>8} {'p90':>6} {'under':>6} | {'accel med':>9} "
-          f"{'p90':>6} {'under':>6} | {'LF med':>7} {'p90':>6} {'under':>6}")
+    print(
+        f"{'subset':38} {'n':>3} | {'ours med':>8} {'p90':>6} {'under':>6} | {'accel med':>9} "
+        f"{'p90':>6} {'under':>6} | {'LF med':>7} {'p90':>6} {'under':>6}"
+    )
     for name, subset in subsets.items():
         if not subset:
             continue

@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
 import weakref  # noqa: E402
 
+import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils._pytree import tree_flatten  # noqa: E402
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
@@ -88,9 +88,16 @@ class StorageTracker(TorchDispatchMode):
 
 def build(shape, folder: Path):
     vocab, hidden, inter, layers, heads, kv, _seq, _batch = shape
-    config = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=inter,
-                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv,
-                         tie_word_embeddings=False, max_position_embeddings=4096)
+    config = LlamaConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        intermediate_size=inter,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        tie_word_embeddings=False,
+        max_position_embeddings=4096,
+    )
     folder.mkdir(parents=True, exist_ok=True)
     data = config.to_dict()
     data["torch_dtype"] = "float32"
@@ -105,8 +112,7 @@ def measure(shape, tuner: str, ckpt: bool, folder: Path) -> int:
     if tuner == "lora":
         from peft import LoraConfig, get_peft_model
 
-        model = get_peft_model(model, LoraConfig(r=8, lora_alpha=32, lora_dropout=0.05,
-                                                 target_modules="all-linear"))
+        model = get_peft_model(model, LoraConfig(r=8, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear"))
     if ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         if tuner == "lora":
@@ -136,33 +142,48 @@ def main() -> list[float]:
     errors = []
     by_mode: dict[str, list[float]] = {}
     started = time.time()
-    print(f"{'vocab':>6} {'h':>4} {'L':>2} {'seq':>5} {'b':>2} {'tuner':5} {'ckpt':5} "
-          f"{'measured MiB':>12} {'estimate MiB':>12} {'error':>7}")
+    print(
+        f"{'vocab':>6} {'h':>4} {'L':>2} {'seq':>5} {'b':>2} {'tuner':5} {'ckpt':5} "
+        f"{'measured MiB':>12} {'estimate MiB':>12} {'error':>7}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for i, shape in enumerate(SHAPES):
             for tuner, ckpt in MODES:
                 folder = Path(tmp) / f"m{i}"
                 measured = measure(shape, tuner, ckpt, folder)
-                argv = ["--model", str(folder), "--tuner_type", tuner, "--torch_dtype", "float32",
-                        "--max_length", str(shape[6]), "--per_device_train_batch_size", str(shape[7]),
-                        "--gradient_checkpointing", "true" if ckpt else "false", "--attn_impl", "sdpa"]
+                argv = [
+                    "--model",
+                    str(folder),
+                    "--tuner_type",
+                    tuner,
+                    "--torch_dtype",
+                    "float32",
+                    "--max_length",
+                    str(shape[6]),
+                    "--per_device_train_batch_size",
+                    str(shape[7]),
+                    "--gradient_checkpointing",
+                    "true" if ckpt else "false",
+                    "--attn_impl",
+                    "sdpa",
+                ]
                 est = estimate(argv, device="cpu").peak_bytes_per_gpu
                 err = est / measured - 1
                 errors.append(err)
                 by_mode.setdefault(f"{tuner} ckpt={'on' if ckpt else 'off'}", []).append(err)
-                print(f"{shape[0]:>6} {shape[1]:>4} {shape[3]:>2} {shape[6]:>5} {shape[7]:>2} "
-                      f"{tuner:5} {str(ckpt):5} {measured / 2**20:12.1f} {est / 2**20:12.1f} "
-                      f"{err:+7.1%}")
+                print(
+                    f"{shape[0]:>6} {shape[1]:>4} {shape[3]:>2} {shape[6]:>5} {shape[7]:>2} "
+                    f"{tuner:5} {ckpt!s:5} {measured / 2**20:12.1f} {est / 2**20:12.1f} "
+                    f"{err:+7.1%}"
+                )
     print()
     print(f"{'subset':18} {'n':>3} {'median |err|':>12} {'p90 |err|':>10} {'under >10%':>10}")
     for name, subset in [("all", errors)] + sorted(by_mode.items()):
         absolute = sorted(abs(e) for e in subset)
-        p90 = absolute[min(len(absolute) - 1, int(round(0.9 * (len(absolute) - 1))))]
+        p90 = absolute[min(len(absolute) - 1, round(0.9 * (len(absolute) - 1)))]
         under = sum(1 for e in subset if e < -0.10) / len(subset)
-        print(f"{name:18} {len(subset):>3} {statistics.median(absolute):12.1%} {p90:10.1%} "
-              f"{under:10.0%}")
-    print(f"\n{len(errors)} configurations in {time.time() - started:.0f} s "
-          f"(torch {torch.__version__})")
+        print(f"{name:18} {len(subset):>3} {statistics.median(absolute):12.1%} {p90:10.1%} {under:10.0%}")
+    print(f"\n{len(errors)} configurations in {time.time() - started:.0f} s (torch {torch.__version__})")
     return errors
 
 

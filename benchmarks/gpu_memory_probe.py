@@ -24,8 +24,10 @@ from jupyter_quota.estimator import estimate  # noqa: E402
 from jupyter_quota.estimator.catalog import lookup  # noqa: E402
 
 OUT = ROOT / "benchmarks" / "data" / "gpu_memory.tsv"
-HEADER = ("date\tgpu\ttorch\ttransformers\tmodel\ttuner\tmax_length\tbatch\tgrad_ckpt\tattn_impl\t"
-          "liger\tmeasured_reserved_gib\tmeasured_allocated_gib\testimate_gib\terror\n")
+HEADER = (
+    "date\tgpu\ttorch\ttransformers\tmodel\ttuner\tmax_length\tbatch\tgrad_ckpt\tattn_impl\t"
+    "liger\tmeasured_reserved_gib\tmeasured_allocated_gib\testimate_gib\terror\n"
+)
 # (model, tuner, max_length, batch, gradient_checkpointing, attn_impl)
 CONFIGS = [
     ("Qwen/Qwen2.5-0.5B-Instruct", "full", 2048, 1, True, "sdpa"),
@@ -51,8 +53,7 @@ def run_one(torch, model_id, tuner, max_length, batch, ckpt, attn, steps=3):
     if tuner == "lora":
         from peft import LoraConfig, get_peft_model
 
-        model = get_peft_model(model, LoraConfig(r=8, lora_alpha=32, lora_dropout=0.05,
-                                                 target_modules="all-linear"))
+        model = get_peft_model(model, LoraConfig(r=8, lora_alpha=32, lora_dropout=0.05, target_modules="all-linear"))
     if ckpt:
         model.gradient_checkpointing_enable()
         if tuner == "lora":
@@ -68,8 +69,8 @@ def run_one(torch, model_id, tuner, max_length, batch, ckpt, attn, steps=3):
         opt.step()
         opt.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
-    reserved = torch.cuda.max_memory_reserved() / 1024 ** 3
-    allocated = torch.cuda.max_memory_allocated() / 1024 ** 3
+    reserved = torch.cuda.max_memory_reserved() / 1024**3
+    allocated = torch.cuda.max_memory_allocated() / 1024**3
     del model, opt, ids, loss
     torch.cuda.empty_cache()
     return reserved, allocated
@@ -98,10 +99,23 @@ def main() -> int:
         if new_file:
             f.write(HEADER)
         for model_id, tuner, max_length, batch, ckpt, attn in configs:
-            argv = ["--model", model_id, "--tuner_type", tuner, "--max_length", str(max_length),
-                    "--per_device_train_batch_size", str(batch), "--torch_dtype", "bfloat16",
-                    "--gradient_checkpointing", "true" if ckpt else "false", "--attn_impl", attn]
-            est = estimate(argv).peak_bytes_per_gpu / 1024 ** 3
+            argv = [
+                "--model",
+                model_id,
+                "--tuner_type",
+                tuner,
+                "--max_length",
+                str(max_length),
+                "--per_device_train_batch_size",
+                str(batch),
+                "--torch_dtype",
+                "bfloat16",
+                "--gradient_checkpointing",
+                "true" if ckpt else "false",
+                "--attn_impl",
+                attn,
+            ]
+            est = estimate(argv).peak_bytes_per_gpu / 1024**3
             started = time.time()
             try:
                 reserved, allocated = run_one(torch, model_id, tuner, max_length, batch, ckpt, attn)
@@ -110,12 +124,16 @@ def main() -> int:
                 torch.cuda.empty_cache()
                 continue
             err = est / reserved - 1
-            print(f"{model_id:28} {tuner:4} len {max_length:5} b {batch} ckpt {ckpt!s:5} {attn:6} "
-                  f"reserved {reserved:6.2f} GiB  estimate {est:6.2f} GiB  {err:+.1%}  "
-                  f"({time.time() - started:.0f} s)")
-            f.write(f"{today}\t{gpu}\t{torch.__version__}\t{transformers.__version__}\t{model_id}\t"
-                    f"{tuner}\t{max_length}\t{batch}\t{ckpt}\t{attn}\tfalse\t{reserved:.3f}\t"
-                    f"{allocated:.3f}\t{est:.3f}\t{err:+.4f}\n")
+            print(
+                f"{model_id:28} {tuner:4} len {max_length:5} b {batch} ckpt {ckpt!s:5} {attn:6} "
+                f"reserved {reserved:6.2f} GiB  estimate {est:6.2f} GiB  {err:+.1%}  "
+                f"({time.time() - started:.0f} s)"
+            )
+            f.write(
+                f"{today}\t{gpu}\t{torch.__version__}\t{transformers.__version__}\t{model_id}\t"
+                f"{tuner}\t{max_length}\t{batch}\t{ckpt}\t{attn}\tfalse\t{reserved:.3f}\t"
+                f"{allocated:.3f}\t{est:.3f}\t{err:+.4f}\n"
+            )
             f.flush()
     return 0
 

@@ -60,11 +60,15 @@ def main() -> None:
             routes = {
                 "embedded": lambda i: (embedded.port, ["/quota/v1/namespaces/team-alpha/balance"], embedded.token),
                 "hub -> server -> service": lambda i: (
-                    hub.port, [f"/user/{USERS[i % 4]}/quota/v1/namespaces/{TEAM_OF[USERS[i % 4]]}/balance"],
-                    hub.token(USERS[i % 4])),
+                    hub.port,
+                    [f"/user/{USERS[i % 4]}/quota/v1/namespaces/{TEAM_OF[USERS[i % 4]]}/balance"],
+                    hub.token(USERS[i % 4]),
+                ),
                 "hub -> service": lambda i: (
-                    hub.port, [f"{SERVICE_PREFIX}quota/v1/namespaces/{TEAM_OF[USERS[i % 4]]}/balance"],
-                    hub.token(USERS[i % 4])),
+                    hub.port,
+                    [f"{SERVICE_PREFIX}quota/v1/namespaces/{TEAM_OF[USERS[i % 4]]}/balance"],
+                    hub.token(USERS[i % 4]),
+                ),
             }
             results = {}
             print(f"\nGET quota/v1/namespaces/{{ns}}/balance, {args.seconds:g} s per row")
@@ -72,14 +76,18 @@ def main() -> None:
             for name, target in routes.items():
                 for n in levels:
                     figures = results[name, n] = load_targets([target(i) for i in range(n)], args.seconds)
-                    print(f"{name:<26}{n:>8}{figures['per_s']:>9.0f}{figures['p50_ms']:>9.1f}"
-                          f"{figures['p99_ms']:>9.1f}{figures['errors']:>8}")
+                    print(
+                        f"{name:<26}{n:>8}{figures['per_s']:>9.0f}{figures['p50_ms']:>9.1f}"
+                        f"{figures['p99_ms']:>9.1f}{figures['errors']:>8}"
+                    )
             print("\nratios to embedded (req/s; p50):")
             for name in list(routes)[1:]:
                 for n in levels:
                     a, b = results[name, n], results["embedded", n]
-                    print(f"  {name:<26}{n:>4} clients: {a['per_s'] / b['per_s']:.2f}x req/s, "
-                          f"{a['p50_ms'] / b['p50_ms']:.1f}x p50")
+                    print(
+                        f"  {name:<26}{n:>4} clients: {a['per_s'] / b['per_s']:.2f}x req/s, "
+                        f"{a['p50_ms'] / b['p50_ms']:.1f}x p50"
+                    )
         finally:
             hub.stop()
             embedded.stop()

@@ -44,17 +44,31 @@ def fill(path: Path, profile: TeamProfile, jobs: int) -> None:
     """``jobs`` Succeeded jobs of ``profile``'s namespace, in one transaction."""
     book = ledger.Ledger(path)
     owner = getpass.getuser()
-    request = parse_job_request({"name": "x", "args": ["--model", "Qwen/Qwen2.5-0.5B", "--train_type", "lora"],
-                                 "gpus": 1}, profile)
+    request = parse_job_request(
+        {"name": "x", "args": ["--model", "Qwen/Qwen2.5-0.5B", "--train_type", "lora"], "gpus": 1}, profile
+    )
     spec = build_job(profile, request, owner, ["swift", "sft"])
     admitted = quota.admit_job(spec, [], profile.limit_ranges())
     row = admission.job_row(profile, spec, owner, admitted)
     with book.write() as con:
         for i in range(jobs):
             spec["metadata"]["name"] = f"job-{i:05d}"
-            ledger.insert(con, dict(row, name=f"job-{i:05d}", job=ledger.dumps(spec), phase="Succeeded",
-                                    gpu_indices="[0]", pid=1, pid_start=1, boot_id="bench",
-                                    started_at=row["created_at"], finished_at=row["created_at"], exit_code=0))
+            ledger.insert(
+                con,
+                dict(
+                    row,
+                    name=f"job-{i:05d}",
+                    job=ledger.dumps(spec),
+                    phase="Succeeded",
+                    gpu_indices="[0]",
+                    pid=1,
+                    pid_start=1,
+                    boot_id="bench",
+                    started_at=row["created_at"],
+                    finished_at=row["created_at"],
+                    exit_code=0,
+                ),
+            )
 
 
 def list_all(conn: http.client.HTTPConnection, path: str, token: str) -> dict:
@@ -81,8 +95,9 @@ def main() -> None:
         tmp = Path(tmp)
         state, root = tmp / "state", tmp / "root"
         root.mkdir()
-        profile = TeamProfile(team="t000", namespace=NAMESPACE, users=[getpass.getuser()],
-                              hard={"requests.nvidia.com/gpu": "100000"})
+        profile = TeamProfile(
+            team="t000", namespace=NAMESPACE, users=[getpass.getuser()], hard={"requests.nvidia.com/gpu": "100000"}
+        )
         fill(state / "ledger.sqlite3", profile, args.jobs)
         proc, port, token = start_server(state, root, 1, extra_config=NO_RETENTION)
         try:
@@ -96,11 +111,15 @@ def main() -> None:
                 assert status == 200, body[:300]
                 size, shown = len(body), len(json.loads(body)["jobs"])
             print(f"{args.jobs} jobs in {NAMESPACE}:")
-            print(f"  GET .../jobs (default page, {shown} jobs): median {1000 * statistics.median(times):.1f} ms, "
-                  f"{size / 1e6:.3f} MB")
+            print(
+                f"  GET .../jobs (default page, {shown} jobs): median {1000 * statistics.median(times):.1f} ms, "
+                f"{size / 1e6:.3f} MB"
+            )
             whole = list_all(conn, path, token)
-            print(f"  the whole list ({whole['jobs']} jobs) in {whole['requests']} requests of at most 1,000: "
-                  f"{1000 * whole['s']:.0f} ms, {whole['bytes'] / 1e6:.2f} MB")
+            print(
+                f"  the whole list ({whole['jobs']} jobs) in {whole['requests']} requests of at most 1,000: "
+                f"{1000 * whole['s']:.0f} ms, {whole['bytes'] / 1e6:.2f} MB"
+            )
         finally:
             proc.terminate()
             proc.wait(timeout=30)

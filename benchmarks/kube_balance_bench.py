@@ -55,11 +55,19 @@ def main() -> int:
     try:
         print(f"cluster ready in {time.monotonic() - t0:.1f}s ({cluster.timings})", flush=True)
         kube = cluster.kube(timeout=60)
-        profiles = [kubecluster.team_profile(
-            f"bench-{i:03d}", hard={"pods": str(args.pods * 2), "requests.cpu": "100", "requests.memory": "400Gi",
-                                    "requests.nvidia.com/gpu": "64"},
-            limitRange={"limits": [{"type": "Container", "default": {"cpu": "1", "memory": "1Gi"}}]})
-            for i in range(args.namespaces)]
+        profiles = [
+            kubecluster.team_profile(
+                f"bench-{i:03d}",
+                hard={
+                    "pods": str(args.pods * 2),
+                    "requests.cpu": "100",
+                    "requests.memory": "400Gi",
+                    "requests.nvidia.com/gpu": "64",
+                },
+                limitRange={"limits": [{"type": "Container", "default": {"cpu": "1", "memory": "1Gi"}}]},
+            )
+            for i in range(args.namespaces)
+        ]
         t = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(args.workers) as pool:
             list(pool.map(lambda p: apply_profiles([p], cluster.kube(timeout=60)), profiles))
@@ -99,14 +107,18 @@ def main() -> int:
             counts = {k: r.count() for k, r in backend.cache.reflectors.items()}
             watches = backend.cache.watches()
             print(f"{scope}: cache synced in {sync_s:.1f}s with {watches} watches: {counts}", flush=True)
-            cached = _timed(lambda p: backend.balance(p), picks)
+            cached = _timed(backend.balance, picks)
             check = backend.balance(profiles[0])["resources"]["pods"]
             assert check["used"] == str(args.pods), check
             scopes[scope] = {
-                "watches": watches, "watchRequestsPerSecond": round(watches / backend.cache.watch_timeout, 1),
-                "threads": threading.active_count() - threads_before, "cacheSyncSeconds": round(sync_s, 2),
+                "watches": watches,
+                "watchRequestsPerSecond": round(watches / backend.cache.watch_timeout, 1),
+                "threads": threading.active_count() - threads_before,
+                "cacheSyncSeconds": round(sync_s, 2),
                 "cacheHeapMiB": round((heap_after - heap_before) / 2**20, 1),
-                "rssGrowthMiB": round((_rss() - rss_before) / 2**20, 1), "cacheReadMicroseconds": _summary(cached)}
+                "rssGrowthMiB": round((_rss() - rss_before) / 2**20, 1),
+                "cacheReadMicroseconds": _summary(cached),
+            }
             backend.close()
         listed = _timed(lambda p: _balance_by_listing(kube, p), picks[: max(50, args.reads // 10)])
     finally:
@@ -115,14 +127,19 @@ def main() -> int:
 
     listed_s = _summary(listed)
     figures = {
-        "namespaces": args.namespaces, "podsPerNamespace": args.pods, "cachedObjects": counts,
-        "scopes": scopes, "listReadMicroseconds": listed_s,
+        "namespaces": args.namespaces,
+        "podsPerNamespace": args.pods,
+        "cachedObjects": counts,
+        "scopes": scopes,
+        "listReadMicroseconds": listed_s,
         "ratioMedian": round(listed_s["median"] / cached_s["median"], 1),
         "ratioMean": round(listed_s["mean"] / cached_s["mean"], 1),
-        "namespacesOverClusterSync": round(scopes["namespaces"]["cacheSyncSeconds"]
-                                           / scopes["cluster"]["cacheSyncSeconds"], 1),
-        "namespacesOverClusterHeap": round(scopes["namespaces"]["cacheHeapMiB"]
-                                           / max(0.1, scopes["cluster"]["cacheHeapMiB"]), 1),
+        "namespacesOverClusterSync": round(
+            scopes["namespaces"]["cacheSyncSeconds"] / scopes["cluster"]["cacheSyncSeconds"], 1
+        ),
+        "namespacesOverClusterHeap": round(
+            scopes["namespaces"]["cacheHeapMiB"] / max(0.1, scopes["cluster"]["cacheHeapMiB"]), 1
+        ),
     }
     print(json.dumps(figures, indent=2))
     if args.json:
@@ -132,12 +149,24 @@ def main() -> int:
 
 def _create_pod(kube, namespace: str, index: int) -> None:
     pod = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": f"train-{index:03d}", "labels": {
-            "app.kubernetes.io/managed-by": "jupyter-quota", "job-name": f"train-{index:03d}"}},
-        "spec": {"nodeName": "bench-node", "restartPolicy": "Never", "containers": [{
-            "name": "train", "image": "bench", "command": ["swift", "sft", "--model", "qwen"],
-            "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "2Gi"}}}]},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"train-{index:03d}",
+            "labels": {"app.kubernetes.io/managed-by": "jupyter-quota", "job-name": f"train-{index:03d}"},
+        },
+        "spec": {
+            "nodeName": "bench-node",
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "train",
+                    "image": "bench",
+                    "command": ["swift", "sft", "--model", "qwen"],
+                    "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+                }
+            ],
+        },
     }
     for attempt in range(5):
         try:
@@ -183,8 +212,12 @@ def _timed(fn, items) -> list[float]:
 
 def _summary(samples: list[float]) -> dict:
     ordered = sorted(samples)
-    return {"n": len(samples), "median": round(statistics.median(ordered), 1),
-            "mean": round(statistics.fmean(ordered), 1), "p99": round(ordered[int(len(ordered) * 0.99) - 1], 1)}
+    return {
+        "n": len(samples),
+        "median": round(statistics.median(ordered), 1),
+        "mean": round(statistics.fmean(ordered), 1),
+        "p99": round(ordered[int(len(ordered) * 0.99) - 1], 1),
+    }
 
 
 def _rss() -> int:

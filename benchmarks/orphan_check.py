@@ -46,8 +46,15 @@ sys.path.insert(0, str(TESTS))
 from fake_trainer import RUN, run_processes  # noqa: E402
 
 HARD = {"requests.nvidia.com/gpu": "100000", "requests.cpu": "100000", "pods": "100000"}
-LIMIT_RANGE = {"limits": [{"type": "Container", "default": {"cpu": "100m", "memory": "64Mi"},
-                           "defaultRequest": {"cpu": "10m", "memory": "64Mi"}}]}
+LIMIT_RANGE = {
+    "limits": [
+        {
+            "type": "Container",
+            "default": {"cpu": "100m", "memory": "64Mi"},
+            "defaultRequest": {"cpu": "10m", "memory": "64Mi"},
+        }
+    ]
+}
 
 
 def main() -> int:
@@ -61,11 +68,21 @@ def main() -> int:
     run = uuid.uuid4().hex
     with tempfile.TemporaryDirectory(prefix="orphan-check-") as tmp:
         tmp = Path(tmp)
-        inventory = {"source": "declared", "cpu": "64", "memory": "256Gi",
-                     "gpus": [{"index": i, "model": "declared", "memory": "80Gi"} for i in range(args.gpus)]}
-        backend = LocalBackend(tmp / "state" / "ledger.sqlite3", tmp / "state", inventory,
-                               grace_period=args.grace, poll_interval=0.1, workdir=tmp,
-                               cgroups=not args.proc_only)
+        inventory = {
+            "source": "declared",
+            "cpu": "64",
+            "memory": "256Gi",
+            "gpus": [{"index": i, "model": "declared", "memory": "80Gi"} for i in range(args.gpus)],
+        }
+        backend = LocalBackend(
+            tmp / "state" / "ledger.sqlite3",
+            tmp / "state",
+            inventory,
+            grace_period=args.grace,
+            poll_interval=0.1,
+            workdir=tmp,
+            cgroups=not args.proc_only,
+        )
         profile = TeamProfile(team="load", namespace="team-load", hard=HARD, limitRange=LIMIT_RANGE)
         results: list[dict] = []
         started = time.monotonic()
@@ -89,8 +106,18 @@ def client(backend, profile, run, tmp, t, args, results) -> None:
         pids, check = tmp / f"pids-{name}", tmp / f"{name}.json"
         pids.mkdir()
         cancel = (t + i) % 3 != 2
-        trainer_args = ["--spawn", "ignore-term", "--spawn", "setsid", "--spawn", "worker",
-                        "--pid-dir", str(pids), "--check-gpus", str(check)]
+        trainer_args = [
+            "--spawn",
+            "ignore-term",
+            "--spawn",
+            "setsid",
+            "--spawn",
+            "worker",
+            "--pid-dir",
+            str(pids),
+            "--check-gpus",
+            str(check),
+        ]
         trainer_args += ["--sleep", "600"] if cancel else ["--exit", "0"]
         request = parse_job_request({"name": name, "args": trainer_args, "gpus": 1}, profile)
         job = build_job(profile, request, user, [sys.executable, str(TESTS / "fake_trainer.py")])
@@ -99,16 +126,20 @@ def client(backend, profile, run, tmp, t, args, results) -> None:
         try:
             backend.submit(profile, job, user)
             if cancel:
-                wait(lambda: "ready" in backend.logs(profile, name, 5))
+                wait(lambda name=name: "ready" in backend.logs(profile, name, 5))
                 result["cancelled_at"] = time.monotonic()
                 backend.cancel(profile, name, "bench")
-            ended = wait(lambda: backend.get_job(profile, name)["phase"] in ("Succeeded", "Failed"))
+            ended = wait(lambda name=name: backend.get_job(profile, name)["phase"] in ("Succeeded", "Failed"))
             end = backend.get_job(profile, name)
-            result.update(ended_at=ended, phase=end["phase"], reason=end.get("reason"),
-                          gpus=end.get("gpuIndices"),
-                          left=[p for p in run_processes(run) if p["job"].endswith(f"/{name}")],
-                          conflicts=json.loads(check.read_text()) if check.exists() else None)
-        except Exception as e:  # counted in the report
+            result.update(
+                ended_at=ended,
+                phase=end["phase"],
+                reason=end.get("reason"),
+                gpus=end.get("gpuIndices"),
+                left=[p for p in run_processes(run) if p["job"].endswith(f"/{name}")],
+                conflicts=json.loads(check.read_text()) if check.exists() else None,
+            )
+        except Exception as e:  # noqa: BLE001 - counted in the report
             result["error"] = repr(e)
         results.append(result)
 
@@ -134,16 +165,22 @@ def report(results: list[dict], left_at_end: list[dict], took: float, args) -> i
     for r in done:
         key = f"{r['phase']}/{r['reason'] or '-'}"
         phases[key] = phases.get(key, 0) + 1
-    print(f"threads {args.threads} x rounds {args.rounds} on {args.gpus} GPUs, grace {args.grace}s, "
-          f"{'/proc only' if args.proc_only else 'cgroup per job where allowed'}")
+    print(
+        f"threads {args.threads} x rounds {args.rounds} on {args.gpus} GPUs, grace {args.grace}s, "
+        f"{'/proc only' if args.proc_only else 'cgroup per job where allowed'}"
+    )
     print(f"jobs run: {len(results)}  ended: {len(done)}  errors: {len(errors)}  {phases}")
     print(f"processes of a job alive when it was seen ended: {left_at_end_job}")
     print(f"processes of any ended job alive at the end: {len(left_at_end)}")
-    print(f"GPU hand-outs while another job's process held the GPU: {shared} "
-          f"({conflicts} processes; {unchecked} jobs never started their check)")
+    print(
+        f"GPU hand-outs while another job's process held the GPU: {shared} "
+        f"({conflicts} processes; {unchecked} jobs never started their check)"
+    )
     if cancel_s:
-        print(f"cancel to recorded end: p50 {statistics.median(cancel_s):.2f}s, max {max(cancel_s):.2f}s "
-              f"({len(cancel_s)} cancels)")
+        print(
+            f"cancel to recorded end: p50 {statistics.median(cancel_s):.2f}s, max {max(cancel_s):.2f}s "
+            f"({len(cancel_s)} cancels)"
+        )
     print(f"wall time: {took:.1f}s")
     for r in errors[:5]:
         print(f"  error {r['name']}: {r['error']}")

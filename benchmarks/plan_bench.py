@@ -21,12 +21,12 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from traitlets.config.loader import PyFileConfigLoader  # noqa: E402
+from traitlets.config.loader import PyFileConfigLoader
 
-from jupyter_quota import quota  # noqa: E402
-from jupyter_quota.estimator import estimate as estimate_memory  # noqa: E402
-from jupyter_quota.planner import context_from_balance, plan  # noqa: E402
-from jupyter_quota.profiles import TeamProfile  # noqa: E402
+from jupyter_quota import quota
+from jupyter_quota.estimator import estimate as estimate_memory
+from jupyter_quota.planner import context_from_balance, plan
+from jupyter_quota.profiles import TeamProfile
 
 DEMO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "binder")
 GPU = "requests.nvidia.com/gpu"
@@ -43,25 +43,55 @@ def balance_of(profile: TeamProfile, used: dict | None = None) -> dict:
 def contexts():
     config = PyFileConfigLoader("jupyter_server_config.py", path=DEMO).load_config()
     alpha = TeamProfile(**config.JupyterQuota.profiles[0])
-    gamma = TeamProfile(team="gamma", namespace="team-gamma", hard={GPU: "1", "requests.cpu": "8"},
-                        limitRange=alpha.limitRange, gpuMemory="24Gi")
+    gamma = TeamProfile(
+        team="gamma",
+        namespace="team-gamma",
+        hard={GPU: "1", "requests.cpu": "8"},
+        limitRange=alpha.limitRange,
+        gpuMemory="24Gi",
+    )
     limits = alpha.limitRange["limits"][0]
-    roomy = TeamProfile(**{**config.JupyterQuota.profiles[0],
-                           "limitRange": {"limits": [{**limits, "max": {**limits["max"], "memory": "256Gi"}}]},
-                           "hard": {**alpha.hard, "limits.memory": "256Gi"}})
-    return {"team-alpha": context_from_balance(balance_of(alpha), alpha),
-            "team-alpha, 256Gi memory": context_from_balance(balance_of(roomy), roomy),
-            "team-gamma (1 x 24Gi)": context_from_balance(balance_of(gamma), gamma)}
+    roomy = TeamProfile(
+        **{
+            **config.JupyterQuota.profiles[0],
+            "limitRange": {"limits": [{**limits, "max": {**limits["max"], "memory": "256Gi"}}]},
+            "hard": {**alpha.hard, "limits.memory": "256Gi"},
+        }
+    )
+    return {
+        "team-alpha": context_from_balance(balance_of(alpha), alpha),
+        "team-alpha, 256Gi memory": context_from_balance(balance_of(roomy), roomy),
+        "team-gamma (1 x 24Gi)": context_from_balance(balance_of(gamma), gamma),
+    }
 
 
 SCENARIOS = [
-    ("team-alpha", "7B full, 2048", ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"]),
-    ("team-alpha, 256Gi memory", "7B full, 2048 (offload fits)",
-     ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"]),
+    (
+        "team-alpha",
+        "7B full, 2048",
+        ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"],
+    ),
+    (
+        "team-alpha, 256Gi memory",
+        "7B full, 2048 (offload fits)",
+        ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"],
+    ),
     ("team-alpha", "7B LoRA (fits as asked)", ["--model", "Qwen/Qwen2.5-7B-Instruct", "--max_length", "2048"]),
     ("team-alpha", "72B full (nothing close)", ["--model", "Qwen/Qwen2.5-72B-Instruct", "--tuner_type", "full"]),
-    ("team-alpha", "14B full, batch 8", ["--model", "Qwen/Qwen2.5-14B-Instruct", "--tuner_type", "full",
-                                        "--per_device_train_batch_size", "8", "--gradient_checkpointing", "false"]),
+    (
+        "team-alpha",
+        "14B full, batch 8",
+        [
+            "--model",
+            "Qwen/Qwen2.5-14B-Instruct",
+            "--tuner_type",
+            "full",
+            "--per_device_train_batch_size",
+            "8",
+            "--gradient_checkpointing",
+            "false",
+        ],
+    ),
     ("team-gamma (1 x 24Gi)", "Qwen-VL-Chat full", ["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"]),
     ("team-gamma (1 x 24Gi)", "old names: qwen-vl-chat qlora", ["--model_type", "qwen-vl-chat", "--sft_type", "qlora"]),
 ]
@@ -77,13 +107,15 @@ def main() -> None:
     plan(SCENARIOS[0][2], ctx[SCENARIOS[0][0]])
     print(f"first search in a fresh process (imports, catalog): {(time.perf_counter() - started) * 1000:.1f} ms\n")
 
-    print(f"{'namespace':<24} {'request':<32} {'median ms':>9} {'p90 ms':>7} {'estimates':>9} {'estimator':>9}  "
-          "recommended")
+    print(
+        f"{'namespace':<24} {'request':<32} {'median ms':>9} {'p90 ms':>7} {'estimates':>9} {'estimator':>9}  "
+        "recommended"
+    )
     worst = 0.0
     for ns, name, argv in SCENARIOS:
         times, spent = [], [0.0]
 
-        def timed_estimate(a, g):
+        def timed_estimate(a, g, spent=spent):
             t = time.perf_counter()
             try:
                 return estimate_memory(a, gpus=g)

@@ -31,10 +31,9 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from server_process import ServerProcess  # noqa: E402
+from server_process import ServerProcess
 
-PLAN = json.dumps({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full",
-                            "--max_length", "2048"]})
+PLAN = json.dumps({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"]})
 
 
 def request(conn: http.client.HTTPConnection, method: str, path: str, token: str, body: str | None = None):
@@ -82,12 +81,19 @@ def main() -> None:
         root = Path(tmp)
         server = ServerProcess(root / "state", root, extra_config=extra + "c.ServerApp.log_level = 'WARN'\n").start()
         try:
-            request(http.client.HTTPConnection("127.0.0.1", server.port, timeout=120), "POST",
-                    "/namespaces/team-alpha/plan", server.token, PLAN)  # imports and the catalog, once
+            request(
+                http.client.HTTPConnection("127.0.0.1", server.port, timeout=120),
+                "POST",
+                "/namespaces/team-alpha/plan",
+                server.token,
+                PLAN,
+            )  # imports and the catalog, once
             idle = figures(read_balances(server, args.seconds))
             stop, lock, counts = threading.Event(), threading.Lock(), {}
-            planners = [threading.Thread(target=plan_loop, args=(server, stop, counts, lock), daemon=True)
-                        for _ in range(args.planners)]
+            planners = [
+                threading.Thread(target=plan_loop, args=(server, stop, counts, lock), daemon=True)
+                for _ in range(args.planners)
+            ]
             for t in planners:
                 t.start()
             loaded = figures(read_balances(server, args.seconds))
@@ -99,10 +105,14 @@ def main() -> None:
     limit = args.limit or "default"
     print(f"max_concurrent_plans = {limit}, {args.planners} planners, {args.seconds:.0f} s a phase")
     print(f"balance read alone:          p50 {idle[0]:7.1f} ms  p99 {idle[1]:7.1f} ms")
-    print(f"balance read under planning: p50 {loaded[0]:7.1f} ms  p99 {loaded[1]:7.1f} ms"
-          f"  ({loaded[0] / idle[0]:.1f}x and {loaded[1] / idle[1]:.1f}x alone)")
-    print(f"plans answered: {counts.get(200, 0) / args.seconds:.1f}/s; 429: {counts.get(429, 0)}; "
-          f"other: { {k: v for k, v in counts.items() if k not in (200, 429)} }")
+    print(
+        f"balance read under planning: p50 {loaded[0]:7.1f} ms  p99 {loaded[1]:7.1f} ms"
+        f"  ({loaded[0] / idle[0]:.1f}x and {loaded[1] / idle[1]:.1f}x alone)"
+    )
+    print(
+        f"plans answered: {counts.get(200, 0) / args.seconds:.1f}/s; 429: {counts.get(429, 0)}; "
+        f"other: { {k: v for k, v in counts.items() if k not in (200, 429)} }"
+    )
 
 
 if __name__ == "__main__":

@@ -35,21 +35,28 @@ import time
 from pathlib import Path
 
 from jupyter_quota import quota, reasons
-from jupyter_quota.backends.local import LocalBackend
-from jupyter_quota.backends.local import admission, ledger, scheduler
+from jupyter_quota.backends.local import LocalBackend, admission, ledger, scheduler
 from jupyter_quota.jobspec import build_job, parse_job_request
 from jupyter_quota.profiles import TeamProfile
 
 INVENTORY = {"source": "declared", "gpus": [], "cpu": "32", "memory": "256Gi"}
-LIMIT_RANGE = {"limits": [{"type": "Container", "default": {"cpu": "4", "memory": "32Gi"},
-                           "defaultRequest": {"cpu": "2", "memory": "16Gi"}}]}
-HARD = {"requests.nvidia.com/gpu": "100000", "requests.cpu": "1000000", "limits.memory": "100000Ti",
-        "pods": "100000"}
+LIMIT_RANGE = {
+    "limits": [
+        {
+            "type": "Container",
+            "default": {"cpu": "4", "memory": "32Gi"},
+            "defaultRequest": {"cpu": "2", "memory": "16Gi"},
+        }
+    ]
+}
+HARD = {"requests.nvidia.com/gpu": "100000", "requests.cpu": "1000000", "limits.memory": "100000Ti", "pods": "100000"}
 
 
 def profiles(teams: int, prefix: str = "team") -> list[TeamProfile]:
-    return [TeamProfile(team=f"{prefix}{i:03d}", namespace=f"{prefix}-{i:03d}", hard=HARD,
-                        limitRange=LIMIT_RANGE) for i in range(teams)]
+    return [
+        TeamProfile(team=f"{prefix}{i:03d}", namespace=f"{prefix}-{i:03d}", hard=HARD, limitRange=LIMIT_RANGE)
+        for i in range(teams)
+    ]
 
 
 def job(profile: TeamProfile, name: str) -> dict:
@@ -86,8 +93,9 @@ def commit_floor(directory: Path, commits: int = 200) -> float:
     return (time.perf_counter() - started) / commits
 
 
-def rate(state: Path, teams: list[TeamProfile], queue: int, submits: int, clients: int,
-         among_queue: bool = False) -> dict:
+def rate(
+    state: Path, teams: list[TeamProfile], queue: int, submits: int, clients: int, among_queue: bool = False
+) -> dict:
     fill(state / "ledger.sqlite3", teams, queue)
     backend = LocalBackend(state / "ledger.sqlite3", state, INVENTORY)
     backend.schedule()  # a new server's first pass reads the whole queue once
@@ -131,23 +139,32 @@ def main() -> None:
     teams = profiles(args.teams)
     with tempfile.TemporaryDirectory(prefix="jq-schedule-bench-") as tmp:
         floor = commit_floor(Path(tmp))
-    print(f"one ledger commit (fsync) on this disk: {1000 * floor:.2f} ms, so at most {1 / floor:.0f} "
-          f"admissions/s from one writer")
-    print(f"admissions through the ledger (submit: admission and scheduling decision committed), "
-          f"{args.submits} submissions; the queue spread over {args.teams} other namespaces:")
+    print(
+        f"one ledger commit (fsync) on this disk: {1000 * floor:.2f} ms, so at most {1 / floor:.0f} "
+        f"admissions/s from one writer"
+    )
+    print(
+        f"admissions through the ledger (submit: admission and scheduling decision committed), "
+        f"{args.submits} submissions; the queue spread over {args.teams} other namespaces:"
+    )
     for among_queue in (False, True):
         if among_queue:
-            print(f"the same, submitting into the queue's {args.teams} namespaces (each holding "
-                  f"1/{args.teams} of the queue):")
+            print(
+                f"the same, submitting into the queue's {args.teams} namespaces (each holding "
+                f"1/{args.teams} of the queue):"
+            )
         for clients in (int(c) for c in args.clients.split(",")):
             base = None
             for queue in (int(q) for q in args.queues.split(",")):
                 with tempfile.TemporaryDirectory(prefix="jq-schedule-bench-") as tmp:
                     row = rate(Path(tmp), teams, queue, args.submits, clients, among_queue)
                 base = base or row["per_s"]
-                print(f"  {clients} client{'s' if clients > 1 else ''}, queue of {queue:6d} Pending: "
-                      f"{row['per_s']:5.0f} admissions/s ({row['ms']:.2f} ms each), {row['per_s'] / base:.2f}x "
-                      f"the empty queue; each namespace's first: {row['first_ms']:.2f} ms", flush=True)
+                print(
+                    f"  {clients} client{'s' if clients > 1 else ''}, queue of {queue:6d} Pending: "
+                    f"{row['per_s']:5.0f} admissions/s ({row['ms']:.2f} ms each), {row['per_s'] / base:.2f}x "
+                    f"the empty queue; each namespace's first: {row['first_ms']:.2f} ms",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -99,5 +99,9 @@ environment = {
 }
 if os.environ.get("PYTHONPATH"):
     environment["PYTHONPATH"] = os.environ["PYTHONPATH"]
-configure_hub(c, service_port=_port("JUPYTER_QUOTA_SERVICE_PORT"), environment=environment,
-              service_environment={"JUPYTER_QUOTA_STATE_DIR": os.path.join(RUN, "state")})
+configure_hub(
+    c,
+    service_port=_port("JUPYTER_QUOTA_SERVICE_PORT"),
+    environment=environment,
+    service_environment={"JUPYTER_QUOTA_STATE_DIR": os.path.join(RUN, "state")},
+)

@@ -35,9 +35,18 @@ def estimate(args, gpus: int = 1):
     return _estimate(_argv(args), gpus=gpus)
 
 
-def plan(args, namespace: str | None = None, *, gpus: int | None = None, balance: dict | None = None,
-         profile=None, inventory: dict | None = None, gpu_memory=None, margin: float | None = None,
-         config=None):
+def plan(
+    args,
+    namespace: str | None = None,
+    *,
+    gpus: int | None = None,
+    balance: dict | None = None,
+    profile=None,
+    inventory: dict | None = None,
+    gpu_memory=None,
+    margin: float | None = None,
+    config=None,
+):
     """The best configuration of a ``swift sft`` command that fits a namespace: a ``PlanResult``.
 
     Two ways to say what to fit:

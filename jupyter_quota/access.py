@@ -20,8 +20,13 @@ from .profiles import TeamProfile, load_profiles
 class TeamRegistry:
     """Profiles by team, with the access rules applied."""
 
-    def __init__(self, entries: list[dict], default_team: str = "", overrides_path: str | None = None,
-                 log: logging.Logger | None = None):
+    def __init__(
+        self,
+        entries: list[dict],
+        default_team: str = "",
+        overrides_path: str | None = None,
+        log: logging.Logger | None = None,
+    ):
         self._lock = threading.Lock()
         self._log = log or logging.getLogger(__name__)
         self._overrides_path = overrides_path
@@ -49,12 +54,13 @@ class TeamRegistry:
         """The profile owning ``namespace`` if ``who`` may use it; else 404 or 403."""
         owner = next((p for p in self._profiles.values() if p.namespace == namespace), None)
         if owner is None:
-            raise NotFound(f'namespace "{namespace}" is not a team namespace here; '
-                           f"yours: {self._names(who)}")
+            raise NotFound(f'namespace "{namespace}" is not a team namespace here; yours: {self._names(who)}')
         if owner not in self.teams_of(who):
-            raise Forbidden(f'user "{who.name}" may not use namespace "{namespace}": it belongs to a '
-                            f"team you are not a member of. Yours: {self._names(who)}. Ask a hub admin "
-                            "to add you to the team.")
+            raise Forbidden(
+                f'user "{who.name}" may not use namespace "{namespace}": it belongs to a '
+                f"team you are not a member of. Yours: {self._names(who)}. Ask a hub admin "
+                "to add you to the team."
+            )
         return owner
 
     def get(self, team: str) -> TeamProfile:
@@ -104,8 +110,12 @@ class TeamRegistry:
             try:
                 TeamProfile(**entry)
             except (InvalidRequest, TypeError) as e:
-                self._log.error("jupyter_quota: skipping the stored change to team %r in %s: %s",
-                                team, self._overrides_path, getattr(e, "message", e))
+                self._log.error(
+                    "jupyter_quota: skipping the stored change to team %r in %s: %s",
+                    team,
+                    self._overrides_path,
+                    getattr(e, "message", e),
+                )
                 continue
             valid[team] = entry
         return valid

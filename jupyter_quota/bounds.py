@@ -50,15 +50,18 @@ def quantity(raw, where: str, unreadable: str | None = None) -> Quantity:
 def quantity_text(raw, where: str) -> str:
     """The text of a JSON quantity, refused before any parsing when it is the wrong type or too long."""
     if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
-        raise InvalidRequest(f'{where}: Invalid value: {shown(raw)}: must be a quantity string like "4", '
-                             '"500m" or "32Gi"')
+        raise InvalidRequest(
+            f'{where}: Invalid value: {shown(raw)}: must be a quantity string like "4", "500m" or "32Gi"'
+        )
     if isinstance(raw, int) and abs(raw) > MAX_QUANTITY:  # a JSON integer: no need to print its digits
         raise InvalidRequest(_too_large(where, raw))
     text = raw if isinstance(raw, str) else repr(raw)  # repr: the shortest text of a float, or an int's digits
     if len(text) > MAX_QUANTITY_CHARS:
-        raise InvalidRequest(f"{where}: Invalid value: {shown(text)}: a quantity of {len(text)} characters is too "
-                             f"long; at most {MAX_QUANTITY_CHARS} are accepted (write a suffix or an exponent, "
-                             'e.g. "64Gi" or "1e9")')
+        raise InvalidRequest(
+            f"{where}: Invalid value: {shown(text)}: a quantity of {len(text)} characters is too "
+            f"long; at most {MAX_QUANTITY_CHARS} are accepted (write a suffix or an exponent, "
+            'e.g. "64Gi" or "1e9")'
+        )
     return text
 
 
@@ -115,8 +118,10 @@ def _dicts(items) -> list[dict]:
 def whole_number(text: str, label: str) -> int:
     """A whole-number argument (``--max_length 4096``): at most int64, its length checked before ``int()``."""
     if len(text.strip()) > MAX_INT_ARG_CHARS:
-        raise InvalidRequest(f"{label} {shown(text)}: a number of {len(text.strip())} characters is too large; "
-                             f"at most {MAX_INT_ARG} is accepted")
+        raise InvalidRequest(
+            f"{label} {shown(text)}: a number of {len(text.strip())} characters is too large; "
+            f"at most {MAX_INT_ARG} is accepted"
+        )
     try:
         value = int(text)
     except ValueError:
@@ -139,5 +144,7 @@ def shown(value) -> str:
 
 
 def _too_large(where: str, value) -> str:
-    return (f"{where}: Invalid value: {shown(value)}: must be no more than {MAX_QUANTITY} "
-            "(2^63-1, the largest quantity Kubernetes carries)")
+    return (
+        f"{where}: Invalid value: {shown(value)}: must be no more than {MAX_QUANTITY} "
+        "(2^63-1, the largest quantity Kubernetes carries)"
+    )

@@ -29,12 +29,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # Everything after the first "--" is the swift sft command, never our own options.
-    swift_args = argv[argv.index("--") + 1:] if "--" in argv else None
+    swift_args = argv[argv.index("--") + 1 :] if "--" in argv else None
     args, extra = parser.parse_known_args(argv[: argv.index("--")] if "--" in argv else argv)
     if hasattr(args, "swift_args"):
         if swift_args is None or extra:
-            parser.error(f"put the swift sft arguments after --, e.g. jupyter quota {args.command} -- "
-                         "--model Qwen/Qwen2.5-7B-Instruct --tuner_type lora")
+            parser.error(
+                f"put the swift sft arguments after --, e.g. jupyter quota {args.command} -- "
+                "--model Qwen/Qwen2.5-7B-Instruct --tuner_type lora"
+            )
         args.swift_args = swift_args
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
@@ -57,8 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    profiles = sub.add_parser("profiles", help="team profiles: render or apply their Namespace, ResourceQuota, "
-                              "LimitRange, Role and RoleBinding")
+    profiles = sub.add_parser(
+        "profiles",
+        help="team profiles: render or apply their Namespace, ResourceQuota, LimitRange, Role and RoleBinding",
+    )
     psub = profiles.add_subparsers(title="profile commands", metavar="ACTION")
     render = psub.add_parser(
         "render",
@@ -108,10 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
         "alternatives, and the rejected ones with their reasons. Put the swift sft arguments after --.",
         usage="jupyter quota plan --namespace NS [--gpus N] [--json] [--config FILE] -- <swift sft args>",
     )
-    plan.add_argument("--namespace", "-n", metavar="NS",
-                      help="the team namespace (default: your only one)")
-    plan.add_argument("--gpus", default=None, metavar="N",
-                      help="the GPU count you have in mind (default 1); plans may use more or fewer")
+    plan.add_argument("--namespace", "-n", metavar="NS", help="the team namespace (default: your only one)")
+    plan.add_argument(
+        "--gpus",
+        default=None,
+        metavar="N",
+        help="the GPU count you have in mind (default 1); plans may use more or fewer",
+    )
     plan.add_argument("--json", action="store_true", help="print the plan result as JSON")
     _config_option(plan)
     plan.set_defaults(func=_plan, command="plan", swift_args=None)
@@ -127,11 +134,16 @@ def build_parser() -> argparse.ArgumentParser:
         "jupyter_quota.hubservice.hubconfig and the README (Running under JupyterHub).",
     )
     _config_option(serve)
-    serve.add_argument("--ip", metavar="IP", help="the address to listen on (default: the host of "
-                       "$JUPYTERHUB_SERVICE_URL; 0.0.0.0 for every interface, e.g. in a hub pod whose "
-                       "service URL names the Kubernetes Service)")
-    serve.add_argument("--port", type=int, metavar="PORT", help="the port to listen on (default: the port "
-                       "of $JUPYTERHUB_SERVICE_URL)")
+    serve.add_argument(
+        "--ip",
+        metavar="IP",
+        help="the address to listen on (default: the host of "
+        "$JUPYTERHUB_SERVICE_URL; 0.0.0.0 for every interface, e.g. in a hub pod whose "
+        "service URL names the Kubernetes Service)",
+    )
+    serve.add_argument(
+        "--port", type=int, metavar="PORT", help="the port to listen on (default: the port of $JUPYTERHUB_SERVICE_URL)"
+    )
     serve.set_defaults(func=_serve)
     return parser
 
@@ -170,8 +182,9 @@ def _selected_profiles(config: JupyterQuota, teams: list[str] | None) -> list:
     if teams:
         unknown = sorted(set(teams) - {p.team for p in profiles})
         if unknown:
-            raise QuotaError(f"unknown team(s) {', '.join(unknown)}; configured: "
-                             f"{', '.join(p.team for p in profiles) or 'none'}")
+            raise QuotaError(
+                f"unknown team(s) {', '.join(unknown)}; configured: {', '.join(p.team for p in profiles) or 'none'}"
+            )
         profiles = [p for p in profiles if p.team in teams]
     if not profiles:
         raise QuotaError("no team profiles configured (c.JupyterQuota.profiles is empty)")
@@ -197,14 +210,18 @@ def _profiles_apply(args) -> int:
     profiles = _selected_profiles(config, args.team)
     try:
         client = load_api_client(config.kube_config_file, config.kube_context, config.kube_in_cluster)
-    except Exception as e:  # the kubernetes client raises several kinds for a missing/bad config
-        raise QuotaError(f"cannot load the Kubernetes configuration: {e}; set "
-                         "c.JupyterQuota.kube_config_file (or run inside the cluster)") from None
+    except Exception as e:  # noqa: BLE001 - the kubernetes client raises several kinds for a missing/bad config
+        raise QuotaError(
+            f"cannot load the Kubernetes configuration: {e}; set "
+            "c.JupyterQuota.kube_config_file (or run inside the cluster)"
+        ) from None
     try:
         results = apply_profiles(profiles, client, ServiceAccount.from_config(config), dry_run=args.dry_run)
     except KubeError as e:
-        raise QuotaError(f"{e}; check JupyterQuota.kube_config_file / kube_context: `profiles apply` "
-                         "creates Namespaces, Roles and RoleBindings, so it needs a cluster admin") from None
+        raise QuotaError(
+            f"{e}; check JupyterQuota.kube_config_file / kube_context: `profiles apply` "
+            "creates Namespaces, Roles and RoleBindings, so it needs a cluster admin"
+        ) from None
     for r in results:
         where = f"{r['namespace']}/" if r["namespace"] else ""
         print(f"{r['kind']} {where}{r['name']}: {r['action']}{' (dry run)' if r['dryRun'] else ''}")
@@ -293,8 +310,9 @@ def configured_context(namespace: str | None, config_file=None, **options):
                 raise QuotaError(f"name the namespace with --namespace; yours: {names}")
             namespace = mine[0].namespace
         profile = service.registry.for_namespace(who, namespace)
-        return context_from_balance(service.backend.balance(profile), profile,
-                                    inventory=service.backend.inventory(), **options)
+        return context_from_balance(
+            service.backend.balance(profile), profile, inventory=service.backend.inventory(), **options
+        )
     finally:
         service.backend.close()
 

@@ -47,8 +47,7 @@ class JupyterQuota(Configurable):
 
     default_team = Unicode(
         "",
-        help="Team whose namespace a user who is in no team gets. Default: empty (such a user "
-        "sees no namespace).",
+        help="Team whose namespace a user who is in no team gets. Default: empty (such a user sees no namespace).",
     ).tag(config=True)
 
     groups = Dict(
@@ -62,9 +61,9 @@ class JupyterQuota(Configurable):
         "always may. Default: none.",
     ).tag(config=True)
 
-    admin_groups = List(
-        Unicode(), help="Groups whose members are admins as in ``admin_users``. Default: none."
-    ).tag(config=True)
+    admin_groups = List(Unicode(), help="Groups whose members are admins as in ``admin_users``. Default: none.").tag(
+        config=True
+    )
 
     owner = Unicode(
         help="Outside JupyterHub, jupyter-server's token/password login has one account, the "
@@ -132,8 +131,7 @@ class JupyterQuota(Configurable):
 
     job_image = Unicode(
         "",
-        help="Kubernetes backend: the default job image (a profile's ``image`` wins). "
-        "Default: empty.",
+        help="Kubernetes backend: the default job image (a profile's ``image`` wins). Default: empty.",
     ).tag(config=True)
 
     job_workdir = Unicode(
@@ -162,9 +160,9 @@ class JupyterQuota(Configurable):
         help="Seconds between SIGTERM and SIGKILL when a job is cancelled. Default: 10.",
     ).tag(config=True)
 
-    reap_interval = Float(
-        1.0, help="Local backend: seconds between checks for ended jobs. Default: 1."
-    ).tag(config=True)
+    reap_interval = Float(1.0, help="Local backend: seconds between checks for ended jobs. Default: 1.").tag(
+        config=True
+    )
 
     job_log_max_bytes = Int(
         10 * 1024 * 1024,

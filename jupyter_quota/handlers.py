@@ -34,10 +34,14 @@ CHUNKED_BODY_LIMIT = 2 * MAX_BODY_BYTES
 MAX_BODY_DEPTH = 32
 _TOO_DEEP = f"the body is nested too deeply; at most {MAX_BODY_DEPTH} levels are accepted"
 AUTH_RESOURCE = "quota"
-TOKEN_REFUSED = ("the token sent (header Authorization) was not accepted here: it is unknown or expired, "
-                 "or lacks the scope this server needs")
-NOT_SIGNED_IN = ("not signed in here: send a token that may use this server (header Authorization: "
-                 "token <token>), or sign in with a browser first")
+TOKEN_REFUSED = (
+    "the token sent (header Authorization) was not accepted here: it is unknown or expired, "
+    "or lacks the scope this server needs"
+)
+NOT_SIGNED_IN = (
+    "not signed in here: send a token that may use this server (header Authorization: "
+    "token <token>), or sign in with a browser first"
+)
 
 
 def api_call(method):
@@ -164,8 +168,10 @@ class QuotaHandler(APIHandler):
         except RecursionError:  # json's C scanner recurses per level
             raise InvalidRequest(_TOO_DEEP) from None
         except ValueError:  # Python's int-string limit (sys.get_int_max_str_digits(), 4,300 by default)
-            raise InvalidRequest(f"the body holds an integer of more than {sys.get_int_max_str_digits()} digits; "
-                                 'write quantities as strings, e.g. "64Gi" or "1e9"') from None
+            raise InvalidRequest(
+                f"the body holds an integer of more than {sys.get_int_max_str_digits()} digits; "
+                'write quantities as strings, e.g. "64Gi" or "1e9"'
+            ) from None
         if _depth(body) > MAX_BODY_DEPTH:  # shallower, but deep enough to exhaust recursion further on
             raise InvalidRequest(_TOO_DEEP)
         return body
@@ -181,13 +187,21 @@ class QuotaHandler(APIHandler):
         self.set_header("Content-Type", "application/json")
         if not getattr(self, "_body_read", False):  # an answer before the read: tornado closes
             self.set_header("Connection", "close")
-        reasons = {400: InvalidRequest.reason, 403: Forbidden.reason, 404: NotFound.reason, 405: "MethodNotAllowed",
-                   503: ServiceUnavailable.reason}
+        reasons = {
+            400: InvalidRequest.reason,
+            403: Forbidden.reason,
+            404: NotFound.reason,
+            405: "MethodNotAllowed",
+            503: ServiceUnavailable.reason,
+        }
         reason = reasons.get(status_code, "InternalError")
         error = (kwargs.get("exc_info") or (None, None, None))[1]
         # a 4xx or 503 says what to do; a 500's text may hold internals, so it stays generic
-        said = (error.log_message if isinstance(error, tornado.web.HTTPError) and (status_code < 500 or status_code == 503)
-                else None)
+        said = (
+            error.log_message
+            if isinstance(error, tornado.web.HTTPError) and (status_code < 500 or status_code == 503)
+            else None
+        )
         if status_code == 403 and not said and getattr(self, "_jupyter_current_user", None) is None:
             said = self._not_signed_in()  # tornado's @authenticated refuses a write with a bare 403
         message = said or self._reason or "internal error; the server log has the details"
@@ -354,7 +368,8 @@ def setup_handlers(web_app, service) -> None:
     web_app.settings["jupyter_quota_service"] = service
     web_app.settings["jupyter_quota_config"] = service.config
     web_app.settings["jupyter_quota_plan_slots"] = WorkSlots(
-        service.config.max_concurrent_plans, "plan or estimate searches", "JupyterQuota.max_concurrent_plans")
+        service.config.max_concurrent_plans, "plan or estimate searches", "JupyterQuota.max_concurrent_plans"
+    )
     base_url = web_app.settings["base_url"]
     web_app.add_handlers(
         ".*$",

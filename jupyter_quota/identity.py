@@ -38,8 +38,11 @@ def identify(user, identity_provider, config: JupyterQuota) -> Identity:
     if isinstance(hub_user, dict) and hub_user.get("name"):
         name = str(hub_user["name"])
         groups = tuple(sorted(str(g) for g in hub_user.get("groups") or ()))
-        admin = (bool(hub_user.get("admin")) or ADMIN_SCOPE in (hub_user.get("scopes") or ())
-                 or _configured_admin(name, groups, config))
+        admin = (
+            bool(hub_user.get("admin"))
+            or ADMIN_SCOPE in (hub_user.get("scopes") or ())
+            or _configured_admin(name, groups, config)
+        )
         return Identity(name, groups, admin, "jupyterhub")
     if type(identity_provider) in _OWNER_ONLY_PROVIDERS:
         return owner_identity(config)

@@ -17,8 +17,18 @@ import copy
 from . import bounds, labels, reasons
 from .errors import AdmissionDenied, Invalid
 from .podresources import (
-    aggregate, container_resource_name_errors, default_pod, field_forbidden, field_invalid, field_required,
-    is_overcommit_allowed, pod_limits, pod_requests, qualified_name_errors, quantity, resource_list,
+    aggregate,
+    container_resource_name_errors,
+    default_pod,
+    field_forbidden,
+    field_invalid,
+    field_required,
+    is_overcommit_allowed,
+    pod_limits,
+    pod_requests,
+    qualified_name_errors,
+    quantity,
+    resource_list,
     resource_name_errors,
 )
 from .quantity import Quantity
@@ -100,10 +110,16 @@ def validate_limit_range_spec(spec: dict) -> None:
             for key in ("default", "defaultRequest"):
                 errs += [e for name in maps[key] for e in _resource_name_errors(kind, name, f"{path}.{key}[{name}]")]
         if kind == "PersistentVolumeClaim" and "storage" not in maps["min"] and "storage" not in maps["max"]:
-            errs.append(field_required(f"{path}.limits",
-                                       "either minimum or maximum storage value is required, but neither was provided"))
-        errs += [e for name in maps["maxLimitRequestRatio"]
-                 for e in _resource_name_errors(kind, name, f"{path}.maxLimitRequestRatio[{name}]")]
+            errs.append(
+                field_required(
+                    f"{path}.limits", "either minimum or maximum storage value is required, but neither was provided"
+                )
+            )
+        errs += [
+            e
+            for name in maps["maxLimitRequestRatio"]
+            for e in _resource_name_errors(kind, name, f"{path}.maxLimitRequestRatio[{name}]")
+        ]
         for name in sorted(set().union(*maps.values())):
             errs += _consistency_errors(name, maps, path)
     if errs:
@@ -153,12 +169,17 @@ def validate_pod(pod: dict, spec: dict) -> list[str]:
         if kind == "Container":
             for container in [*(pod_spec.get("containers") or []), *(pod_spec.get("initContainers") or [])]:
                 resources = container.get("resources") or {}
-                errs += _item_errors(item, kind, resource_list(resources.get("requests")),
-                                     resource_list(resources.get("limits")))
+                errs += _item_errors(
+                    item, kind, resource_list(resources.get("requests")), resource_list(resources.get("limits"))
+                )
         elif kind == "Pod":
             level = ("cpu", "memory")
-            errs += _item_errors(item, kind, pod_requests(pod, overhead=False, pod_level=level),
-                                 pod_limits(pod, overhead=False, pod_level=level))
+            errs += _item_errors(
+                item,
+                kind,
+                pod_requests(pod, overhead=False, pod_level=level),
+                pod_limits(pod, overhead=False, pod_level=level),
+            )
     return errs
 
 
@@ -178,37 +199,38 @@ def _item_errors(item: dict, kind: str, requests: dict, limits: dict) -> list[st
 
 def _min_error(kind, name, enforced, requests, limits) -> list[str]:
     req, lim = requests.get(name), limits.get(name)
-    r, l, e = _common_precision(req, lim, enforced)
+    req_value, lim_value, enforced_value = _common_precision(req, lim, enforced)
     if req is None:
         return [f"minimum {name} usage per {kind} is {enforced}.  No request is specified"]
-    if r < e:
+    if req_value < enforced_value:
         return [f"minimum {name} usage per {kind} is {enforced}, but request is {req}"]
-    if lim is not None and l < e:
+    if lim is not None and lim_value < enforced_value:
         return [f"minimum {name} usage per {kind} is {enforced}, but limit is {lim}"]
     return []
 
 
 def _max_error(kind, name, enforced, requests, limits) -> list[str]:
     req, lim = requests.get(name), limits.get(name)
-    r, l, e = _common_precision(req, lim, enforced)
+    req_value, lim_value, enforced_value = _common_precision(req, lim, enforced)
     if lim is None:
         return [f"maximum {name} usage per {kind} is {enforced}.  No limit is specified"]
-    if l > e:
+    if lim_value > enforced_value:
         return [f"maximum {name} usage per {kind} is {enforced}, but limit is {lim}"]
-    if req is not None and r > e:
+    if req is not None and req_value > enforced_value:
         return [f"maximum {name} usage per {kind} is {enforced}, but request is {req}"]
     return []
 
 
 def _ratio_error(kind, name, enforced, requests, limits) -> list[str]:
     req, lim = requests.get(name), limits.get(name)
-    r, l, _ = _common_precision(req, lim, enforced)
-    if req is None or r == 0:
-        return [f"{name} max limit to request ratio per {kind} is {enforced}, "
-                "but no request is specified or request is 0"]
-    if lim is None or l == 0:
+    req_value, lim_value, _ = _common_precision(req, lim, enforced)
+    if req is None or req_value == 0:
+        return [
+            f"{name} max limit to request ratio per {kind} is {enforced}, but no request is specified or request is 0"
+        ]
+    if lim is None or lim_value == 0:
         return [f"{name} max limit to request ratio per {kind} is {enforced}, but no limit is specified or limit is 0"]
-    ratio = float(l) / float(r)
+    ratio = float(lim_value) / float(req_value)
     observed, allowed = ratio, float(enforced.value())
     if enforced.value() <= MAX_MILLI_VALUE:
         observed, allowed = ratio * 1000, float(enforced.milli_value())
@@ -268,20 +290,37 @@ def _consistency_errors(name: str, maps: dict, path: str) -> list[str]:
     if lo is not None and hi is not None and lo > hi:
         errs.append(field_invalid(f"{path}.min[{name}]", lo, f"min value {lo} is greater than max value {hi}"))
     if request is not None and lo is not None and lo > request:
-        errs.append(field_invalid(f"{path}.defaultRequest[{name}]", request,
-                                  f"min value {lo} is greater than default request value {request}"))
+        errs.append(
+            field_invalid(
+                f"{path}.defaultRequest[{name}]",
+                request,
+                f"min value {lo} is greater than default request value {request}",
+            )
+        )
     if request is not None and hi is not None and request > hi:
-        errs.append(field_invalid(f"{path}.defaultRequest[{name}]", request,
-                                  f"default request value {request} is greater than max value {hi}"))
+        errs.append(
+            field_invalid(
+                f"{path}.defaultRequest[{name}]",
+                request,
+                f"default request value {request} is greater than max value {hi}",
+            )
+        )
     if request is not None and default is not None and request > default:
-        errs.append(field_invalid(f"{path}.defaultRequest[{name}]", request,
-                                  f"default request value {request} is greater than default limit value {default}"))
+        errs.append(
+            field_invalid(
+                f"{path}.defaultRequest[{name}]",
+                request,
+                f"default request value {request} is greater than default limit value {default}",
+            )
+        )
     if default is not None and lo is not None and lo > default:
-        errs.append(field_invalid(f"{path}.default[{name}]", lo,
-                                  f"min value {lo} is greater than default value {default}"))
+        errs.append(
+            field_invalid(f"{path}.default[{name}]", lo, f"min value {lo} is greater than default value {default}")
+        )
     if default is not None and hi is not None and default > hi:
-        errs.append(field_invalid(f"{path}.default[{name}]", hi,
-                                  f"default value {default} is greater than max value {hi}"))
+        errs.append(
+            field_invalid(f"{path}.default[{name}]", hi, f"default value {default} is greater than max value {hi}")
+        )
     if ratio is not None and ratio < Quantity(1):
         errs.append(field_invalid(f"{path}.maxLimitRequestRatio[{name}]", ratio, f"ratio {ratio} is less than 1"))
     if ratio is not None and lo is not None and hi is not None:
@@ -290,11 +329,19 @@ def _consistency_errors(name: str, maps: dict, path: str) -> list[str]:
             allowed, lo_v, hi_v = float(ratio.milli_value()) / 1000, lo.milli_value(), hi.milli_value()
         limit = float(hi_v) / float(lo_v) if lo_v else float("inf")
         if allowed > limit:
-            errs.append(field_invalid(f"{path}.maxLimitRequestRatio[{name}]", ratio,
-                                      f"ratio {ratio} is greater than max/min = {limit:f}"))
+            errs.append(
+                field_invalid(
+                    f"{path}.maxLimitRequestRatio[{name}]", ratio, f"ratio {ratio} is greater than max/min = {limit:f}"
+                )
+            )
     if not is_overcommit_allowed(name) and default is not None and request is not None and default != request:
-        errs.append(field_invalid(f"{path}.defaultRequest[{name}]", request,
-                                  f"default value {default} must equal to defaultRequest value {request} in {name}"))
+        errs.append(
+            field_invalid(
+                f"{path}.defaultRequest[{name}]",
+                request,
+                f"default value {default} must equal to defaultRequest value {request} in {name}",
+            )
+        )
     return errs
 
 

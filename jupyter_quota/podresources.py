@@ -28,19 +28,46 @@ REQUESTS_PREFIX = "requests."
 DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
 QOS_COMPUTE = ("cpu", "memory")
 OVERCOMMIT_FREE_HINT = "Limit must be set for non overcommitable resources"
-INTEGER_RESOURCES = frozenset({
-    "pods", "resourcequotas", "services", "replicationcontrollers", "secrets", "configmaps",
-    "persistentvolumeclaims", "services.nodeports", "services.loadbalancers",
-})
+INTEGER_RESOURCES = frozenset(
+    {
+        "pods",
+        "resourcequotas",
+        "services",
+        "replicationcontrollers",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
 STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 #: what a pod-level spec.resources may set (a trailing '-' is a prefix)
 POD_LEVEL = ("cpu", "memory", HUGEPAGES_PREFIX)
-STANDARD_RESOURCES = frozenset({
-    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
-    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "resourcequotas", "services",
-    "replicationcontrollers", "secrets", "configmaps", "persistentvolumeclaims", "storage",
-    "requests.storage", "services.nodeports", "services.loadbalancers",
-})
+STANDARD_RESOURCES = frozenset(
+    {
+        "cpu",
+        "memory",
+        "ephemeral-storage",
+        "requests.cpu",
+        "requests.memory",
+        "requests.ephemeral-storage",
+        "limits.cpu",
+        "limits.memory",
+        "limits.ephemeral-storage",
+        "pods",
+        "resourcequotas",
+        "services",
+        "replicationcontrollers",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "storage",
+        "requests.storage",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
 
 
 def pod_requests(pod: dict, *, overhead: bool = True, pod_level: tuple = POD_LEVEL) -> ResourceList:
@@ -204,12 +231,16 @@ _QNAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 #: IsDNS1123Label's pattern (namespaces, job names); use ``fullmatch``: ``$`` would pass a final newline.
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-_QNAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
-              "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
-              "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")
-_DNS_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
-            "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
-            "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')")
+_QNAME_MSG = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
+    "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
+    "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_DNS_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for "
+    "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
 
 
 def qualified_name_errors(value: str) -> list[str]:
@@ -217,8 +248,10 @@ def qualified_name_errors(value: str) -> list[str]:
     errs = []
     parts = value.split("/")
     if len(parts) > 2:
-        return ["a qualified name " + _QNAME_MSG[:-1] + ") with an optional DNS subdomain prefix and '/' "
-                "(e.g. 'example.com/MyName')"]
+        return [
+            "a qualified name " + _QNAME_MSG[:-1] + ") with an optional DNS subdomain prefix and '/' "
+            "(e.g. 'example.com/MyName')"
+        ]
     name = parts[-1]
     if len(parts) == 2:
         prefix = parts[0]
@@ -338,8 +371,11 @@ def _container_list(container: dict, part: str, where: str) -> ResourceList:
 
 def _pod_level(spec: dict, part: str, supported: tuple) -> ResourceList:
     raw = (spec.get("resources") or {}).get(part) or {}
-    return {name: quantity(value, f"spec.resources.{part}[{name}]")
-            for name, value in raw.items() if _supported_pod_level(name, supported)}
+    return {
+        name: quantity(value, f"spec.resources.{part}[{name}]")
+        for name, value in raw.items()
+        if _supported_pod_level(name, supported)
+    }
 
 
 def _supported_pod_level(name: str, supported: tuple) -> bool:
@@ -372,8 +408,9 @@ def _requirement_errors(resources: dict, path: str) -> list[str]:
             if q != limit and not is_overcommit_allowed(name):
                 errs.append(field_invalid(f"{path}.requests", str(q), f"must be equal to {name} limit of {limit}"))
             elif q > limit:
-                errs.append(field_invalid(f"{path}.requests", str(q),
-                                          f"must be less than or equal to {name} limit of {limit}"))
+                errs.append(
+                    field_invalid(f"{path}.requests", str(q), f"must be less than or equal to {name} limit of {limit}")
+                )
         elif not is_overcommit_allowed(name):
             errs.append(field_required(f"{path}.limits", OVERCOMMIT_FREE_HINT))
         if name.startswith(HUGEPAGES_PREFIX):
@@ -420,7 +457,7 @@ def _value_errors(name: str, q: Quantity, path: str) -> list[str]:
 
 def _hugepage_errors(name: str, q: Quantity, path: str) -> list[str]:
     try:
-        page = Quantity(name[len(HUGEPAGES_PREFIX):])
+        page = Quantity(name[len(HUGEPAGES_PREFIX) :])
     except ValueError:
         page = None
     if page is None or page.sign() <= 0 or page.milli_value() % 1000 or q.value() % page.value():

@@ -24,9 +24,9 @@ class TeamProfile(HasTraits):
     """One team: its members, its namespace, its hard quota, its LimitRange and its GPUs."""
 
     team = Unicode(help="Team name, shown to users (e.g. ``alpha``). Required.").tag(config=True)
-    namespace = Unicode(
-        help="Kubernetes namespace the team owns (a DNS-1123 label). Default: ``team-<team>``."
-    ).tag(config=True)
+    namespace = Unicode(help="Kubernetes namespace the team owns (a DNS-1123 label). Default: ``team-<team>``.").tag(
+        config=True
+    )
     displayName = Unicode("", help="Longer human name for the team. Default: empty.").tag(config=True)
     users = List(
         Unicode(),
@@ -70,24 +70,23 @@ class TeamProfile(HasTraits):
         "'maxLimitRequestRatio': {...}}]}``). Defaults let a job that states only its GPUs in. "
         "Default: empty (no LimitRange object).",
     ).tag(config=True)
-    limitRangeName = Unicode(
-        "team-limits", help="Name of the LimitRange object. Default: ``team-limits``."
-    ).tag(config=True)
+    limitRangeName = Unicode("team-limits", help="Name of the LimitRange object. Default: ``team-limits``.").tag(
+        config=True
+    )
     gpuResource = Unicode(
         "nvidia.com/gpu",
         help="The extended resource name of the team's GPUs. Default: ``nvidia.com/gpu``.",
     ).tag(config=True)
-    gpuModel = Unicode(
-        "", help="GPU model the team's jobs run on, e.g. ``A100 80GB``. Default: unknown (empty)."
-    ).tag(config=True)
+    gpuModel = Unicode("", help="GPU model the team's jobs run on, e.g. ``A100 80GB``. Default: unknown (empty).").tag(
+        config=True
+    )
     gpuMemory = Unicode(
         "",
-        help="Memory of one GPU as a quantity, e.g. ``80Gi``; the planner fits jobs to it. "
-        "Default: unknown (empty).",
+        help="Memory of one GPU as a quantity, e.g. ``80Gi``; the planner fits jobs to it. Default: unknown (empty).",
     ).tag(config=True)
-    nodeSelector = Dict(
-        help="Kubernetes backend: ``spec.nodeSelector`` for the team's job pods. Default: none."
-    ).tag(config=True)
+    nodeSelector = Dict(help="Kubernetes backend: ``spec.nodeSelector`` for the team's job pods. Default: none.").tag(
+        config=True
+    )
     tolerations = List(
         Dict(),
         help="Kubernetes backend: ``spec.tolerations`` for the team's job pods. Default: none.",
@@ -159,8 +158,9 @@ class TeamProfile(HasTraits):
         """The namespace's ResourceQuota objects (no status), main quota first."""
         specs = []
         if self.hard:
-            specs.append({"name": self.quotaName, "hard": self.hard, "scopes": self.scopes,
-                          "scopeSelector": self.scopeSelector})
+            specs.append(
+                {"name": self.quotaName, "hard": self.hard, "scopes": self.scopes, "scopeSelector": self.scopeSelector}
+            )
         specs.extend(self.extraQuotas)
         objects = []
         for s in specs:
@@ -176,8 +176,9 @@ class TeamProfile(HasTraits):
         """The namespace's LimitRange, as stored by the API server (defaults filled in)."""
         if not self.limitRange:
             return []
-        return [self._object("LimitRange", self.limitRangeName,
-                             quota.default_limit_range(copy.deepcopy(self.limitRange)))]
+        return [
+            self._object("LimitRange", self.limitRangeName, quota.default_limit_range(copy.deepcopy(self.limitRange)))
+        ]
 
     def _object(self, kind: str, name: str, spec: dict) -> dict:
         return {

@@ -16,13 +16,17 @@ from .errors import InvalidRequest
 from .limitrange import ITEM_MAPS
 from .podresources import DNS1123_LABEL, container_resource_name_errors, field_invalid, is_extended_resource_name
 
-_DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
-                      "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
-                      "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')")
+_DNS1123_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-                    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
-                    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")
+_LABEL_VALUE_MSG = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
+    "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
 _QUOTA_FIELDS = ("name", "hard", "scopes", "scopeSelector")
 _EXPRESSION_FIELDS = ("scopeName", "operator", "values")
 
@@ -30,13 +34,21 @@ _EXPRESSION_FIELDS = ("scopeName", "operator", "values")
 def check_names(team: str, namespace: str, gpu_resource: str) -> None:
     """The team (a label value), its namespace (a DNS-1123 label) and its GPU resource (extended)."""
     errs = [f'metadata.labels: Invalid value: "{team}": {m}' for m in _label_value_errors(team)]
-    errs += [f'Namespace "{namespace}" is invalid: metadata.name: Invalid value: "{namespace}": {m}'
-             for m in dns1123_label_errors(namespace)]
+    errs += [
+        f'Namespace "{namespace}" is invalid: metadata.name: Invalid value: "{namespace}": {m}'
+        for m in dns1123_label_errors(namespace)
+    ]
     errs += container_resource_name_errors(gpu_resource, "gpuResource")
     if not errs and not is_extended_resource_name(gpu_resource):
-        errs.append(field_invalid("gpuResource", gpu_resource, "must be an extended resource name such as "
-                                  "nvidia.com/gpu (a domain-qualified name outside kubernetes.io): GPUs are "
-                                  "extended resources"))
+        errs.append(
+            field_invalid(
+                "gpuResource",
+                gpu_resource,
+                "must be an extended resource name such as "
+                "nvidia.com/gpu (a domain-qualified name outside kubernetes.io): GPUs are "
+                "extended resources",
+            )
+        )
     if errs:
         raise InvalidRequest("; ".join(errs))
 
@@ -77,8 +89,12 @@ def _selector(selector, path: str) -> None:
     _typed(selector, dict, path, 'an object, e.g. {"matchExpressions": [...]}')
     _fields(selector, ("matchExpressions",), path)
     expressions = selector.get("matchExpressions")
-    _typed(expressions, list, f"{path}.matchExpressions",
-           'a list, e.g. [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]')
+    _typed(
+        expressions,
+        list,
+        f"{path}.matchExpressions",
+        'a list, e.g. [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]',
+    )
     for i, expression in enumerate(expressions or []):
         where = f"{path}.matchExpressions[{i}]"
         _typed(expression, dict, where, 'an object, e.g. {"scopeName": "PriorityClass", "operator": "Exists"}')

@@ -66,10 +66,7 @@ DECIMAL_EXPONENT = "DecimalExponent"
 _FORMATS = (DECIMAL_SI, BINARY_SI, DECIMAL_EXPONENT)
 
 # Upstream's error texts (quantity.go ErrFormatWrong / ErrNumeric / ErrSuffix), verbatim.
-ERR_FORMAT_WRONG = (
-    "quantities must match the regular expression "
-    "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
+ERR_FORMAT_WRONG = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 ERR_NUMERIC = "unable to parse numeric part of quantity"
 ERR_SUFFIX = "unable to parse quantity's suffix"
 
@@ -361,9 +358,7 @@ _SUFFIXES = {
     "Ei": (2, 60, BINARY_SI),
 }
 # Go's strings.TrimSpace (unicode.IsSpace), which differs a little from str.strip().
-_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + (
-    "\u2028\u2029\u202f\u205f\u3000"
-)
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + ("\u2028\u2029\u202f\u205f\u3000")
 _DEC_SUFFIX = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
 _BIN_SUFFIX = {1: "Ki", 2: "Mi", 3: "Gi", 4: "Ti", 5: "Pi", 6: "Ei"}
 

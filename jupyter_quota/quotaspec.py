@@ -12,34 +12,90 @@ from __future__ import annotations
 from . import bounds
 from .errors import Invalid
 from .podresources import (
-    HUGEPAGES_PREFIX, REQUESTS_PREFIX, GoValue, aggregate, field_invalid, field_required, is_best_effort,
-    is_extended_resource_name, is_integer_resource, is_native_resource, resource_name_errors,
+    HUGEPAGES_PREFIX,
+    REQUESTS_PREFIX,
+    GoValue,
+    aggregate,
+    field_invalid,
+    field_required,
+    is_best_effort,
+    is_extended_resource_name,
+    is_integer_resource,
+    is_native_resource,
+    resource_name_errors,
 )
 
 #: quota keys the pod evaluator tracks by name (podResources)
-POD_RESOURCES = frozenset({
-    "count/pods", "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
-    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods",
-})
-STANDARD_QUOTA_RESOURCES = frozenset({
-    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage",
-    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods",
-    "resourcequotas", "services", "replicationcontrollers", "secrets", "persistentvolumeclaims", "configmaps",
-    "services.nodeports", "services.loadbalancers",
-})
-SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
-          "CrossNamespacePodAffinity", "VolumeAttributesClass")
+POD_RESOURCES = frozenset(
+    {
+        "count/pods",
+        "cpu",
+        "memory",
+        "ephemeral-storage",
+        "requests.cpu",
+        "requests.memory",
+        "requests.ephemeral-storage",
+        "limits.cpu",
+        "limits.memory",
+        "limits.ephemeral-storage",
+        "pods",
+    }
+)
+STANDARD_QUOTA_RESOURCES = frozenset(
+    {
+        "cpu",
+        "memory",
+        "ephemeral-storage",
+        "requests.cpu",
+        "requests.memory",
+        "requests.storage",
+        "requests.ephemeral-storage",
+        "limits.cpu",
+        "limits.memory",
+        "limits.ephemeral-storage",
+        "pods",
+        "resourcequotas",
+        "services",
+        "replicationcontrollers",
+        "secrets",
+        "persistentvolumeclaims",
+        "configmaps",
+        "services.nodeports",
+        "services.loadbalancers",
+    }
+)
+SCOPES = (
+    "Terminating",
+    "NotTerminating",
+    "BestEffort",
+    "NotBestEffort",
+    "PriorityClass",
+    "CrossNamespacePodAffinity",
+    "VolumeAttributesClass",
+)
 POD_COMPUTE = frozenset({"cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu", "requests.memory"})
 EXISTS_ONLY = ("BestEffort", "NotBestEffort", "Terminating", "NotTerminating", "CrossNamespacePodAffinity")
 #: object counts other evaluators keep: legacy names, services, PVC storage
-OBJECT_COUNTS = frozenset({"services", "secrets", "configmaps", "replicationcontrollers", "resourcequotas",
-                           "persistentvolumeclaims", "services.loadbalancers", "services.nodeports",
-                           "requests.storage"})
-CLASS_SUFFIXES = (".storageclass.storage.k8s.io/requests.storage",
-                  ".storageclass.storage.k8s.io/persistentvolumeclaims",
-                  ".volumeattributesclass.storage.k8s.io/requests.storage",
-                  ".volumeattributesclass.storage.k8s.io/persistentvolumeclaims",
-                  ".deviceclass.resource.k8s.io/devices")
+OBJECT_COUNTS = frozenset(
+    {
+        "services",
+        "secrets",
+        "configmaps",
+        "replicationcontrollers",
+        "resourcequotas",
+        "persistentvolumeclaims",
+        "services.loadbalancers",
+        "services.nodeports",
+        "requests.storage",
+    }
+)
+CLASS_SUFFIXES = (
+    ".storageclass.storage.k8s.io/requests.storage",
+    ".storageclass.storage.k8s.io/persistentvolumeclaims",
+    ".volumeattributesclass.storage.k8s.io/requests.storage",
+    ".volumeattributesclass.storage.k8s.io/persistentvolumeclaims",
+    ".deviceclass.resource.k8s.io/devices",
+)
 
 
 def quota_matches_pod(quota: dict, pod: dict) -> bool:
@@ -84,7 +140,6 @@ def validate_quota_spec(spec: dict) -> None:
         raise Invalid(aggregate(errs))
 
 
-
 # -- scopes and keys -------------------------------------------------------------------------------
 
 
@@ -120,10 +175,17 @@ def matching_resources(keys) -> list[str]:
     """podEvaluator.MatchingResources: named pod keys, hugepages, and ``requests.<extended>``."""
     out = []
     for key in keys:
-        if key in POD_RESOURCES or key.startswith((HUGEPAGES_PREFIX, REQUESTS_PREFIX + HUGEPAGES_PREFIX)):
-            out.append(key)
-        elif key.startswith(REQUESTS_PREFIX) and (
-                not is_native_resource(key) or key.startswith(REQUESTS_PREFIX + "deviceclass.resource.kubernetes.io/")):
+        if (
+            key in POD_RESOURCES
+            or key.startswith((HUGEPAGES_PREFIX, REQUESTS_PREFIX + HUGEPAGES_PREFIX))
+            or (
+                key.startswith(REQUESTS_PREFIX)
+                and (
+                    not is_native_resource(key)
+                    or key.startswith(REQUESTS_PREFIX + "deviceclass.resource.kubernetes.io/")
+                )
+            )
+        ):
             out.append(key)
     return out
 
@@ -183,8 +245,11 @@ def _scope_errors(spec: dict) -> list[str]:
     for scope in scopes:
         if scope not in SCOPES:
             errs.append(field_invalid("spec.scopes", shown, "unsupported scope"))
-        errs += [field_invalid("spec.scopes", shown, "unsupported scope applied to resource")
-                 for k in sorted(spec.get("hard") or {}) if _is_standard_quota_name(k) and not _scope_allows(scope, k)]
+        errs += [
+            field_invalid("spec.scopes", shown, "unsupported scope applied to resource")
+            for k in sorted(spec.get("hard") or {})
+            if _is_standard_quota_name(k) and not _scope_allows(scope, k)
+        ]
     return errs + _conflicts(set(scopes), "spec.scopes", shown)
 
 
@@ -196,21 +261,38 @@ def _selector_errors(spec: dict) -> list[str]:
         scope, operator, values = req.get("scopeName", ""), req.get("operator", ""), req.get("values")
         if scope not in SCOPES:
             errs.append(field_invalid(f"{path}.scopeName", scope, "unsupported scope"))
-        errs += [field_invalid(path, _go_selector(spec["scopeSelector"]), "unsupported scope applied to resource")
-                 for k in sorted(spec.get("hard") or {}) if _is_standard_quota_name(k) and not _scope_allows(scope, k)]
+        errs += [
+            field_invalid(path, _go_selector(spec["scopeSelector"]), "unsupported scope applied to resource")
+            for k in sorted(spec.get("hard") or {})
+            if _is_standard_quota_name(k) and not _scope_allows(scope, k)
+        ]
         if scope in EXISTS_ONLY and operator != "Exists":
-            errs.append(field_invalid(f"{path}.operator", operator,
-                                      "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, "
-                                      "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
-                                      "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity"))
+            errs.append(
+                field_invalid(
+                    f"{path}.operator",
+                    operator,
+                    "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, "
+                    "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
+                    "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
+                )
+            )
         if operator in ("In", "NotIn"):
             if not values:
-                errs.append(field_required(f"{path}.values", "must be at least one value when `operator` is "
-                                           "'In' or 'NotIn' for scope selector"))
+                errs.append(
+                    field_required(
+                        f"{path}.values",
+                        "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector",
+                    )
+                )
         elif operator in ("Exists", "DoesNotExist"):
             if values:
-                errs.append(field_invalid(f"{path}.values", _go_slice("string", values), "must be no value when "
-                                          "`operator` is 'Exist' or 'DoesNotExist' for scope selector"))
+                errs.append(
+                    field_invalid(
+                        f"{path}.values",
+                        _go_slice("string", values),
+                        "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+                    )
+                )
         else:
             errs.append(field_invalid(f"{path}.operator", operator, "not a valid selector operator"))
         names.add(scope)
@@ -243,25 +325,39 @@ def _go_selector(selector: dict) -> GoValue:
     items = ", ".join(
         f'core.ScopedResourceSelectorRequirement{{ScopeName:"{r.get("scopeName", "")}", '
         f'Operator:"{r.get("operator", "")}", Values:{_go_slice("string", r.get("values"))}}}'
-        for r in selector.get("matchExpressions") or [])
-    shown = "[]core.ScopedResourceSelectorRequirement(nil)" if selector.get("matchExpressions") is None \
+        for r in selector.get("matchExpressions") or []
+    )
+    shown = (
+        "[]core.ScopedResourceSelectorRequirement(nil)"
+        if selector.get("matchExpressions") is None
         else f"[]core.ScopedResourceSelectorRequirement{{{items}}}"
+    )
     return GoValue(f"core.ScopeSelector{{MatchExpressions:{shown}}}")
 
 
 def enforced(name: str) -> bool:
     """Some evaluator (pods, services, PVCs, claims, object counts) tracks this key."""
-    return (_is_standard_quota_name(name) or name.startswith("count/") or bool(matching_resources([name]))
-            or name.endswith(CLASS_SUFFIXES))
+    return (
+        _is_standard_quota_name(name)
+        or name.startswith("count/")
+        or bool(matching_resources([name]))
+        or name.endswith(CLASS_SUFFIXES)
+    )
 
 
 def _unenforced_message(name: str) -> str:
-    if name.startswith("limits.") and is_extended_resource_name(name[len("limits."):]):
-        ext = name[len("limits."):]
-        return (f"{name} is accepted but never enforced: extended resources cannot be overcommitted, so "
-                f"quota counts them only by request; write requests.{ext}: <count> instead")
+    if name.startswith("limits.") and is_extended_resource_name(name[len("limits.") :]):
+        ext = name[len("limits.") :]
+        return (
+            f"{name} is accepted but never enforced: extended resources cannot be overcommitted, so "
+            f"quota counts them only by request; write requests.{ext}: <count> instead"
+        )
     if is_extended_resource_name(name):
-        return (f"{name} is accepted but never enforced: quota counts extended resources only as "
-                f"requests.{name}; write requests.{name}: <count> instead")
-    return (f"{name} is accepted but no quota evaluator tracks it, so it is never enforced; write "
-            "requests.<resource> for an extended resource or count/<resource>.<group> for an object count")
+        return (
+            f"{name} is accepted but never enforced: quota counts extended resources only as "
+            f"requests.{name}; write requests.{name}: <count> instead"
+        )
+    return (
+        f"{name} is accepted but no quota evaluator tracks it, so it is never enforced; write "
+        "requests.<resource> for an extended resource or count/<resource>.<group> for an object count"
+    )

@@ -31,8 +31,11 @@ RULES = (
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["list", "watch"]},
     {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["list", "watch"]},
-    {"apiGroups": [""], "resources": ["resourcequotas", "limitranges"],
-     "verbs": ["create", "get", "list", "update", "watch"]},
+    {
+        "apiGroups": [""],
+        "resources": ["resourcequotas", "limitranges"],
+        "verbs": ["create", "get", "list", "update", "watch"],
+    },
 )
 
 
@@ -61,8 +64,12 @@ def team_objects(profile: TeamProfile, account: ServiceAccount | None) -> list[d
 
 
 def role(profile: TeamProfile) -> dict:
-    return {"apiVersion": RBAC_API, "kind": "Role", "metadata": _meta(profile),
-            "rules": [{k: list(v) for k, v in rule.items()} for rule in RULES]}
+    return {
+        "apiVersion": RBAC_API,
+        "kind": "Role",
+        "metadata": _meta(profile),
+        "rules": [{k: list(v) for k, v in rule.items()} for rule in RULES],
+    }
 
 
 def role_binding(profile: TeamProfile, account: ServiceAccount) -> dict:

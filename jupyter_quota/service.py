@@ -39,8 +39,11 @@ class QuotaService:
         return self.backend.balance(self.registry.for_namespace(who, namespace))
 
     def identity(self, who: Identity) -> dict:
-        return {**who.to_json(), "namespaces": [p.namespace for p in self.registry.teams_of(who)],
-                "backend": self.backend.name}
+        return {
+            **who.to_json(),
+            "namespaces": [p.namespace for p in self.registry.teams_of(who)],
+            "backend": self.backend.name,
+        }
 
     def inventory(self, who: Identity) -> dict:
         return self.backend.inventory()
@@ -96,8 +99,12 @@ class QuotaService:
     def logs(self, who: Identity, namespace: str, name: str, tail_lines=None) -> dict:
         profile = self.registry.for_namespace(who, namespace)
         lines = self._tail_lines(tail_lines)
-        return {"name": name, "namespace": namespace, "tailLines": lines,
-                "logs": self.backend.logs(profile, name, lines)}
+        return {
+            "name": name,
+            "namespace": namespace,
+            "tailLines": lines,
+            "logs": self.backend.logs(profile, name, lines),
+        }
 
     def cancel(self, who: Identity, namespace: str, name: str) -> dict:
         profile = self.registry.for_namespace(who, namespace)
@@ -112,7 +119,9 @@ class QuotaService:
         try:
             lines = int(raw)
         except (TypeError, ValueError):
-            raise InvalidRequest(f"tailLines must be a whole number from 1 to {MAX_TAIL_LINES}, not {str(raw)[:32]!r}") from None
+            raise InvalidRequest(
+                f"tailLines must be a whole number from 1 to {MAX_TAIL_LINES}, not {str(raw)[:32]!r}"
+            ) from None
         if not 1 <= lines <= MAX_TAIL_LINES:
             raise InvalidRequest(f"tailLines must be from 1 to {MAX_TAIL_LINES}, not {lines}")
         return lines
@@ -134,5 +143,7 @@ class QuotaService:
     @staticmethod
     def _require_admin(who: Identity) -> None:
         if not who.admin:
-            raise Forbidden(f'user "{who.name}" is not a quota admin: profiles are for JupyterHub admins '
-                            "and the users in JupyterQuota.admin_users")
+            raise Forbidden(
+                f'user "{who.name}" is not a quota admin: profiles are for JupyterHub admins '
+                "and the users in JupyterQuota.admin_users"
+            )

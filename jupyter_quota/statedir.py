@@ -59,9 +59,12 @@ def storage_error(exc: BaseException, state_dir: str) -> StateDirectoryError | N
         return None
     if kind is None:
         return None
-    message = (f"the state directory {state_dir} (JupyterQuota.state_dir) " + _ADVICE[kind].format(what=what)
-               + "; until then balances, jobs and logs are still served, but nothing can be submitted, "
-               "cancelled or changed")
+    message = (
+        f"the state directory {state_dir} (JupyterQuota.state_dir) "
+        + _ADVICE[kind].format(what=what)
+        + "; until then balances, jobs and logs are still served, but nothing can be submitted, "
+        "cancelled or changed"
+    )
     return StateDirectoryError(message, reason=kind)
 
 

@@ -22,7 +22,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["TrainProgress", "parse_log", "parse_duration", "parse_log_dict"]
+__all__ = ["TrainProgress", "parse_duration", "parse_log", "parse_log_dict"]
 
 _SEGMENT_SPLIT = re.compile(r"[\r\n]+")
 _DICT = re.compile(r"\{'[^{}]*\}")
@@ -64,7 +64,7 @@ class TrainProgress:
     _in_traceback: bool = field(default=False, repr=False)
 
     # -- reading -----------------------------------------------------------------------------
-    def feed(self, text: str) -> "TrainProgress":
+    def feed(self, text: str) -> TrainProgress:
         """Take in a slice of the log (any overlap with earlier slices is harmless)."""
         for segment in _SEGMENT_SPLIT.split(text or ""):
             if segment.strip():
@@ -99,9 +99,18 @@ class TrainProgress:
         return self.summary is not None or self.last_checkpoint is not None
 
     def to_json(self) -> dict:
-        return {"step": self.step, "max_steps": self.max_steps, "steps": self.steps, "losses": self.losses,
-                "elapsed": self.elapsed, "remaining": self.remaining, "output_dir": self.output_dir,
-                "last_checkpoint": self.last_checkpoint, "finished": self.finished, "error": self.error}
+        return {
+            "step": self.step,
+            "max_steps": self.max_steps,
+            "steps": self.steps,
+            "losses": self.losses,
+            "elapsed": self.elapsed,
+            "remaining": self.remaining,
+            "output_dir": self.output_dir,
+            "last_checkpoint": self.last_checkpoint,
+            "finished": self.finished,
+            "error": self.error,
+        }
 
     # -- one carriage-return or newline separated piece ---------------------------------------
     def _segment(self, segment: str) -> None:
@@ -118,8 +127,11 @@ class TrainProgress:
             record = parse_log_dict(match.group(0))
             if record is not None:
                 self._record(record)
-        for pattern, attr in ((_OUTPUT_DIR, "output_dir"), (_LAST_CKPT, "last_checkpoint"),
-                              (_BEST_CKPT, "best_checkpoint")):
+        for pattern, attr in (
+            (_OUTPUT_DIR, "output_dir"),
+            (_LAST_CKPT, "last_checkpoint"),
+            (_BEST_CKPT, "best_checkpoint"),
+        ):
             found = pattern.search(segment)
             if found and found.group("path") != "None":
                 setattr(self, attr, found.group("path"))
@@ -171,8 +183,12 @@ def parse_log_dict(text: str) -> dict | None:
         return None
     out = {}
     for key, item in value.items():
-        if isinstance(item, str) and key not in ("global_step/max_steps", "elapsed_time", "remaining_time",
-                                                 "percentage"):
+        if isinstance(item, str) and key not in (
+            "global_step/max_steps",
+            "elapsed_time",
+            "remaining_time",
+            "percentage",
+        ):
             try:
                 item = float(item)
             except ValueError:

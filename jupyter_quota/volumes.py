@@ -66,25 +66,31 @@ def _check_entry(entry, path: str, username: str) -> None:
         raise InvalidRequest(f"{path} must be an object, e.g. {_EXAMPLE}, not {shown(entry)}")
     name, mount_path = entry.get("name"), entry.get("mountPath")
     if not isinstance(name, str) or len(name) > 63 or not DNS1123_LABEL.fullmatch(name):
-        raise InvalidRequest(f"{path}.name: Invalid value: {shown(name)}: a volume name must be a DNS-1123 label "
-                             "(lower case alphanumeric characters or '-', at most 63, e.g. 'home')")
+        raise InvalidRequest(
+            f"{path}.name: Invalid value: {shown(name)}: a volume name must be a DNS-1123 label "
+            "(lower case alphanumeric characters or '-', at most 63, e.g. 'home')"
+        )
     if not isinstance(mount_path, str) or not mount_path.startswith("/"):
-        raise InvalidRequest(f"{path}.mountPath: Invalid value: {shown(mount_path)}: must be an absolute path "
-                             "in the job's container, e.g. '/home/jovyan'")
+        raise InvalidRequest(
+            f"{path}.mountPath: Invalid value: {shown(mount_path)}: must be an absolute path "
+            "in the job's container, e.g. '/home/jovyan'"
+        )
     if ":" in mount_path:
         raise InvalidRequest(f"{path}.mountPath: Invalid value: {shown(mount_path)}: must not contain ':'")
     if "readOnly" in entry and not isinstance(entry["readOnly"], bool):
         raise InvalidRequest(f"{path}.readOnly must be true or false, not {shown(entry['readOnly'])}")
     sub_path = entry.get("subPath")
-    if sub_path is not None and (not isinstance(sub_path, str) or sub_path.startswith("/")
-                                 or ".." in sub_path.split("/")):
-        raise InvalidRequest(f"{path}.subPath: Invalid value: {shown(sub_path)}: must be a relative path "
-                             "without '..'")
+    if sub_path is not None and (
+        not isinstance(sub_path, str) or sub_path.startswith("/") or ".." in sub_path.split("/")
+    ):
+        raise InvalidRequest(f"{path}.subPath: Invalid value: {shown(sub_path)}: must be a relative path without '..'")
     sources = [k for k in entry if k not in MOUNT_KEYS]
     if len(sources) != 1 or not isinstance(entry[sources[0]], dict):
-        raise InvalidRequest(f"{path} must name exactly one volume source object (persistentVolumeClaim, nfs, "
-                             f"emptyDir, ...) beside {', '.join(MOUNT_KEYS)}; it has "
-                             f"{', '.join(map(shown, sources)) or 'none'}")
+        raise InvalidRequest(
+            f"{path} must name exactly one volume source object (persistentVolumeClaim, nfs, "
+            f"emptyDir, ...) beside {', '.join(MOUNT_KEYS)}; it has "
+            f"{', '.join(map(shown, sources)) or 'none'}"
+        )
     claim = entry.get("persistentVolumeClaim")
     for value in (entry.get("subPath"), (claim or {}).get("claimName")):
         if isinstance(value, str) and "{" in value.replace(PLACEHOLDER, ""):
@@ -95,13 +101,16 @@ def _check_entry(entry, path: str, username: str) -> None:
             raise InvalidRequest(
                 f"{path}.persistentVolumeClaim.claimName: Invalid value: {shown(claim.get('claimName'))}: "
                 f"for user {username!r} it is {shown(claim_name)}, which is not a PersistentVolumeClaim name "
-                "(a DNS-1123 subdomain: lower case alphanumeric characters, '-' or '.', at most 253)")
+                "(a DNS-1123 subdomain: lower case alphanumeric characters, '-' or '.', at most 253)"
+            )
 
 
 def _expand(value, username: str):
     if isinstance(value, str):
         return value.replace(PLACEHOLDER, username)
     if isinstance(value, dict):
-        return {k: _expand(v, username) if k in ("persistentVolumeClaim", "claimName", "subPath") else v
-                for k, v in value.items()}
+        return {
+            k: _expand(v, username) if k in ("persistentVolumeClaim", "claimName", "subPath") else v
+            for k, v in value.items()
+        }
     return value

@@ -18,7 +18,9 @@ export interface IModelSuggestion {
  * `MoE`, `vision` where they apply), or the static list when the server gave
  * none.
  */
-export function modelSuggestions(models: readonly IModelInfo[] | null): IModelSuggestion[] {
+export function modelSuggestions(
+  models: readonly IModelInfo[] | null
+): IModelSuggestion[] {
   if (!models || models.length === 0) {
     return MODEL_SUGGESTIONS.map(value => ({ value, label: '' }));
   }

@@ -40,7 +40,9 @@ export class QuotaClient implements IQuotaClient {
       query.set('continue', page.continue);
     }
     const search = query.toString();
-    return this._get<IJobList>(`namespaces/${enc(namespace)}/jobs${search ? '?' + search : ''}`);
+    return this._get<IJobList>(
+      `namespaces/${enc(namespace)}/jobs${search ? '?' + search : ''}`
+    );
   }
 
   identity(): Promise<IIdentity> {
@@ -52,13 +54,21 @@ export class QuotaClient implements IQuotaClient {
   }
 
   submit(namespace: string, request: IJobRequest): Promise<IJob> {
-    return this._send<IJob>(`namespaces/${enc(namespace)}/jobs`, 'POST', request);
+    return this._send<IJob>(
+      `namespaces/${enc(namespace)}/jobs`,
+      'POST',
+      request
+    );
   }
 
   cancel(namespace: string, name: string): Promise<IJob> {
-    return requestAPI<IJob>(`namespaces/${enc(namespace)}/jobs/${enc(name)}`, this.serverSettings, {
-      method: 'DELETE'
-    });
+    return requestAPI<IJob>(
+      `namespaces/${enc(namespace)}/jobs/${enc(name)}`,
+      this.serverSettings,
+      {
+        method: 'DELETE'
+      }
+    );
   }
 
   logs(namespace: string, name: string, tailLines: number): Promise<IJobLogs> {
@@ -79,7 +89,11 @@ export class QuotaClient implements IQuotaClient {
 
   /** `POST namespaces/{ns}/plan`: the best plan that fits the namespace's balance. */
   plan(namespace: string, args: string[]): Promise<IPlanResult> {
-    return this._send<IPlanResult>(`namespaces/${enc(namespace)}/plan`, 'POST', { args });
+    return this._send<IPlanResult>(
+      `namespaces/${enc(namespace)}/plan`,
+      'POST',
+      { args }
+    );
   }
 
   /** `GET profiles`: every team profile (admins only). */
@@ -96,7 +110,11 @@ export class QuotaClient implements IQuotaClient {
     return requestAPI<T>(endPoint, this.serverSettings);
   }
 
-  private _send<T>(endPoint: string, method: string, body: unknown): Promise<T> {
+  private _send<T>(
+    endPoint: string,
+    method: string,
+    body: unknown
+  ): Promise<T> {
     return requestAPI<T>(endPoint, this.serverSettings, {
       method,
       body: JSON.stringify(body)

@@ -33,6 +33,12 @@ namespace CommandIDs {
   export const openAdmin = 'jupyter-quota:open-admin';
 }
 
+/**
+ * The arguments every command above takes, none, as `app.commands.describedBy(id)`
+ * reports them to a caller.
+ */
+const NO_ARGS = { args: { type: 'object', properties: {} } };
+
 const PLUGIN_ID = 'jupyter-quota:plugin';
 
 /**
@@ -80,6 +86,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
 
     app.commands.addCommand(CommandIDs.open, {
+      describedBy: NO_ARGS,
       label: 'Open Team Quota Panel',
       caption: 'Balance, jobs and the fine-tune planner of your teams',
       icon: args => (args.isPalette ? undefined : quotaIcon),
@@ -88,7 +95,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // Only a quota admin gets the admin view; the API refuses `profiles` to anyone else anyway.
     let admin: QuotaAdminPanel | null = null;
     Private.whenAdmin(model, () => {
-      const editor = new ProfileEditor({ client, onSaved: () => model.refresh() });
+      const editor = new ProfileEditor({
+        client,
+        onSaved: () => model.refresh()
+      });
       admin = new QuotaAdminPanel({ model, editor });
       app.shell.add(admin, 'left', { rank: 601 });
       restorer?.add(admin, admin.id);
@@ -96,18 +106,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
       app.commands.notifyCommandChanged(CommandIDs.openAdmin);
     });
     app.commands.addCommand(CommandIDs.openAdmin, {
+      describedBy: NO_ARGS,
       label: 'Open Quota Admin',
-      caption: 'Every team\'s balance, and their profiles to edit (quota admins)',
+      caption:
+        "Every team's balance, and their profiles to edit (quota admins)",
       isVisible: () => admin !== null,
       execute: () => app.shell.activateById(ADMIN_PANEL_ID)
     });
 
     app.commands.addCommand(CommandIDs.refresh, {
+      describedBy: NO_ARGS,
       label: 'Refresh Team Quota',
       caption: 'Read the balance and jobs again now',
       execute: () => model.refresh()
     });
     app.commands.addCommand(CommandIDs.plan, {
+      describedBy: NO_ARGS,
       label: 'Plan a Fine-Tune',
       caption: 'Estimate GPU memory and find the plan that fits your quota',
       execute: () => {
@@ -118,6 +132,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.commands.addCommand(CommandIDs.showBalance, {
+      describedBy: NO_ARGS,
       label: 'Show Team Quota Balance',
       caption: 'GPU, CPU and memory left in each team namespace',
       execute: () => showBalanceDialog(client)

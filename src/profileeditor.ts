@@ -132,7 +132,7 @@ export class ProfileEditor implements IDisposable {
       this._profiles = sortByTeam(list.profiles);
       this._error = null;
       const teams = this._profiles.map(p => p.team ?? '');
-      this._reset(teams.includes(this._team) ? this._team : teams[0] ?? '');
+      this._reset(teams.includes(this._team) ? this._team : (teams[0] ?? ''));
     } catch (error) {
       this._error = asModelError(error);
     } finally {
@@ -264,7 +264,10 @@ export class ProfileEditor implements IDisposable {
 
   /** The stored profile with the draft's quota keys. */
   private _fieldsDraft(): IProfile {
-    return { ...(this.stored ?? { team: this._team }), hard: hardOf(this._rows) };
+    return {
+      ...(this.stored ?? { team: this._team }),
+      hard: hardOf(this._rows)
+    };
   }
 
   private _reset(team: string): void {
@@ -279,7 +282,9 @@ export class ProfileEditor implements IDisposable {
     if (!this._rows[index]) {
       return;
     }
-    this._rows = this._rows.map((row, i) => (i === index ? { ...row, ...change } : row));
+    this._rows = this._rows.map((row, i) =>
+      i === index ? { ...row, ...change } : row
+    );
     this._saved = '';
     this._emit();
   }
@@ -314,7 +319,11 @@ export class ProfileEditor implements IDisposable {
  * and memory limits (the keys the demo teams and the README use).
  */
 export function usualKeys(profile: IProfile): string[] {
-  return [`requests.${profile.gpuResource || 'nvidia.com/gpu'}`, 'requests.cpu', 'limits.memory'];
+  return [
+    `requests.${profile.gpuResource || 'nvidia.com/gpu'}`,
+    'requests.cpu',
+    'limits.memory'
+  ];
 }
 
 /** The rows of a profile: the usual keys first, then its other keys. */
@@ -343,15 +352,29 @@ export function hardOf(rows: ReadonlyArray<IHardRow>): IResourceList {
 /**
  * A JSON draft as a profile, or the error that says why it is not one.
  */
-export function parseProfile(text: string): { profile: IProfile } | { error: IModelError } {
+export function parseProfile(
+  text: string
+): { profile: IProfile } | { error: IModelError } {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (error) {
-    return { error: { status: 0, reason: INVALID_JSON, message: `The profile is not valid JSON: ${asModelError(error).message}` } };
+    return {
+      error: {
+        status: 0,
+        reason: INVALID_JSON,
+        message: `The profile is not valid JSON: ${asModelError(error).message}`
+      }
+    };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    return { error: { status: 0, reason: INVALID_JSON, message: 'The profile must be a JSON object of its fields.' } };
+    return {
+      error: {
+        status: 0,
+        reason: INVALID_JSON,
+        message: 'The profile must be a JSON object of its fields.'
+      }
+    };
   }
   return { profile: value as IProfile };
 }
@@ -361,10 +384,14 @@ function asJson(profile: IProfile): string {
 }
 
 function sortByTeam(profiles: IProfile[]): IProfile[] {
-  return [...profiles].sort((a, b) => (a.team ?? '').localeCompare(b.team ?? ''));
+  return [...profiles].sort((a, b) =>
+    (a.team ?? '').localeCompare(b.team ?? '')
+  );
 }
 
 function sameList(a: IResourceList, b: IResourceList): boolean {
   const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every(k => b[k] === a[k]);
+  return (
+    keys.length === Object.keys(b).length && keys.every(k => b[k] === a[k])
+  );
 }

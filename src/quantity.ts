@@ -211,7 +211,10 @@ export function balanceLines(resources: {
 /**
  * One line of a balance: numbers, share left, colour level and text.
  */
-export function balanceLine(key: string, balance: IResourceBalance): IBalanceLine {
+export function balanceLine(
+  key: string,
+  balance: IResourceBalance
+): IBalanceLine {
   const info = describeKey(key);
   const hard = parseQuantity(balance.hard);
   const used = parseQuantity(balance.used);
@@ -248,7 +251,10 @@ export function formatAge(seconds: number): string {
 /**
  * Seconds from an RFC 3339 time to `now` (0 for a time that does not parse).
  */
-export function ageSeconds(time: string | null | undefined, now: number): number {
+export function ageSeconds(
+  time: string | null | undefined,
+  now: number
+): number {
   const then = time ? Date.parse(time) : NaN;
   return isNaN(then) ? 0 : Math.max(0, (now - then) / 1000);
 }

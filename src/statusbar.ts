@@ -56,7 +56,10 @@ export class QuotaStatus extends Widget {
     }
     const stale = this.model.error ? ' (could not refresh)' : '';
     this.node.title = `${text}${stale}. Open the team quota panel.`;
-    this.node.setAttribute('aria-label', `${text || 'Team quota'}${stale}: open the team quota panel`);
+    this.node.setAttribute(
+      'aria-label',
+      `${text || 'Team quota'}${stale}: open the team quota panel`
+    );
     this.setHidden(!text);
   }
 

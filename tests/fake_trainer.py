@@ -6,11 +6,11 @@
                            [--whoami FILE] [other...]
 
 ``--env`` prints the variables the backend sets; ``--until-file PATH`` waits (after ``--sleep``)
-until PATH exists, so a test decides when the job ends instead of racing a timer; ``--fill`` writes about BYTES of numbered
-100-byte lines (``fill 000000042 ...``) as fast as it can; ``--ignore-term`` ignores SIGTERM (a job
-that must be killed); it prints ``ready`` once its signal disposition is in place (and once
-what ``--spawn`` started has written its pid file). Other arguments (``--model ...``, as a
-real ``swift sft`` takes) are printed and otherwise ignored.
+until PATH exists, so a test decides when the job ends instead of racing a timer; ``--fill`` writes
+about BYTES of numbered 100-byte lines (``fill 000000042 ...``) as fast as it can; ``--ignore-term``
+ignores SIGTERM (a job that must be killed); it prints ``ready`` once its signal disposition is in
+place (and once what ``--spawn`` started has written its pid file). Other arguments (``--model
+...``, as a real ``swift sft`` takes) are printed and otherwise ignored.
 
 Training, for the loss plot's tests: ``--steps N`` logs N steps as ms-swift 4.6 does (a dict with
 ``loss`` and ``global_step/max_steps``) before ``ready``, and ``--more-steps N`` N more after the
@@ -104,8 +104,16 @@ def whoami() -> dict:
     with open("/proc/self/cgroup") as f:
         cgroup = next((line[3:].strip() for line in f if line.startswith("0::")), None)
     env = {var: os.environ.get(var) for var in ("HOME", "USER", "LOGNAME", "JUPYTERHUB_API_TOKEN")}
-    return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(), "egid": os.getegid(),
-            "groups": sorted(os.getgroups()), "cwd": os.getcwd(), "cgroup": cgroup, **env}
+    return {
+        "uid": os.getuid(),
+        "euid": os.geteuid(),
+        "gid": os.getgid(),
+        "egid": os.getegid(),
+        "groups": sorted(os.getgroups()),
+        "cwd": os.getcwd(),
+        "cgroup": cgroup,
+        **env,
+    }
 
 
 def _fill(size: int) -> None:

@@ -52,11 +52,22 @@ class ServerProcess:
 
     def start(self, timeout: float = 60.0) -> ServerProcess:
         env = {**os.environ, "JUPYTER_TOKEN": self.token}
-        log = open(self.log_file, "ab")
+        log = open(self.log_file, "ab")  # noqa: SIM115 - the server process writes it as long as it runs
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyter_server", f"--config={self.config_file}", f"--port={self.port}",
-             "--ServerApp.port_retries=0", f"--ServerApp.root_dir={self.root_dir}", "--ip=127.0.0.1"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.root_dir,
+            [
+                sys.executable,
+                "-m",
+                "jupyter_server",
+                f"--config={self.config_file}",
+                f"--port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--ServerApp.root_dir={self.root_dir}",
+                "--ip=127.0.0.1",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.root_dir,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -71,8 +82,9 @@ class ServerProcess:
 
     def call(self, method: str, path: str, body=None, timeout: float = 30.0):
         data = json.dumps(body).encode() if body is not None else (b"" if method in ("POST", "PUT") else None)
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Authorization": f"token {self.token}"}
+        )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return response.status, json.loads(response.read() or b"null")

@@ -6,7 +6,6 @@ import getpass
 import json
 
 import pytest
-
 from quota_testing import HeaderIdentityProvider
 
 
@@ -30,7 +29,7 @@ async def test_each_user_sees_only_their_teams(api):
     assert [n["name"] for n in bea["namespaces"]] == ["team-beta"]
     _, stranger = await api("GET", "namespaces", user="mallory")
     assert stranger["namespaces"] == []
-    status, answer = await api("GET", "namespaces", "team-alpha", "balance", user="bea")
+    status, _ = await api("GET", "namespaces", "team-alpha", "balance", user="bea")
     assert status == 403
 
 
@@ -56,10 +55,18 @@ async def test_admin_sees_all_and_changes_a_profile(api):
         ({"namespace": "Team_Beta"}, "a lowercase RFC 1123 label must consist of"),
         ({"namespace": "team-alpha"}, "team-alpha"),
         ({"colour": "blue"}, "unknown profile field"),
-        ({"volumes": [{"name": "home", "mountPath": "home", "emptyDir": {}}]},
-         'volumes[0].mountPath: Invalid value: "home": must be an absolute path'),
-        ({"volumes": [{"name": "home", "mountPath": "/home", "persistentVolumeClaim": {"claimName": "Claim-{username}"}}]},
-         "which is not a PersistentVolumeClaim name"),
+        (
+            {"volumes": [{"name": "home", "mountPath": "home", "emptyDir": {}}]},
+            'volumes[0].mountPath: Invalid value: "home": must be an absolute path',
+        ),
+        (
+            {
+                "volumes": [
+                    {"name": "home", "mountPath": "/home", "persistentVolumeClaim": {"claimName": "Claim-{username}"}}
+                ]
+            },
+            "which is not a PersistentVolumeClaim name",
+        ),
     ],
 )
 async def test_bad_profile_is_refused_and_nothing_changes(api, change, words):
@@ -72,8 +79,14 @@ async def test_bad_profile_is_refused_and_nothing_changes(api, change, words):
 
 
 async def test_only_the_owner_or_an_admin_cancels(api):
-    status, job = await api("POST", "namespaces", "team-alpha", "jobs",
-                            body={"name": "mine", "args": ["--sleep", "30"], "gpus": 0}, user="carl")
+    status, job = await api(
+        "POST",
+        "namespaces",
+        "team-alpha",
+        "jobs",
+        body={"name": "mine", "args": ["--sleep", "30"], "gpus": 0},
+        user="carl",
+    )
     assert status == 201 and job["owner"] == "carl", job
     status, answer = await api("DELETE", "namespaces", "team-alpha", "jobs", "mine", user=getpass.getuser())
     assert status == 403 and "belongs to carl" in answer["message"]
@@ -98,5 +111,5 @@ async def test_unenforced_quota_keys_come_back_as_warnings(api):
     flagged = {w["resource"]: w["message"] for w in balance["warnings"]}
     assert set(flagged) == {"nvidia.com/gpu", "limits.nvidia.com/gpu"}  # ... and never enforces them
     assert all("requests.nvidia.com/gpu" in m for m in flagged.values()), flagged
-    status, job = await api("POST", "namespaces", "team-beta", "jobs", body={"args": [], "gpus": 4}, user="bea")
+    status, _ = await api("POST", "namespaces", "team-beta", "jobs", body={"args": [], "gpus": 4}, user="bea")
     assert status == 201, "no enforced GPU quota, so the API server would admit it too"

@@ -27,8 +27,11 @@ def test_server_refuses_no_route_as_unguarded(tmp_path, jp_environ):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         app.initialize([])
-    unguarded = [w for w in caught if issubclass(w.category, JupyterServerAuthWarning)
-                 and "without @allow_unauthenticated" in str(w.message)]
+    unguarded = [
+        w
+        for w in caught
+        if issubclass(w.category, JupyterServerAuthWarning) and "without @allow_unauthenticated" in str(w.message)
+    ]
     assert not unguarded, "\n".join(str(w.message) for w in unguarded)
     assert "jupyter_quota_service" in app.web_app.settings, "the extension did not load"
 
@@ -54,8 +57,13 @@ async def test_an_unknown_token_is_told_so_on_every_verb(http_server_client, jp_
     """A write with a token the server does not know is refused for the token, not for a missing
     XSRF cookie (jupyter-server checks XSRF on writes of callers it did not authenticate)."""
     body = "{}" if verb in ("POST", "PUT") else None
-    response = await http_server_client.fetch(f"{jp_base_url}quota/v1/profiles/alpha", method=verb, body=body,
-                                              headers={"Authorization": "token forged"}, raise_error=False)
+    response = await http_server_client.fetch(
+        f"{jp_base_url}quota/v1/profiles/alpha",
+        method=verb,
+        body=body,
+        headers={"Authorization": "token forged"},
+        raise_error=False,
+    )
     answer = json.loads(response.body)
     assert response.code in (403, 405) and answer["reason"] in ("Forbidden", "MethodNotAllowed")
     if response.code == 403:

@@ -6,7 +6,6 @@ Each case here answered 500 with a traceback once (issue 14, items 1, 2 and 7).
 from __future__ import annotations
 
 import pytest
-
 from quota_testing import HeaderIdentityProvider
 
 ADMIN = "ada"
@@ -71,8 +70,13 @@ async def test_a_quantity_past_int64_is_refused_naming_field_value_and_bound(api
 
 async def test_a_quantity_of_100000_digits_is_refused_as_too_long_and_shown_truncated(api):
     digits = "1" + "0" * 100_000
-    message = await refused(api, "POST", *JOBS, body={"args": [], "resources": {"requests": {"cpu": digits}}},
-                            words=('resources.requests["cpu"]', "characters"))
+    message = await refused(
+        api,
+        "POST",
+        *JOBS,
+        body={"args": [], "resources": {"requests": {"cpu": digits}}},
+        words=('resources.requests["cpu"]', "characters"),
+    )
     assert len(message) < 500
 
 
@@ -99,24 +103,39 @@ async def test_hundreds_of_digits_in_a_numeric_argument_are_a_400(api, arg):
 # -- profiles (admins) --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("body,field", [
-    ({"limitRange": {"limits": "x"}}, "limitRange.limits"),
-    ({"limitRange": {"limits": ["x"]}}, "limitRange.limits[0]"),
-    ({"limitRange": {"limits": [{"type": "Container", "max": "x"}]}}, "limitRange.limits[0].max"),
-    ({"extraQuotas": [{"name": "q", "hard": "x"}]}, "extraQuotas[0].hard"),
-    ({"extraQuotas": [{"name": "q", "hard": {"pods": "1"}, "scopes": 7}]}, "extraQuotas[0].scopes"),
-    ({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": "x"}}, "scopeSelector.matchExpressions"),
-    ({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass",
-                                                                     "operator": "In", "values": "high"}]}},
-     "scopeSelector.matchExpressions[0].values"),
-])
+@pytest.mark.parametrize(
+    "body,field",
+    [
+        ({"limitRange": {"limits": "x"}}, "limitRange.limits"),
+        ({"limitRange": {"limits": ["x"]}}, "limitRange.limits[0]"),
+        ({"limitRange": {"limits": [{"type": "Container", "max": "x"}]}}, "limitRange.limits[0].max"),
+        ({"extraQuotas": [{"name": "q", "hard": "x"}]}, "extraQuotas[0].hard"),
+        ({"extraQuotas": [{"name": "q", "hard": {"pods": "1"}, "scopes": 7}]}, "extraQuotas[0].scopes"),
+        ({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": "x"}}, "scopeSelector.matchExpressions"),
+        (
+            {
+                "hard": {"pods": "1"},
+                "scopeSelector": {
+                    "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": "high"}]
+                },
+            },
+            "scopeSelector.matchExpressions[0].values",
+        ),
+    ],
+)
 async def test_a_profile_with_the_wrong_shape_is_a_400_naming_the_field(api, body, field):
     await refused(api, "PUT", "profiles", "gamma", body=body, words=(field,))
 
 
 async def test_a_team_whose_namespace_is_not_a_dns_label_is_refused_in_kubernetes_words(api):
-    await refused(api, "PUT", "profiles", "Alpha", body={}, words=(
-        'metadata.name: Invalid value: "team-Alpha": a lowercase RFC 1123 label must consist of',))
+    await refused(
+        api,
+        "PUT",
+        "profiles",
+        "Alpha",
+        body={},
+        words=('metadata.name: Invalid value: "team-Alpha": a lowercase RFC 1123 label must consist of',),
+    )
     await refused(api, "PUT", "profiles", "x" * 60, body={}, words=("must be no more than 63 characters",))
 
 
@@ -125,13 +144,18 @@ async def test_a_gpu_resource_that_is_not_an_extended_resource_name_is_refused(a
     await refused(api, "PUT", "profiles", "gamma", body={"gpuResource": "cpu"}, words=("gpuResource",))
 
 
-@pytest.mark.parametrize("body,words", [
-    ({"hard": {"requests.cpu": "1e200000"}}, ("spec.hard[requests.cpu]", "1e200000", MAX_INT64)),
-    ({"extraQuotas": [{"name": "q", "hard": {"requests.memory": "1" + "0" * 5000}}]}, ("characters",)),
-    ({"limitRange": {"limits": [{"type": "Container", "default": {"cpu": "1e2147483647"}}]}},
-     ("default[cpu]", "1e2147483647", MAX_INT64)),
-    ({"gpuMemory": "1e200000"}, ("gpuMemory", MAX_INT64)),
-])
+@pytest.mark.parametrize(
+    "body,words",
+    [
+        ({"hard": {"requests.cpu": "1e200000"}}, ("spec.hard[requests.cpu]", "1e200000", MAX_INT64)),
+        ({"extraQuotas": [{"name": "q", "hard": {"requests.memory": "1" + "0" * 5000}}]}, ("characters",)),
+        (
+            {"limitRange": {"limits": [{"type": "Container", "default": {"cpu": "1e2147483647"}}]}},
+            ("default[cpu]", "1e2147483647", MAX_INT64),
+        ),
+        ({"gpuMemory": "1e200000"}, ("gpuMemory", MAX_INT64)),
+    ],
+)
 async def test_a_profile_quantity_the_arithmetic_cannot_carry_is_refused(api, body, words):
     await refused(api, "PUT", "profiles", "gamma", body={**body, "users": [ADMIN]}, words=words)
     status, _ = await api("GET", "profiles", "gamma", user=ADMIN)
@@ -139,8 +163,13 @@ async def test_a_profile_quantity_the_arithmetic_cannot_carry_is_refused(api, bo
 
 
 async def test_after_a_refused_profile_submits_and_plans_still_answer(api):
-    await refused(api, "PUT", "profiles", "alpha",
-                  body={"namespace": "team-alpha", "hard": {"requests.cpu": "1e200000"}, "users": [ADMIN]})
+    await refused(
+        api,
+        "PUT",
+        "profiles",
+        "alpha",
+        body={"namespace": "team-alpha", "hard": {"requests.cpu": "1e200000"}, "users": [ADMIN]},
+    )
     status, _ = await api("POST", *JOBS, body={"args": [], "gpus": 1}, user=ADMIN)
     assert status == 201
     status, _ = await api("POST", *PLAN, body={"args": MODEL}, user=ADMIN)

@@ -12,10 +12,10 @@ import json
 import sys
 
 import pytest
-
-from jupyter_quota.backends.local import ledger
 from quota_testing import FAKE_TRAINER
 from server_process import ServerProcess, wait_phase
+
+from jupyter_quota.backends.local import ledger
 
 pytestmark = pytest.mark.slow
 
@@ -26,27 +26,57 @@ HUGE = {"bad-exponent": "1e200000", "bad-digits": "9" * 100_000}
 
 def write_old_row(path, name: str, ephemeral: str) -> None:
     """A Pending job as an older version stored it: admitted with a huge ephemeral-storage request."""
-    container = {"name": "train", "command": [sys.executable, str(FAKE_TRAINER)],
-                 "resources": {"requests": {"cpu": "2", "memory": "16Gi", "ephemeral-storage": ephemeral},
-                               "limits": {"cpu": "4", "memory": "32Gi"}}}
+    container = {
+        "name": "train",
+        "command": [sys.executable, str(FAKE_TRAINER)],
+        "resources": {
+            "requests": {"cpu": "2", "memory": "16Gi", "ephemeral-storage": ephemeral},
+            "limits": {"cpu": "4", "memory": "32Gi"},
+        },
+    }
     meta = {"name": name, "namespace": NAMESPACE, "labels": {"jupyter-quota/team": "alpha"}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-           "spec": {"restartPolicy": "Never", "containers": [container]}}
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
-           "spec": {"template": {"metadata": {}, "spec": pod["spec"]}}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": {"restartPolicy": "Never", "containers": [container]},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": meta,
+        "spec": {"template": {"metadata": {}, "spec": pod["spec"]}},
+    }
     book = ledger.Ledger(path)
     with book.write() as con:
-        ledger.insert(con, {
-            "namespace": NAMESPACE, "name": name, "team": "alpha", "owner": getpass.getuser(),
-            "phase": "Pending", "args": "[]", "gpus": 0, "pod": json.dumps(pod), "usage": "{}",
-            "job": json.dumps(job), "created_at": "2026-01-01T00:00:00Z",
-        })
+        ledger.insert(
+            con,
+            {
+                "namespace": NAMESPACE,
+                "name": name,
+                "team": "alpha",
+                "owner": getpass.getuser(),
+                "phase": "Pending",
+                "args": "[]",
+                "gpus": 0,
+                "pod": json.dumps(pod),
+                "usage": "{}",
+                "job": json.dumps(job),
+                "created_at": "2026-01-01T00:00:00Z",
+            },
+        )
 
 
 def write_old_profile_change(state_dir) -> None:
     """An admin's change stored by an older version: a LimitRange default no arithmetic carries."""
-    change = {"gamma": {"team": "gamma", "namespace": "team-gamma", "users": [getpass.getuser()],
-                        "limitRange": {"limits": [{"type": "Container", "default": {"cpu": "1e2147483647"}}]}}}
+    change = {
+        "gamma": {
+            "team": "gamma",
+            "namespace": "team-gamma",
+            "users": [getpass.getuser()],
+            "limitRange": {"limits": [{"type": "Container", "default": {"cpu": "1e2147483647"}}]},
+        }
+    }
     (state_dir / "profiles.json").write_text(json.dumps(change))
 
 
@@ -69,11 +99,19 @@ def test_a_server_starts_on_huge_old_rows_and_every_route_answers(server):
     jobs = f"/namespaces/{NAMESPACE}/jobs"
     sft = {"args": ["--model", "Qwen/Qwen2.5-0.5B-Instruct"]}
     calls = [
-        ("GET", "/namespaces", None), ("GET", f"/namespaces/{NAMESPACE}/balance", None),
-        ("GET", jobs, None), ("GET", f"{jobs}/bad-exponent", None), ("GET", f"{jobs}/bad-digits", None),
-        ("GET", f"{jobs}/bad-exponent/logs", None), ("POST", "/estimate", sft),
-        ("POST", f"/namespaces/{NAMESPACE}/plan", sft), ("GET", "/models", None), ("GET", "/profiles", None),
-        ("GET", "/profiles/alpha", None), ("GET", "/identity", None), ("GET", "/inventory", None),
+        ("GET", "/namespaces", None),
+        ("GET", f"/namespaces/{NAMESPACE}/balance", None),
+        ("GET", jobs, None),
+        ("GET", f"{jobs}/bad-exponent", None),
+        ("GET", f"{jobs}/bad-digits", None),
+        ("GET", f"{jobs}/bad-exponent/logs", None),
+        ("POST", "/estimate", sft),
+        ("POST", f"/namespaces/{NAMESPACE}/plan", sft),
+        ("GET", "/models", None),
+        ("GET", "/profiles", None),
+        ("GET", "/profiles/alpha", None),
+        ("GET", "/identity", None),
+        ("GET", "/inventory", None),
         ("GET", "/namespaces/team-beta/balance", None),
     ]
     for method, path, body in calls:

@@ -53,8 +53,12 @@ def read_response(sock: socket.socket, timeout: float = 60.0) -> tuple[int, dict
 def post(server: ServerProcess, path: str, headers: dict) -> socket.socket:
     """Open a connection and send a POST's request line and headers, without a token."""
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
-    lines = [f"POST /quota/v1{path} HTTP/1.1", f"Host: 127.0.0.1:{server.port}",
-             "Content-Type: application/json", *(f"{k}: {v}" for k, v in headers.items())]
+    lines = [
+        f"POST /quota/v1{path} HTTP/1.1",
+        f"Host: 127.0.0.1:{server.port}",
+        "Content-Type: application/json",
+        *(f"{k}: {v}" for k, v in headers.items()),
+    ]
     sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
     return sock
 
@@ -85,13 +89,15 @@ def test_an_unauthenticated_300_mib_body_is_refused_before_it_is_read(server):
     before = server.memory_kb()
     sock = post(server, "/namespaces/team-alpha/jobs", {"Content-Length": BIG, "Expect": "100-continue"})
     with sock:
-        status, headers, body = read_response(sock)
+        status, _, body = read_response(sock)
         if status == 100:  # the server wants the body: send it all, as a client would
             send_until_answered(sock, iter(lambda: b"x" * PIECE, None), BIG)
-            status, headers, body = read_response(sock)
+            status, _, body = read_response(sock)
     after = server.memory_kb()
-    print(f"\n300 MiB with Content-Length: answer {status}; server VmRSS {before['VmRSS'] // 1024} -> "
-          f"{after['VmRSS'] // 1024} MB, peak VmHWM {before['VmHWM'] // 1024} -> {after['VmHWM'] // 1024} MB")
+    print(
+        f"\n300 MiB with Content-Length: answer {status}; server VmRSS {before['VmRSS'] // 1024} -> "
+        f"{after['VmRSS'] // 1024} MB, peak VmHWM {before['VmHWM'] // 1024} -> {after['VmHWM'] // 1024} MB"
+    )
     assert_refused_with_413(status, body)
     assert after["VmHWM"] - before["VmHWM"] < ALLOWED_GROWTH_KB
 
@@ -115,9 +121,11 @@ def test_a_chunked_body_is_refused_before_it_is_all_read(server, signed_in):
                 sock.sendall(b"0\r\n\r\n")
             status, _, body = read_response(sock)
     after = server.memory_kb()
-    print(f"\nchunked body, {'signed in' if signed_in else 'no token'}: answer {status} after {sent // PIECE} MiB "
-          f"sent; server VmRSS {before['VmRSS'] // 1024} -> {after['VmRSS'] // 1024} MB, "
-          f"peak VmHWM {before['VmHWM'] // 1024} -> {after['VmHWM'] // 1024} MB")
+    print(
+        f"\nchunked body, {'signed in' if signed_in else 'no token'}: answer {status} after {sent // PIECE} MiB "
+        f"sent; server VmRSS {before['VmRSS'] // 1024} -> {after['VmRSS'] // 1024} MB, "
+        f"peak VmHWM {before['VmHWM'] // 1024} -> {after['VmHWM'] // 1024} MB"
+    )
     if signed_in:
         assert_refused_with_413(status, body)
     else:
@@ -129,14 +137,18 @@ def test_a_chunked_body_is_refused_before_it_is_all_read(server, signed_in):
 def test_the_cap_is_exact_for_a_signed_in_user(server):
     plan = json.dumps({"args": ["--model", "Qwen/Qwen2.5-0.5B", "--tuner_type", "lora"]}).encode()
     at_cap = plan.ljust(MAX_BODY_BYTES)  # JSON allows trailing whitespace
-    sock = post(server, "/namespaces/team-alpha/plan",
-                {"Content-Length": len(at_cap), "Authorization": f"token {server.token}"})
+    sock = post(
+        server, "/namespaces/team-alpha/plan", {"Content-Length": len(at_cap), "Authorization": f"token {server.token}"}
+    )
     with sock:
         sock.sendall(at_cap)
         status, _, body = read_response(sock)
     assert status == 200, body
-    sock = post(server, "/namespaces/team-alpha/plan",
-                {"Content-Length": len(at_cap) + 1, "Authorization": f"token {server.token}"})
+    sock = post(
+        server,
+        "/namespaces/team-alpha/plan",
+        {"Content-Length": len(at_cap) + 1, "Authorization": f"token {server.token}"},
+    )
     with sock:
         status, _, body = read_response(sock)
     assert_refused_with_413(status, body)
@@ -178,8 +190,9 @@ def test_a_cookie_write_without_xsrf_is_refused_once_its_body_is_in(server):
     under a proxy still sending the body, which then got a reset instead of the answer."""
     import requests
 
-    login = requests.get(f"http://127.0.0.1:{server.port}/login", params={"token": server.token},
-                         allow_redirects=False, timeout=60)
+    login = requests.get(
+        f"http://127.0.0.1:{server.port}/login", params={"token": server.token}, allow_redirects=False, timeout=60
+    )
     cookie = "; ".join(f"{c.name}={c.value}" for c in login.cookies if not c.name.startswith("_xsrf"))
     assert cookie, login.headers
     body = json.dumps({"args": ["--model", "Qwen/Qwen2.5-0.5B-Instruct"]}).encode()
@@ -200,12 +213,15 @@ def test_a_cookie_delete_without_xsrf_keeps_the_connection(server):
     connection without saying so, and the hub's proxy failed the next request sent on it."""
     import requests
 
-    login = requests.get(f"http://127.0.0.1:{server.port}/login", params={"token": server.token},
-                         allow_redirects=False, timeout=60)
+    login = requests.get(
+        f"http://127.0.0.1:{server.port}/login", params={"token": server.token}, allow_redirects=False, timeout=60
+    )
     cookie = "; ".join(f"{c.name}={c.value}" for c in login.cookies if not c.name.startswith("_xsrf"))
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
-    request = (f"DELETE /quota/v1/namespaces/team-alpha/jobs/nobody HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
-               f"Cookie: {cookie}\r\nContent-Length: 0\r\n\r\n").encode()
+    request = (
+        f"DELETE /quota/v1/namespaces/team-alpha/jobs/nobody HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+        f"Cookie: {cookie}\r\nContent-Length: 0\r\n\r\n"
+    ).encode()
     try:
         for _ in range(2):  # the second on the same connection
             sock.sendall(request)

@@ -13,14 +13,27 @@ from jupyter_quota.quantity import Quantity
 MAX = str(2**63 - 1)
 
 
-@pytest.mark.parametrize("raw", [MAX, "-" + MAX, "8Ei", "9223372036854775807000m", "9.223372036854775807E",
-                                 "7Ei", 2**63 - 1, 1.5, "0." + "0" * 40 + "1"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        MAX,
+        "-" + MAX,
+        "8Ei",
+        "9223372036854775807000m",
+        "9.223372036854775807E",
+        "7Ei",
+        2**63 - 1,
+        1.5,
+        "0." + "0" * 40 + "1",
+    ],
+)
 def test_quantities_up_to_int64_are_accepted_exactly(raw):
     assert bounds.quantity(raw, "x") == Quantity(str(raw) if not isinstance(raw, float) else repr(raw))
 
 
-@pytest.mark.parametrize("raw", ["9223372036854775808", "1e19", "10E", "1e200000", "1e2147483647", "-1e19",
-                                 2**63, 10**4000, 1e300])
+@pytest.mark.parametrize(
+    "raw", ["9223372036854775808", "1e19", "10E", "1e200000", "1e2147483647", "-1e19", 2**63, 10**4000, 1e300]
+)
 def test_quantities_past_int64_are_refused_naming_field_and_bound(raw):
     with pytest.raises(InvalidRequest) as e:
         bounds.quantity(raw, 'resources.limits["cpu"]')
@@ -54,10 +67,17 @@ def test_a_parse_error_keeps_upstreams_text():
         bounds.quantity("lots", "x")
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("2", "2"), ("16Gi", "16Gi"), ("1e200000", MAX), ("-1e200000", "-" + MAX), ("9" * 100_000, MAX),
-    ("lots", "lots"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("2", "2"),
+        ("16Gi", "16Gi"),
+        ("1e200000", MAX),
+        ("-1e200000", "-" + MAX),
+        ("9" * 100_000, MAX),
+        ("lots", "lots"),
+    ],
+)
 def test_stored_quantities_are_clamped_to_the_bound(text, expected):
     assert bounds.clamp(text) == expected
 
@@ -67,8 +87,9 @@ def test_whole_numbers_up_to_int64(text, value):
     assert bounds.whole_number(text, "--max_length") == value
 
 
-@pytest.mark.parametrize("text,words", [("9" * 300, "300 characters"), ("9223372036854775808", "at most"),
-                                        ("4k", "expected a whole number")])
+@pytest.mark.parametrize(
+    "text,words", [("9" * 300, "300 characters"), ("9223372036854775808", "at most"), ("4k", "expected a whole number")]
+)
 def test_whole_numbers_past_int64_or_not_whole_are_refused(text, words):
     with pytest.raises(InvalidRequest) as e:
         bounds.whole_number(text, "--max_length")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from pathlib import Path
 
 from quota_testing import demo_config
 
@@ -30,7 +31,7 @@ def test_the_news_plugin_is_one_the_installed_jupyterlab_has():
     static = os.path.join(sys.prefix, "share", "jupyter", "lab", "static")
     bundles = glob.glob(os.path.join(static, "*.js"))
     assert bundles, f"no JupyterLab bundles under {static}"
-    assert any(NEWS_PLUGIN in open(path, encoding="utf-8", errors="replace").read() for path in bundles)
+    assert any(NEWS_PLUGIN in Path(path).read_text(encoding="utf-8", errors="replace") for path in bundles)
 
 
 def test_the_demo_hubs_servers_disable_the_news_plugin_through_their_config_path():
@@ -43,9 +44,12 @@ def test_the_demo_hubs_servers_disable_the_news_plugin_through_their_config_path
 
     from quota_testing import ROOT
 
-    code = ("import json; from jupyterlab_server.config import get_static_page_config; "
-            "print(json.dumps(get_static_page_config()))")
+    code = (
+        "import json; from jupyterlab_server.config import get_static_page_config; "
+        "print(json.dumps(get_static_page_config()))"
+    )
     env = {**os.environ, "JUPYTER_CONFIG_PATH": str(ROOT / "binder" / "hub")}
-    page_config = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                                            check=True).stdout)
+    page_config = json.loads(
+        subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    )
     assert page_config["disabledExtensions"][NEWS_PLUGIN] is True

@@ -17,8 +17,17 @@ def run(*args):
 def test_help_says_what_it_runs_and_sets_nothing_up():
     done = run("--help")
     assert done.returncode == 0
-    for words in ("--port PORT", "default 8000", "JUPYTER_QUOTA_DEMO_PASSWORD", "ann", "ml-alpha", "ada",
-                  "JUPYTER_CONFIG_PATH", "binder/jupyterhub_config.py", "jupyter-quota"):
+    for words in (
+        "--port PORT",
+        "default 8000",
+        "JUPYTER_QUOTA_DEMO_PASSWORD",
+        "ann",
+        "ml-alpha",
+        "ada",
+        "JUPYTER_CONFIG_PATH",
+        "binder/jupyterhub_config.py",
+        "jupyter-quota",
+    ):
         assert words in done.stdout
     assert "==>" not in done.stdout  # scripts/setup did not run
 

@@ -25,8 +25,14 @@ class Recorder(tornado.web.RequestHandler):
         self.calls = calls
 
     def _answer(self, path):
-        self.calls.append({"method": self.request.method, "uri": self.request.uri, "body": self.request.body,
-                           "authorization": self.request.headers.get("Authorization")})
+        self.calls.append(
+            {
+                "method": self.request.method,
+                "uri": self.request.uri,
+                "body": self.request.body,
+                "authorization": self.request.headers.get("Authorization"),
+            }
+        )
         self.set_header("Content-Type", "application/json")
         if path.endswith("/jobs") and self.request.method == "POST":
             self.set_status(201)
@@ -74,13 +80,27 @@ async def test_a_call_is_forwarded_with_path_query_and_the_server_token(api, cal
     status, answer = await api("GET", "namespaces", "team-alpha", "jobs", user="ann", params={"limit": "5"})
     assert status == 200
     assert answer == {"path": "/namespaces/team-alpha/jobs", "query": "limit=5"}
-    assert calls == [{"method": "GET", "uri": f"{PREFIX}quota/v1/namespaces/team-alpha/jobs?limit=5",
-                      "body": b"", "authorization": f"token {SERVER_TOKEN}"}]
+    assert calls == [
+        {
+            "method": "GET",
+            "uri": f"{PREFIX}quota/v1/namespaces/team-alpha/jobs?limit=5",
+            "body": b"",
+            "authorization": f"token {SERVER_TOKEN}",
+        }
+    ]
 
 
 async def test_a_body_goes_through_and_location_names_this_server(api, jp_fetch, calls, jp_base_url):
-    response = await jp_fetch("quota", "v1", "namespaces", "team-alpha", "jobs", method="POST",
-                              headers={"X-Test-User": "ann"}, body=json.dumps({"args": ["--model", "m"]}))
+    response = await jp_fetch(
+        "quota",
+        "v1",
+        "namespaces",
+        "team-alpha",
+        "jobs",
+        method="POST",
+        headers={"X-Test-User": "ann"},
+        body=json.dumps({"args": ["--model", "m"]}),
+    )
     assert response.code == 201
     assert json.loads(calls[0]["body"]) == {"args": ["--model", "m"]}
     assert response.headers["Location"] == f"{jp_base_url}quota/v1/namespaces/team-alpha/jobs/made-by-service"
@@ -88,12 +108,13 @@ async def test_a_body_goes_through_and_location_names_this_server(api, jp_fetch,
 
 async def test_the_service_refusal_reaches_the_caller_unchanged(api):
     assert await api("GET", "namespaces", "team-beta", "balance", user="ann") == (
-        403, {"reason": "Forbidden", "message": "not your team"})
+        403,
+        {"reason": "Forbidden", "message": "not your team"},
+    )
 
 
 async def test_retry_after_is_relayed(jp_fetch):
-    response = await jp_fetch("quota", "v1", "busy", method="GET", headers={"X-Test-User": "ann"},
-                              raise_error=False)
+    response = await jp_fetch("quota", "v1", "busy", method="GET", headers={"X-Test-User": "ann"}, raise_error=False)
     assert response.code == 429 and response.headers["Retry-After"] == "7"
 
 

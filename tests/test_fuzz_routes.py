@@ -20,49 +20,123 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from server_process import ServerProcess
 
 pytestmark = pytest.mark.slow
 
 ADMIN = "ada"
-CONFIG = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-          "from quota_testing import HeaderIdentityProvider\n"
-          "c.ServerApp.identity_provider_class = HeaderIdentityProvider\n"
-          f"c.JupyterQuota.admin_users = [{ADMIN!r}]\n")
+CONFIG = (
+    f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+    "from quota_testing import HeaderIdentityProvider\n"
+    "c.ServerApp.identity_provider_class = HeaderIdentityProvider\n"
+    f"c.JupyterQuota.admin_users = [{ADMIN!r}]\n"
+)
 #: examples per route family; JUPYTER_QUOTA_FUZZ_EXAMPLES=1000 digs deeper (minutes)
 EXAMPLES = int(os.environ.get("JUPYTER_QUOTA_FUZZ_EXAMPLES", "50"))
-FUZZ = settings(derandomize=True, database=None, max_examples=EXAMPLES, deadline=None,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    derandomize=True, database=None, max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck)
+)
 COUNTS: Counter = Counter()
 
 # -- values -----------------------------------------------------------------------------------------
 
 digits = st.integers(1, 6000).map(lambda n: "9" * n)
 quantity_text = st.one_of(
-    st.sampled_from(["1", "0", "-1", "500m", "64Gi", "1.5", "1e3", "1e200000", "1e2147483647", "1e-200000",
-                     "9223372036854775807", "9223372036854775808", "8Ei", "1E", ".", "e3", "Ki", "1K", " 1",
-                     "0.000000000001", "NaN", "inf", "", "0x10"]),
+    st.sampled_from(
+        [
+            "1",
+            "0",
+            "-1",
+            "500m",
+            "64Gi",
+            "1.5",
+            "1e3",
+            "1e200000",
+            "1e2147483647",
+            "1e-200000",
+            "9223372036854775807",
+            "9223372036854775808",
+            "8Ei",
+            "1E",
+            ".",
+            "e3",
+            "Ki",
+            "1K",
+            " 1",
+            "0.000000000001",
+            "NaN",
+            "inf",
+            "",
+            "0x10",
+        ]
+    ),
     st.from_regex(r"\A[+-]?[0-9]{0,30}(\.[0-9]{0,12})?([eE][+-]?[0-9]{1,12}|[numkMGTPE]|[KMGTPE]i)?\Z"),
-    digits, st.integers(1, 100_000).map(lambda n: "1" + "0" * n),
+    digits,
+    st.integers(1, 100_000).map(lambda n: "1" + "0" * n),
 )
-scalar = st.one_of(st.none(), st.booleans(), st.integers(), st.integers(10**18, 10**4000),
-                   st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=40), quantity_text)
-anything = st.recursive(scalar, lambda inner: st.lists(inner, max_size=4)
-                        | st.dictionaries(st.text(max_size=12), inner, max_size=4), max_leaves=12)
+scalar = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(10**18, 10**4000),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=40),
+    quantity_text,
+)
+anything = st.recursive(
+    scalar,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
 quantity_value = st.one_of(quantity_text, scalar)
-resource_name = st.one_of(st.sampled_from(["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu", "pods",
-                                           "requests.cpu", "limits.memory", "requests.nvidia.com/gpu",
-                                           "count/jobs.batch", "hugepages-2Mi", "../x"]), st.text(max_size=20))
+resource_name = st.one_of(
+    st.sampled_from(
+        [
+            "cpu",
+            "memory",
+            "ephemeral-storage",
+            "nvidia.com/gpu",
+            "pods",
+            "requests.cpu",
+            "limits.memory",
+            "requests.nvidia.com/gpu",
+            "count/jobs.batch",
+            "hugepages-2Mi",
+            "../x",
+        ]
+    ),
+    st.text(max_size=20),
+)
 resource_map = st.one_of(st.dictionaries(resource_name, quantity_value, max_size=4), anything)
 
-SWIFT_OPTIONS = ["--model", "--max_length", "--per_device_train_batch_size", "--gradient_accumulation_steps",
-                 "--tuner_type", "--lora_rank", "--quant_bits", "--quant_method", "--torch_dtype", "--deepspeed",
-                 "--lora_dropout", "--gradient_checkpointing", "--model_type", "--sft_type", "--batch_size",
-                 "--dtype", "--sequence_parallel_size", "--attn_impl", "--num_train_epochs"]
-arg_token = st.one_of(st.sampled_from(SWIFT_OPTIONS), st.sampled_from(["Qwen/Qwen2.5-7B-Instruct", "lora", "full",
-                                                                       "4", "bnb", "zero3", "true"]),
-                      digits, st.integers(-10**30, 10**30).map(str), st.floats().map(str))
+SWIFT_OPTIONS = [
+    "--model",
+    "--max_length",
+    "--per_device_train_batch_size",
+    "--gradient_accumulation_steps",
+    "--tuner_type",
+    "--lora_rank",
+    "--quant_bits",
+    "--quant_method",
+    "--torch_dtype",
+    "--deepspeed",
+    "--lora_dropout",
+    "--gradient_checkpointing",
+    "--model_type",
+    "--sft_type",
+    "--batch_size",
+    "--dtype",
+    "--sequence_parallel_size",
+    "--attn_impl",
+    "--num_train_epochs",
+]
+arg_token = st.one_of(
+    st.sampled_from(SWIFT_OPTIONS),
+    st.sampled_from(["Qwen/Qwen2.5-7B-Instruct", "lora", "full", "4", "bnb", "zero3", "true"]),
+    digits,
+    st.integers(-(10**30), 10**30).map(str),
+    st.floats().map(str),
+)
 # Job args stay within this vocabulary: the fake trainer the server runs takes a few options of its own.
 args = st.one_of(st.lists(arg_token, max_size=8), anything)
 sft_args = st.one_of(st.lists(st.one_of(arg_token, st.text(max_size=30)), max_size=8), anything)
@@ -74,25 +148,55 @@ def fields(**values) -> st.SearchStrategy:
     return st.fixed_dictionaries({}, optional={**values, "unknown": anything})
 
 
-job_body = fields(name=st.one_of(st.from_regex(r"\A[a-z][a-z0-9-]{0,20}\Z"), scalar), args=args, gpus=gpus,
-                  resources=st.one_of(fields(requests=resource_map, limits=resource_map), anything))
+job_body = fields(
+    name=st.one_of(st.from_regex(r"\A[a-z][a-z0-9-]{0,20}\Z"), scalar),
+    args=args,
+    gpus=gpus,
+    resources=st.one_of(fields(requests=resource_map, limits=resource_map), anything),
+)
 sft_body = fields(args=sft_args, gpus=gpus)
-limit_item = fields(type=st.one_of(st.sampled_from(["Container", "Pod", "PersistentVolumeClaim"]), scalar),
-                    default=resource_map, defaultRequest=resource_map, min=resource_map, max=resource_map,
-                    maxLimitRequestRatio=resource_map)
-selector = fields(matchExpressions=st.one_of(st.lists(fields(
-    scopeName=st.one_of(st.sampled_from(["PriorityClass", "BestEffort", "Terminating"]), scalar),
-    operator=st.one_of(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]), scalar),
-    values=st.one_of(st.lists(st.text(max_size=8), max_size=3), scalar)), max_size=3), anything))
+limit_item = fields(
+    type=st.one_of(st.sampled_from(["Container", "Pod", "PersistentVolumeClaim"]), scalar),
+    default=resource_map,
+    defaultRequest=resource_map,
+    min=resource_map,
+    max=resource_map,
+    maxLimitRequestRatio=resource_map,
+)
+selector = fields(
+    matchExpressions=st.one_of(
+        st.lists(
+            fields(
+                scopeName=st.one_of(st.sampled_from(["PriorityClass", "BestEffort", "Terminating"]), scalar),
+                operator=st.one_of(st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist"]), scalar),
+                values=st.one_of(st.lists(st.text(max_size=8), max_size=3), scalar),
+            ),
+            max_size=3,
+        ),
+        anything,
+    )
+)
 profile_body = fields(
-    namespace=st.one_of(st.from_regex(r"\Ateam-[a-z]{1,8}\Z"), scalar), users=st.one_of(st.just([ADMIN]), anything),
-    hard=resource_map, limitRange=st.one_of(fields(limits=st.one_of(st.lists(limit_item, max_size=3), anything)),
-                                            anything),
-    extraQuotas=st.one_of(st.lists(fields(name=scalar, hard=resource_map, scopes=anything, scopeSelector=selector),
-                                   max_size=2), anything),
-    scopes=anything, scopeSelector=st.one_of(selector, anything), gpuResource=st.one_of(resource_name, scalar),
-    gpuMemory=quantity_value, gpuModel=scalar, nodeSelector=anything, tolerations=anything, groups=anything,
-    displayName=scalar, quotaName=scalar, limitRangeName=scalar, priorityClassName=scalar, image=scalar,
+    namespace=st.one_of(st.from_regex(r"\Ateam-[a-z]{1,8}\Z"), scalar),
+    users=st.one_of(st.just([ADMIN]), anything),
+    hard=resource_map,
+    limitRange=st.one_of(fields(limits=st.one_of(st.lists(limit_item, max_size=3), anything)), anything),
+    extraQuotas=st.one_of(
+        st.lists(fields(name=scalar, hard=resource_map, scopes=anything, scopeSelector=selector), max_size=2), anything
+    ),
+    scopes=anything,
+    scopeSelector=st.one_of(selector, anything),
+    gpuResource=st.one_of(resource_name, scalar),
+    gpuMemory=quantity_value,
+    gpuModel=scalar,
+    nodeSelector=anything,
+    tolerations=anything,
+    groups=anything,
+    displayName=scalar,
+    quotaName=scalar,
+    limitRangeName=scalar,
+    priorityClassName=scalar,
+    image=scalar,
 )
 
 
@@ -104,12 +208,23 @@ raw_body = st.one_of(
     st.integers(1, 5000).map(lambda n: b"[" * n + b"]" * n),
     st.integers(1, 3000).map(lambda n: b'{"args": ' + b"[" * n + b"]" * n + b"}"),
     st.integers(4000, 6000).map(lambda n: b'{"args": [], "gpus": ' + b"9" * n + b"}"),
-    st.binary(max_size=64), encoded(anything), st.just(b""), st.just(b"\xff\xfe{"),
+    st.binary(max_size=64),
+    encoded(anything),
+    st.just(b""),
+    st.just(b"\xff\xfe{"),
 )
-segment = st.one_of(st.sampled_from(["team-alpha", "team-beta", "alpha", "beta", "gamma", "Alpha", "x" * 80]),
-                    st.from_regex(r"\A[a-z0-9-]{1,70}\Z"), st.text(min_size=1, max_size=20))
-query = st.one_of(st.just(""), st.builds(lambda v: "?tailLines=" + urllib.parse.quote(v),
-                                         st.one_of(digits, st.text(max_size=10), quantity_text.filter(lambda t: len(t) < 6000))))
+segment = st.one_of(
+    st.sampled_from(["team-alpha", "team-beta", "alpha", "beta", "gamma", "Alpha", "x" * 80]),
+    st.from_regex(r"\A[a-z0-9-]{1,70}\Z"),
+    st.text(min_size=1, max_size=20),
+)
+query = st.one_of(
+    st.just(""),
+    st.builds(
+        lambda v: "?tailLines=" + urllib.parse.quote(v),
+        st.one_of(digits, st.text(max_size=10), quantity_text.filter(lambda t: len(t) < 6000)),
+    ),
+)
 
 # -- the server ----------------------------------------------------------------------------------------
 
@@ -129,8 +244,9 @@ def server(tmp_path_factory):
 
 
 def send(srv: ServerProcess, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-    request = urllib.request.Request(srv.url + path, data=body, method=method,
-                                     headers={"Authorization": f"token {srv.token}", "X-Test-User": ADMIN})
+    request = urllib.request.Request(
+        srv.url + path, data=body, method=method, headers={"Authorization": f"token {srv.token}", "X-Test-User": ADMIN}
+    )
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             status, text = response.status, response.read()
@@ -153,9 +269,18 @@ def q(text: str) -> str:
 @FUZZ
 @given(ns=segment, name=segment, tail=query)
 def test_reads_of_every_route(server, ns, name, tail):
-    for path in ("/namespaces", f"/namespaces/{q(ns)}/balance", f"/namespaces/{q(ns)}/jobs",
-                 f"/namespaces/{q(ns)}/jobs/{q(name)}", f"/namespaces/{q(ns)}/jobs/{q(name)}/logs{tail}",
-                 "/models", "/profiles", f"/profiles/{q(name)}", "/identity", "/inventory"):
+    for path in (
+        "/namespaces",
+        f"/namespaces/{q(ns)}/balance",
+        f"/namespaces/{q(ns)}/jobs",
+        f"/namespaces/{q(ns)}/jobs/{q(name)}",
+        f"/namespaces/{q(ns)}/jobs/{q(name)}/logs{tail}",
+        "/models",
+        "/profiles",
+        f"/profiles/{q(name)}",
+        "/identity",
+        "/inventory",
+    ):
         send(server, "GET", path)
     send(server, "DELETE", f"/namespaces/{q(ns)}/jobs/{q(name)}")
     send(server, "PATCH", f"/namespaces/{q(ns)}/jobs", b"{}")
@@ -170,16 +295,20 @@ def test_job_submits(server, ns, body):
 
 
 @FUZZ
-@given(ns=st.sampled_from(["team-alpha", "team-beta", "team-gamma", "nowhere"]),
-       body=st.one_of(encoded(sft_body), raw_body))
+@given(
+    ns=st.sampled_from(["team-alpha", "team-beta", "team-gamma", "nowhere"]),
+    body=st.one_of(encoded(sft_body), raw_body),
+)
 def test_estimates_and_plans(server, ns, body):
     send(server, "POST", "/estimate", body)
     send(server, "POST", f"/namespaces/{ns}/plan", body)
 
 
 @FUZZ
-@given(team=st.one_of(st.sampled_from(["gamma", "delta", "Alpha"]), segment),
-       body=st.one_of(encoded(profile_body), raw_body))
+@given(
+    team=st.one_of(st.sampled_from(["gamma", "delta", "Alpha"]), segment),
+    body=st.one_of(encoded(profile_body), raw_body),
+)
 def test_profile_puts(server, team, body):
     send(server, "PUT", f"/profiles/{q(team)}", body)
     # whatever was stored, the namespaces still answer, and a plan in the team's namespace too
@@ -202,4 +331,4 @@ def test_counts_and_no_traceback(server, capsys):
     with capsys.disabled():
         print(f"\nfuzz: requests={COUNTS['requests']} statuses={statuses} 5xx={fives} tracebacks={tracebacks}")
     assert fives == 0
-    assert tracebacks == 0, log[log.index("Traceback") - 2000:][:6000]
+    assert tracebacks == 0, log[log.index("Traceback") - 2000 :][:6000]

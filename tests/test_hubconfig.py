@@ -20,8 +20,12 @@ def service_entry(c: Config) -> dict:
 
 def test_the_service_is_managed_on_loopback_and_the_servers_find_it():
     c = Config()
-    configure_hub(c, service_port=10101, environment={"JUPYTER_CONFIG_PATH": "/etc/q"},
-                  service_environment={"JUPYTER_QUOTA_STATE_DIR": "/srv/q"})
+    configure_hub(
+        c,
+        service_port=10101,
+        environment={"JUPYTER_CONFIG_PATH": "/etc/q"},
+        service_environment={"JUPYTER_QUOTA_STATE_DIR": "/srv/q"},
+    )
     entry = service_entry(c)
     assert entry["url"] == "http://127.0.0.1:10101"
     assert entry["command"] == [sys.executable, "-m", "jupyter_quota", "serve"]

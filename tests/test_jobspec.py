@@ -22,9 +22,14 @@ from jupyter_quota.profiles import TeamProfile
 
 @pytest.fixture
 def profile():
-    return TeamProfile(team="alpha", namespace="team-alpha", hard={"requests.nvidia.com/gpu": "2"},
-                       nodeSelector={"gpu": "a100"}, priorityClassName="training",
-                       tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+    return TeamProfile(
+        team="alpha",
+        namespace="team-alpha",
+        hard={"requests.nvidia.com/gpu": "2"},
+        nodeSelector={"gpu": "a100"},
+        priorityClassName="training",
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    )
 
 
 def test_gpus_shorthand_sets_request_and_limit(profile):
@@ -55,7 +60,7 @@ def test_generate_name_is_a_prefix_with_five_characters_of_kubernetes_alphabet(p
     assert (request.name, request.generate_name) == ("", "tiny-demo-")
     job = create_named(request, lambda r: build_job(profile, r, "u", ["swift", "sft"]))
     name = job["metadata"]["name"]
-    assert name.startswith("tiny-demo-") and GENERATED.fullmatch(name[len("tiny-demo-"):])
+    assert name.startswith("tiny-demo-") and GENERATED.fullmatch(name[len("tiny-demo-") :])
     assert job["metadata"]["generateName"] == "tiny-demo-"
     assert job["metadata"]["labels"]["jupyter-quota/job"] == name
 
@@ -73,23 +78,29 @@ def test_a_long_prefix_is_cut_so_the_name_stays_63_characters(length):
     assert len(name) == min(length, 58) + 5 and name.startswith(prefix[:58]) and GENERATED.fullmatch(name[-5:])
 
 
-@pytest.mark.parametrize("body, words", [
-    ({"generateName": "Tiny-"}, "not a valid generateName"),
-    ({"generateName": "-tiny"}, "not a valid generateName"),
-    ({"generateName": "-"}, "not a valid generateName"),
-    ({"generateName": "a_b-"}, "not a valid generateName"),
-    ({"generateName": "a" * 64}, "at most 63"),
-    ({"generateName": 3}, "must be a string"),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ({"generateName": "Tiny-"}, "not a valid generateName"),
+        ({"generateName": "-tiny"}, "not a valid generateName"),
+        ({"generateName": "-"}, "not a valid generateName"),
+        ({"generateName": "a_b-"}, "not a valid generateName"),
+        ({"generateName": "a" * 64}, "at most 63"),
+        ({"generateName": 3}, "must be a string"),
+    ],
+)
 def test_a_bad_generate_name_is_refused_with_what_to_fix(profile, body, words):
     with pytest.raises(InvalidRequest, match=words):
         parse_job_request(body, profile)
 
 
-@pytest.mark.parametrize("body, words", [
-    ({"name": "qwen\n"}, "not a valid job name"),
-    ({"generateName": "tiny\n"}, "not a valid generateName"),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ({"name": "qwen\n"}, "not a valid job name"),
+        ({"generateName": "tiny\n"}, "not a valid generateName"),
+    ],
+)
 def test_a_name_ending_in_a_newline_is_refused(profile, body, words):
     """The whole name must be a DNS-1123 label, as the API server checks it: a regex's ``$`` also
     matches before a final newline."""
@@ -128,13 +139,24 @@ def test_a_clash_is_returned_after_eight_generated_names_or_one_explicit_name(pr
     assert len(set(tried)) == attempts and (body.get("name") is None or tried == ["mine"])
 
 
-@pytest.mark.parametrize("text, expected", [("alice", "alice"), ("a@b.c", "a_b.c"), ("--x--", "x"),
-                                            ("", "unknown"), ("é" * 100, "unknown"), ("a" * 80, "a" * 63)])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("alice", "alice"),
+        ("a@b.c", "a_b.c"),
+        ("--x--", "x"),
+        ("", "unknown"),
+        ("é" * 100, "unknown"),
+        ("a" * 80, "a" * 63),
+    ],
+)
 def test_label_values_are_valid(text, expected):
     assert label_value(text) == expected
 
 
-@pytest.mark.parametrize("body", [{"gpus": 0.001}, {"gpus": "1.5"}, {"resources": {"limits": {"nvidia.com/gpu": "100m"}}}])
+@pytest.mark.parametrize(
+    "body", [{"gpus": 0.001}, {"gpus": "1.5"}, {"resources": {"limits": {"nvidia.com/gpu": "100m"}}}]
+)
 def test_fractional_gpus_are_refused(profile, body):
     with pytest.raises(InvalidRequest, match="whole"):
         parse_job_request(body, profile)
@@ -147,9 +169,17 @@ def test_a_profile_with_another_gpu_resource_accepts_it(profile):
         parse_job_request({"resources": {"limits": {"nvidia.com/gpu": "1"}}}, amd)
 
 
-@pytest.mark.parametrize("gpus, args, expected", [(2, [], "2"), (4, ["--deepspeed", "zero3"], "4"),
-                                                  (1, ["--deepspeed", "zero2"], "1"), (1, ["--deepspeed=zero2"], "1"),
-                                                  (1, [], None), (0, [], None)])
+@pytest.mark.parametrize(
+    "gpus, args, expected",
+    [
+        (2, [], "2"),
+        (4, ["--deepspeed", "zero3"], "4"),
+        (1, ["--deepspeed", "zero2"], "1"),
+        (1, ["--deepspeed=zero2"], "1"),
+        (1, [], None),
+        (0, [], None),
+    ],
+)
 def test_multi_gpu_and_deepspeed_jobs_get_one_rank_per_gpu(profile, gpus, args, expected):
     job = build_job(profile, parse_job_request({"args": args, "gpus": gpus}, profile), "u", ["swift", "sft"])
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0].get("env", [])}

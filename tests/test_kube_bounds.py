@@ -45,14 +45,22 @@ def added(backend, kind, obj):
 
 
 def resource_quota(hard: dict, used: dict) -> dict:
-    return {"metadata": {"name": "team-quota", "namespace": NAMESPACE, "resourceVersion": "5"},
-            "spec": {"hard": dict(hard)}, "status": {"hard": dict(hard), "used": dict(used)}}
+    return {
+        "metadata": {"name": "team-quota", "namespace": NAMESPACE, "resourceVersion": "5"},
+        "spec": {"hard": dict(hard)},
+        "status": {"hard": dict(hard), "used": dict(used)},
+    }
 
 
 def limit_range(maximum: dict, default: dict) -> dict:
-    return {"metadata": {"name": "team-limits", "namespace": NAMESPACE, "resourceVersion": "6"},
-            "spec": {"limits": [{"type": "Container", "max": dict(maximum), "default": dict(default),
-                                 "defaultRequest": dict(default)}]}}
+    return {
+        "metadata": {"name": "team-limits", "namespace": NAMESPACE, "resourceVersion": "6"},
+        "spec": {
+            "limits": [
+                {"type": "Container", "max": dict(maximum), "default": dict(default), "defaultRequest": dict(default)}
+            ]
+        },
+    }
 
 
 def job_with_requests(profile, name: str, requests: dict, created: str) -> dict:
@@ -72,8 +80,14 @@ def timed(call):
 
 @pytest.mark.parametrize("huge", [HUGE, LONG], ids=["exponent", "100000-digits"])
 def test_a_huge_quota_from_the_cluster_reads_as_the_bound_and_the_balance_answers(backend, profile, huge):
-    added(backend, "resourcequotas", resource_quota({GPU_KEY: huge, "requests.cpu": "8", "requests.memory": "64Gi"},
-                                                    {GPU_KEY: "1", "requests.cpu": "1500m", "requests.memory": "1Gi"}))
+    added(
+        backend,
+        "resourcequotas",
+        resource_quota(
+            {GPU_KEY: huge, "requests.cpu": "8", "requests.memory": "64Gi"},
+            {GPU_KEY: "1", "requests.cpu": "1500m", "requests.memory": "1Gi"},
+        ),
+    )
     added(backend, "limitranges", limit_range({"cpu": huge, "memory": "32Gi"}, {"cpu": "500m", "memory": "1Gi"}))
 
     balance, seconds = timed(lambda: backend.balance(profile))
@@ -89,8 +103,14 @@ def test_a_huge_quota_from_the_cluster_reads_as_the_bound_and_the_balance_answer
 
 
 def test_the_plan_reads_a_balance_with_a_huge_quota(backend, profile):
-    added(backend, "resourcequotas", resource_quota({GPU_KEY: "2", "requests.memory": HUGE, "requests.cpu": LONG},
-                                                    {GPU_KEY: "0", "requests.memory": "1Gi", "requests.cpu": "1"}))
+    added(
+        backend,
+        "resourcequotas",
+        resource_quota(
+            {GPU_KEY: "2", "requests.memory": HUGE, "requests.cpu": LONG},
+            {GPU_KEY: "0", "requests.memory": "1Gi", "requests.cpu": "1"},
+        ),
+    )
     context = context_from_balance(backend.balance(profile), profile, gpu_memory="80Gi")
     result = plan(["--model", "Qwen/Qwen2.5-7B-Instruct", "--train_type", "lora"], context).to_json()
     assert result["gpusFree"] == 2 and result["request"]["gpus"] == 1
@@ -98,10 +118,16 @@ def test_the_plan_reads_a_balance_with_a_huge_quota(backend, profile):
 
 @pytest.mark.parametrize("huge", [HUGE, LONG], ids=["exponent", "100000-digits"])
 def test_jobs_with_huge_requests_from_the_cluster_are_listed(backend, profile, huge):
-    added(backend, "jobs", job_with_requests(profile, "big", {"cpu": huge, "nvidia.com/gpu": huge},
-                                             "2026-01-02T00:00:00Z"))
-    added(backend, "jobs", job_with_requests(profile, "small", {"cpu": "250m", "nvidia.com/gpu": "1"},
-                                             "2026-01-01T00:00:00Z"))
+    added(
+        backend,
+        "jobs",
+        job_with_requests(profile, "big", {"cpu": huge, "nvidia.com/gpu": huge}, "2026-01-02T00:00:00Z"),
+    )
+    added(
+        backend,
+        "jobs",
+        job_with_requests(profile, "small", {"cpu": "250m", "nvidia.com/gpu": "1"}, "2026-01-01T00:00:00Z"),
+    )
 
     page = backend.page_jobs(profile, 10)
 

@@ -25,16 +25,26 @@ CASES = json.loads((Path(__file__).parent / "data" / "limitranger_cases.json").r
 
 def valid_pod(name, n, requests=None, limits=None):
     """validPod: ``n`` containers named foo-0.. sharing one resource requirement."""
-    return {"metadata": {"name": name, "namespace": "test"},
-            "spec": {"containers": [{"name": f"foo-{i}", "image": f"foo:V{i}",
-                                     "resources": {"requests": dict(requests or {}), "limits": dict(limits or {})}}
-                                    for i in range(n)]}}
+    return {
+        "metadata": {"name": name, "namespace": "test"},
+        "spec": {
+            "containers": [
+                {
+                    "name": f"foo-{i}",
+                    "image": f"foo:V{i}",
+                    "resources": {"requests": dict(requests or {}), "limits": dict(limits or {})},
+                }
+                for i in range(n)
+            ]
+        },
+    }
 
 
 def with_init(pod, *resources):
     """validPodInit."""
-    pod["spec"]["initContainers"] = [{"name": f"foo-{i}", "image": f"foo:V{i}", "resources": copy.deepcopy(r)}
-                                     for i, r in enumerate(resources)]
+    pod["spec"]["initContainers"] = [
+        {"name": f"foo-{i}", "image": f"foo:V{i}", "resources": copy.deepcopy(r)} for i, r in enumerate(resources)
+    ]
     return pod
 
 
@@ -43,15 +53,23 @@ def valid_limit_range(defaults=True):
     container = {"type": "Container", "max": {"cpu": "100m", "memory": "2Gi"}, "min": {"cpu": "25m", "memory": "1Mi"}}
     if defaults:
         container |= {"default": {"cpu": "75m", "memory": "10Mi"}, "defaultRequest": {"cpu": "50m", "memory": "5Mi"}}
-    return {"metadata": {"name": "abc", "namespace": "test"},
-            "spec": {"limits": [{"type": "Pod", "max": {"cpu": "200m", "memory": "4Gi"},
-                                 "min": {"cpu": "50m", "memory": "2Mi"}}, container]}}
+    return {
+        "metadata": {"name": "abc", "namespace": "test"},
+        "spec": {
+            "limits": [
+                {"type": "Pod", "max": {"cpu": "200m", "memory": "4Gi"}, "min": {"cpu": "50m", "memory": "2Mi"}},
+                container,
+            ]
+        },
+    }
 
 
 def same(resources, expected):
     """apiequality.Semantic.DeepEqual on requirements: quantities compare by value, empty maps by absence."""
+
     def norm(part):
         return {k: Quantity(v) for k, v in ((resources or {}).get(part) or {}).items()}
+
     return all(norm(p) == {k: Quantity(v) for k, v in (expected.get(p) or {}).items()} for p in ("requests", "limits"))
 
 
@@ -88,17 +106,22 @@ def test_case_counts_match_upstream():
 def test_default_container_resource_requirements():
     """TestDefaultContainerResourceRequirements."""
     assert limitrange.container_defaults(valid_limit_range()["spec"]) == (
-        {"cpu": "50m", "memory": "5Mi"}, {"cpu": "75m", "memory": "10Mi"})
+        {"cpu": "50m", "memory": "5Mi"},
+        {"cpu": "75m", "memory": "10Mi"},
+    )
 
 
 def test_merge_pod_resource_requirements_empty():
     """TestMergePodResourceRequirements: a pod with no resources gets every default."""
     pod = valid_pod("empty-resources", 1)
     limitrange.mutate_pod(pod, valid_limit_range()["spec"])
-    assert same(pod["spec"]["containers"][0]["resources"],
-                {"requests": {"cpu": "50m", "memory": "5Mi"}, "limits": {"cpu": "75m", "memory": "10Mi"}})
+    assert same(
+        pod["spec"]["containers"][0]["resources"],
+        {"requests": {"cpu": "50m", "memory": "5Mi"}, "limits": {"cpu": "75m", "memory": "10Mi"}},
+    )
     assert pod["metadata"]["annotations"][limitrange.ANNOTATION] == (
-        "LimitRanger plugin set: cpu, memory request for container foo-0; cpu, memory limit for container foo-0")
+        "LimitRanger plugin set: cpu, memory request for container foo-0; cpu, memory limit for container foo-0"
+    )
 
 
 def test_merge_pod_resource_requirements_partial():
@@ -117,13 +140,16 @@ def test_merge_pod_resource_requirements_partial():
     assert same(pod["spec"]["initContainers"][0]["resources"], expected)
     assert pod["metadata"]["annotations"][limitrange.ANNOTATION] == (
         "LimitRanger plugin set: cpu request for container foo-0; cpu, memory limit for container foo-0; "
-        "cpu request for init container foo-0; cpu, memory limit for init container foo-0")
+        "cpu request for init container foo-0; cpu, memory limit for init container foo-0"
+    )
 
 
 def test_merge_pod_resource_requirements_complete():
     """TestMergePodResourceRequirements: a pod with everything set is untouched and not annotated."""
-    pod = with_init(valid_pod("limit-memory", 1, {"cpu": "100m", "memory": "512Mi"}, {"cpu": "200m", "memory": "1G"}),
-                    {"requests": {"cpu": "200m", "memory": "1G"}, "limits": {"cpu": "400m", "memory": "2G"}})
+    pod = with_init(
+        valid_pod("limit-memory", 1, {"cpu": "100m", "memory": "512Mi"}, {"cpu": "200m", "memory": "1G"}),
+        {"requests": {"cpu": "200m", "memory": "1G"}, "limits": {"cpu": "400m", "memory": "2G"}},
+    )
     before = copy.deepcopy(pod)
     limitrange.mutate_pod(pod, valid_limit_range()["spec"])
     assert pod == before
@@ -160,18 +186,30 @@ def test_limit_ranger_admit_pod():
         "minimum cpu usage per Container is 25m.  No request is specified, "
         "minimum memory usage per Container is 1Mi.  No request is specified, "
         "maximum cpu usage per Container is 100m.  No limit is specified, "
-        "maximum memory usage per Container is 2Gi.  No limit is specified]")
+        "maximum memory usage per Container is 2Gi.  No limit is specified]"
+    )
     # the stored LimitRange is defaulted (SetDefaults_LimitRangeItem), so apply_limit_ranges fills
     # max as the default limit and request; the pod then passes
-    assert mutated["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "100m", "memory": "2Gi"},
-                                                             "requests": {"cpu": "100m", "memory": "2Gi"}}
+    assert mutated["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "100m", "memory": "2Gi"},
+        "requests": {"cpu": "100m", "memory": "2Gi"},
+    }
     limitrange.check_limit_ranges(mutated, [lr])
 
 
 def test_set_default_limit_range_item():
     """TestSetDefaultLimitRangeItem (defaults_test.go): default <- max, defaultRequest <- default, then min."""
-    spec = {"limits": [{"type": "Container", "max": {"cpu": "100m"}, "min": {"memory": "100Mi"},
-                        "default": {}, "defaultRequest": {}}]}
+    spec = {
+        "limits": [
+            {
+                "type": "Container",
+                "max": {"cpu": "100m"},
+                "min": {"memory": "100Mi"},
+                "default": {},
+                "defaultRequest": {},
+            }
+        ]
+    }
     item = limitrange.default_limit_range(spec)["limits"][0]
     assert item["default"] == {"cpu": "100m"}
     assert item["defaultRequest"] == {"cpu": "100m", "memory": "100Mi"}
@@ -187,8 +225,12 @@ def test_default_limit_range_leaves_pod_items():
 def test_set_default_requests_pod():
     """TestSetDefaultRequestsPod (defaults_test.go): requests default to limits; an explicit 0 stays."""
     resources = {"requests": {"memory": "0"}, "limits": {"cpu": "100m", "memory": "1Gi"}}
-    pod = {"spec": {"containers": [{"resources": copy.deepcopy(resources)}],
-                    "initContainers": [{"resources": copy.deepcopy(resources)}]}}
+    pod = {
+        "spec": {
+            "containers": [{"resources": copy.deepcopy(resources)}],
+            "initContainers": [{"resources": copy.deepcopy(resources)}],
+        }
+    }
     defaulted = limitrange.apply_limit_ranges(pod, [])
     for container in defaulted["spec"]["containers"] + defaulted["spec"]["initContainers"]:
         assert container["resources"]["requests"] == {"memory": "0", "cpu": "100m"}
@@ -199,35 +241,56 @@ def test_set_default_requests_pod():
 def test_ordering_trap_request_above_default_limit():
     """Defaulting before LimitRanger: a request above the default limit becomes an invalid pod."""
     lr = {"spec": {"limits": [{"type": "Container", "default": {"cpu": "2"}}]}}
-    pod = quota.apply_limit_ranges({"spec": {"containers": [{"name": "nb", "resources": {"requests": {"cpu": "4"}}}]}}, [lr])
+    pod = quota.apply_limit_ranges(
+        {"spec": {"containers": [{"name": "nb", "resources": {"requests": {"cpu": "4"}}}]}}, [lr]
+    )
     with pytest.raises(Invalid) as err:
         quota.validate_pod_resources(pod)
-    assert err.value.message == ('spec.containers[0].resources.requests: Invalid value: "4": '
-                                 "must be less than or equal to cpu limit of 2")
+    assert err.value.message == (
+        'spec.containers[0].resources.requests: Invalid value: "4": must be less than or equal to cpu limit of 2'
+    )
 
 
 def test_multiple_limit_ranges_apply_in_turn():
     """Each LimitRange mutates in turn; the annotation is the last one that set something."""
     first = {"spec": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "100m"}}]}}
-    second = {"spec": {"limits": [{"type": "Container", "default": {"memory": "1Gi"}, "defaultRequest": {"memory": "512Mi"}}]}}
+    second = {
+        "spec": {"limits": [{"type": "Container", "default": {"memory": "1Gi"}, "defaultRequest": {"memory": "512Mi"}}]}
+    }
     pod = quota.apply_limit_ranges({"spec": {"containers": [{"name": "nb"}]}}, [first, second])
-    assert pod["spec"]["containers"][0]["resources"] == {"limits": {"memory": "1Gi"},
-                                                         "requests": {"cpu": "100m", "memory": "512Mi"}}
+    assert pod["spec"]["containers"][0]["resources"] == {
+        "limits": {"memory": "1Gi"},
+        "requests": {"cpu": "100m", "memory": "512Mi"},
+    }
     assert pod["metadata"]["annotations"][limitrange.ANNOTATION] == (
-        "LimitRanger plugin set: memory request for container nb; memory limit for container nb")
+        "LimitRanger plugin set: memory request for container nb; memory limit for container nb"
+    )
 
 
 def test_first_breached_limit_range_reports_all_its_breaches():
     """runLimitFunc stops at the first LimitRange with errors; that one's errors are aggregated."""
-    pod = {"spec": {"containers": [{"name": "a", "resources": {"requests": {"cpu": "50m", "memory": "16Gi"},
-                                                              "limits": {"cpu": "50m", "memory": "16Gi"}}}]}}
+    pod = {
+        "spec": {
+            "containers": [
+                {
+                    "name": "a",
+                    "resources": {
+                        "requests": {"cpu": "50m", "memory": "16Gi"},
+                        "limits": {"cpu": "50m", "memory": "16Gi"},
+                    },
+                }
+            ]
+        }
+    }
     loose = {"spec": {"limits": [{"type": "Container", "max": {"memory": "32Gi"}}]}}
     strict = {"spec": {"limits": [{"type": "Container", "min": {"cpu": "100m"}, "max": {"memory": "8Gi"}}]}}
     other = {"spec": {"limits": [{"type": "Container", "max": {"cpu": "10m"}}]}}
     with pytest.raises(AdmissionDenied) as err:
         quota.check_limit_ranges(pod, [loose, strict, other])
-    assert err.value.message == ("[minimum cpu usage per Container is 100m, but request is 50m, "
-                                 "maximum memory usage per Container is 8Gi, but limit is 16Gi]")
+    assert err.value.message == (
+        "[minimum cpu usage per Container is 100m, but request is 50m, "
+        "maximum memory usage per Container is 8Gi, but limit is 16Gi]"
+    )
 
 
 def test_limit_range_comparisons_are_milli_precise():
@@ -243,7 +306,11 @@ def test_limit_range_comparisons_are_milli_precise():
 def test_ratio_message_prints_go_percent_f():
     """limitRequestRatioConstraint prints the observed ratio with %f (six decimals)."""
     lr = {"spec": {"limits": [{"type": "Container", "maxLimitRequestRatio": {"memory": "2"}}]}}
-    pod = {"spec": {"containers": [{"name": "a", "resources": {"requests": {"memory": "3Gi"}, "limits": {"memory": "7Gi"}}}]}}
+    pod = {
+        "spec": {
+            "containers": [{"name": "a", "resources": {"requests": {"memory": "3Gi"}, "limits": {"memory": "7Gi"}}}]
+        }
+    }
     with pytest.raises(AdmissionDenied) as err:
         quota.check_limit_ranges(pod, [lr])
     assert err.value.message == "memory max limit to request ratio per Container is 2, but provided ratio is 2.333333"
@@ -252,7 +319,9 @@ def test_ratio_message_prints_go_percent_f():
 def test_gpu_max_forces_a_limit():
     """A LimitRange max on nvidia.com/gpu requires every container to declare one (no default)."""
     lr = {"spec": {"limits": [{"type": "Container", "max": {"nvidia.com/gpu": "1"}}]}}
-    with pytest.raises(AdmissionDenied, match=r"^maximum nvidia.com/gpu usage per Container is 1.  No limit is specified$"):
+    with pytest.raises(
+        AdmissionDenied, match=r"^maximum nvidia.com/gpu usage per Container is 1.  No limit is specified$"
+    ):
         limitrange.check_limit_ranges({"spec": {"containers": [{"name": "cpu-only"}]}}, [lr])
 
 
@@ -264,32 +333,83 @@ def test_validate_limit_range_accepts_valid():
     quota.validate_limit_range_spec({"limits": [{"type": "PersistentVolumeClaim", "max": {"storage": "10Gi"}}]})
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"limits": [{"type": "Pod", "default": {"cpu": "1"}}]},
-     "spec.limits[0].default: Forbidden: may not be specified when `type` is 'Pod'"),
-    ({"limits": [{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}]},
-     '[spec.limits[0].min[cpu]: Invalid value: "2": min value 2 is greater than max value 1, '
-     'spec.limits[0].defaultRequest[cpu]: Invalid value: "1": min value 2 is greater than default request value 1, '
-     'spec.limits[0].default[cpu]: Invalid value: "2": min value 2 is greater than default value 1]'),
-    ({"limits": [{"type": "Container", "default": {"nvidia.com/gpu": "2"}, "defaultRequest": {"nvidia.com/gpu": "1"}}]},
-     'spec.limits[0].defaultRequest[nvidia.com/gpu]: Invalid value: "1": '
-     "default value 2 must equal to defaultRequest value 1 in nvidia.com/gpu"),
-    ({"limits": [{"type": "Container", "maxLimitRequestRatio": {"cpu": "500m"}}]},
-     'spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: "500m": ratio 500m is less than 1'),
-    ({"limits": [{"type": "Container", "min": {"cpu": "1"}, "max": {"cpu": "2"}, "maxLimitRequestRatio": {"cpu": "3"}}]},
-     'spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: "3": ratio 3 is greater than max/min = 2.000000'),
-    ({"limits": [{"type": "Container"}, {"type": "Container"}]},
-     'spec.limits[1].type: Duplicate value: "Container"'),
-    ({"limits": [{"type": "Node"}]},
-     'spec.limits[0].type: Invalid value: "Node": must be a standard limit type or fully qualified'),
-    ({"limits": [{"type": "Container", "max": {"gpu": "1"}}]},
-     "[" + ", ".join(f'spec.limits[0].{key}[gpu]: Invalid value: "gpu": {msg}' for key in ("max", "default", "defaultRequest")
-                     for msg in ("must be a standard resource type or fully qualified",
-                                 "must be a standard resource for containers")) + "]"),
-    ({"limits": [{"type": "PersistentVolumeClaim", "max": {"cpu": "1"}}]},
-     "spec.limits[0].limits: Required value: either minimum or maximum storage value is required, but neither was provided"),
-], ids=["pod-default", "min-over-max", "gpu-default-request", "ratio-below-1", "ratio-over-max-min", "duplicate-type",
-        "unknown-type", "bad-resource", "pvc-no-storage"])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            {"limits": [{"type": "Pod", "default": {"cpu": "1"}}]},
+            "spec.limits[0].default: Forbidden: may not be specified when `type` is 'Pod'",
+        ),
+        (
+            {"limits": [{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}]},
+            '[spec.limits[0].min[cpu]: Invalid value: "2": min value 2 is greater than max value 1, '
+            'spec.limits[0].defaultRequest[cpu]: Invalid value: "1": min value 2 is greater than default request value 1, '
+            'spec.limits[0].default[cpu]: Invalid value: "2": min value 2 is greater than default value 1]',
+        ),
+        (
+            {
+                "limits": [
+                    {"type": "Container", "default": {"nvidia.com/gpu": "2"}, "defaultRequest": {"nvidia.com/gpu": "1"}}
+                ]
+            },
+            'spec.limits[0].defaultRequest[nvidia.com/gpu]: Invalid value: "1": '
+            "default value 2 must equal to defaultRequest value 1 in nvidia.com/gpu",
+        ),
+        (
+            {"limits": [{"type": "Container", "maxLimitRequestRatio": {"cpu": "500m"}}]},
+            'spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: "500m": ratio 500m is less than 1',
+        ),
+        (
+            {
+                "limits": [
+                    {
+                        "type": "Container",
+                        "min": {"cpu": "1"},
+                        "max": {"cpu": "2"},
+                        "maxLimitRequestRatio": {"cpu": "3"},
+                    }
+                ]
+            },
+            'spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: "3": ratio 3 is greater than max/min = 2.000000',
+        ),
+        (
+            {"limits": [{"type": "Container"}, {"type": "Container"}]},
+            'spec.limits[1].type: Duplicate value: "Container"',
+        ),
+        (
+            {"limits": [{"type": "Node"}]},
+            'spec.limits[0].type: Invalid value: "Node": must be a standard limit type or fully qualified',
+        ),
+        (
+            {"limits": [{"type": "Container", "max": {"gpu": "1"}}]},
+            "["
+            + ", ".join(
+                f'spec.limits[0].{key}[gpu]: Invalid value: "gpu": {msg}'
+                for key in ("max", "default", "defaultRequest")
+                for msg in (
+                    "must be a standard resource type or fully qualified",
+                    "must be a standard resource for containers",
+                )
+            )
+            + "]",
+        ),
+        (
+            {"limits": [{"type": "PersistentVolumeClaim", "max": {"cpu": "1"}}]},
+            "spec.limits[0].limits: Required value: either minimum or maximum storage value is required, but neither was provided",
+        ),
+    ],
+    ids=[
+        "pod-default",
+        "min-over-max",
+        "gpu-default-request",
+        "ratio-below-1",
+        "ratio-over-max-min",
+        "duplicate-type",
+        "unknown-type",
+        "bad-resource",
+        "pvc-no-storage",
+    ],
+)
 def test_validate_limit_range_rejects(spec, message):
     """ValidateLimitRange messages (validation.go; keys visited sorted, defaults applied first)."""
     with pytest.raises(Invalid) as err:

@@ -19,9 +19,16 @@ from dataclasses import dataclass, field
 import pytest
 
 from jupyter_quota import errors
-from jupyter_quota.backends.local import LocalBackend, detect_inventory, parse_nvidia_smi
+from jupyter_quota.backends.local import (
+    LocalBackend,
+    detect_inventory,
+    logtail,
+    parse_nvidia_smi,
+    procfs,
+    retention,
+    scheduler,
+)
 from jupyter_quota.backends.local import ledger as ledger_mod
-from jupyter_quota.backends.local import logtail, procfs, retention, scheduler
 
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_trainer.py")
 NS = "team-a"
@@ -94,8 +101,12 @@ def make_job(name, *trainer_args, gpus=1, namespace=NS, cpu="1", memory="1Gi", c
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [
-                        {"name": "train", "image": "local", "command": argv,
-                         "resources": {"requests": requests, "limits": limits}}
+                        {
+                            "name": "train",
+                            "image": "local",
+                            "command": argv,
+                            "resources": {"requests": requests, "limits": limits},
+                        }
                     ],
                 }
             },
@@ -241,12 +252,14 @@ def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path
 
 def test_failed_transaction_leaves_nothing_and_keeps_the_generation(tmp_path):
     book = ledger_mod.Ledger(tmp_path / "ledger.sqlite")
-    with pytest.raises(RuntimeError):
-        with book.write() as con:
-            con.execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'")
-            raise RuntimeError("crash mid-transaction")
+    with pytest.raises(RuntimeError), book.write() as con:
+        con.execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'")
+        raise RuntimeError("crash mid-transaction")
     with book.read() as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == ledger_mod.SCHEMA_VERSION
+        assert (
+            con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+            == ledger_mod.SCHEMA_VERSION
+        )
     assert book.generation() == 0
 
 
@@ -312,8 +325,10 @@ def test_name_taken_in_the_namespace_is_a_conflict(make_backend):
         (lambda j: j["metadata"].update(name="../etc"), 'metadata.name: Invalid value: "../etc"'),
         (lambda j: j["metadata"].update(namespace="team-b"), "does not match the namespace"),
         (lambda j: j["spec"].update(parallelism=2), "spec.parallelism: Invalid value: 2"),
-        (lambda j: j["spec"]["template"]["spec"]["containers"][0].update(command=[]),
-         "containers[0].command: Required value"),
+        (
+            lambda j: j["spec"]["template"]["spec"]["containers"][0].update(command=[]),
+            "containers[0].command: Required value",
+        ),
     ],
 )
 def test_invalid_jobs_are_refused_before_the_ledger(make_backend, mutate, text):
@@ -352,8 +367,14 @@ def test_concurrent_submissions_from_threads_and_processes_never_over_admit(make
     procs = [
         ctx.Process(
             target=_submit_from_process,
-            args=(str(make_backend.ledger_path), str(make_backend.state_dir),
-                  [f"proc{p}-{i}" for i in range(10)], readies[p], go, results),
+            args=(
+                str(make_backend.ledger_path),
+                str(make_backend.state_dir),
+                [f"proc{p}-{i}" for i in range(10)],
+                readies[p],
+                go,
+                results,
+            ),
         )
         for p in range(2)
     ]
@@ -415,9 +436,7 @@ def _submit_until_killed(ledger_path, state_dir):
 def test_sigkill_during_a_burst_of_submissions_leaves_a_consistent_ledger(make_backend):
     backend = make_backend(NO_GPUS)
     ctx = multiprocessing.get_context("spawn")
-    proc = ctx.Process(
-        target=_submit_until_killed, args=(str(make_backend.ledger_path), str(make_backend.state_dir))
-    )
+    proc = ctx.Process(target=_submit_until_killed, args=(str(make_backend.ledger_path), str(make_backend.state_dir)))
     proc.start()
     deadline = time.monotonic() + 30
     while len(_rows(make_backend.ledger_path)) < 8:
@@ -456,7 +475,11 @@ def test_pages_are_keyset_pages_a_job_submitted_meanwhile_shows_on_no_later_page
     backend.submit(profile, make_job("late"), owner="alice")
     backend.cancel(profile, "j-3", by="alice")
     second = backend.page_jobs(profile, 3, first.next_start)
-    assert [(j["name"], j["phase"]) for j in second.items] == [("j-3", "Failed"), ("j-2", "Pending"), ("j-1", "Pending")]
+    assert [(j["name"], j["phase"]) for j in second.items] == [
+        ("j-3", "Failed"),
+        ("j-2", "Pending"),
+        ("j-1", "Pending"),
+    ]
     assert second.remaining == 1
     third = backend.page_jobs(profile, 3, second.next_start)
     assert [j["name"] for j in third.items] == ["j-0"] and third.next_start is None
@@ -475,8 +498,7 @@ def test_balance_is_cached_and_revalidated_by_the_generation(make_backend, monke
     monkeypatch.setattr(ledger_mod, "live_in_namespace", lambda con, ns: scans.append(ns) or real(con, ns))
 
     first = backend.balance(profile)
-    assert set(first) == {"namespace", "team", "resources", "quotas", "warnings", "limitRange",
-                          "observedAt", "stale"}
+    assert set(first) == {"namespace", "team", "resources", "quotas", "warnings", "limitRange", "observedAt", "stale"}
     assert first["namespace"] == NS and first["team"] == "a" and first["stale"] is False
     assert first["limitRange"] == {"limits": [{"type": "Container", "max": {"nvidia.com/gpu": "2"}}]}
     assert first["observedAt"].endswith("Z")
@@ -590,8 +612,12 @@ def _insert_raw(ledger_path, name, requests, namespace="team-b"):
     job = make_job(name, "--sleep", "30")
     container = job["spec"]["template"]["spec"]["containers"][0]
     container["resources"] = {"requests": requests, "limits": {}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace},
-           "spec": job["spec"]["template"]["spec"]}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": namespace},
+        "spec": job["spec"]["template"]["spec"],
+    }
     con = sqlite3.connect(ledger_path)
     with con:
         con.execute(
@@ -603,11 +629,14 @@ def _insert_raw(ledger_path, name, requests, namespace="team-b"):
     con.close()
 
 
-@pytest.mark.parametrize("requests", [
-    {"ephemeral-storage": "1e200000"},
-    {"cpu": "1e200000", "memory": "1Gi"},
-    {"nvidia.com/gpu": "1e2147483647"},
-])
+@pytest.mark.parametrize(
+    "requests",
+    [
+        {"ephemeral-storage": "1e200000"},
+        {"cpu": "1e200000", "memory": "1Gi"},
+        {"nvidia.com/gpu": "1e2147483647"},
+    ],
+)
 def test_a_row_the_arithmetic_cannot_carry_fails_and_the_others_start(make_backend, requests):
     backend, profile = make_backend(NO_GPUS), Profile(hard={GPU_KEY: "8"})
     backend.submit(profile, make_job("first", "--sleep", "30"), owner="alice")  # waits: no GPUs here
@@ -903,7 +932,13 @@ def test_finished_jobs_past_their_retention_are_pruned_with_their_logs_and_kept_
     assert [j["name"] for j in backend.list_jobs(profile)] == ["live", "recent"]
     assert not done_dir.exists()
     kept = _history(make_backend.ledger_path)["done"]
-    assert (kept["namespace"], kept["team"], kept["owner"], kept["phase"], kept["exit_code"]) == (NS, "a", "alice", "Succeeded", 0)
+    assert (kept["namespace"], kept["team"], kept["owner"], kept["phase"], kept["exit_code"]) == (
+        NS,
+        "a",
+        "alice",
+        "Succeeded",
+        0,
+    )
     assert kept["finished_at"] == "2000-01-01T00:00:00Z" and kept["started_at"] and kept["created_at"]
     assert kept["gpus"] == 1 and json.loads(kept["gpu_indices"]) == [0]
     assert json.loads(kept["resources"])["requests"] == {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}
@@ -989,10 +1024,18 @@ NVIDIA_SMI_SAMPLE = """\
 
 def test_nvidia_smi_output_is_parsed():
     assert parse_nvidia_smi(NVIDIA_SMI_SAMPLE) == [
-        {"index": 0, "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi",
-         "uuid": "GPU-3a9b4c1e-8a0f-2b6c-9d1e-4f5a6b7c8d9e"},
-        {"index": 1, "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi",
-         "uuid": "GPU-7f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"},
+        {
+            "index": 0,
+            "model": "NVIDIA A100-SXM4-80GB",
+            "memory": "80Gi",
+            "uuid": "GPU-3a9b4c1e-8a0f-2b6c-9d1e-4f5a6b7c8d9e",
+        },
+        {
+            "index": 1,
+            "model": "NVIDIA A100-SXM4-80GB",
+            "memory": "80Gi",
+            "uuid": "GPU-7f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+        },
     ]
     assert parse_nvidia_smi("") == []
     with pytest.raises(ValueError):

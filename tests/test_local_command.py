@@ -43,11 +43,14 @@ def test_a_missing_swift_says_to_install_ms_swift_into_the_servers_environment(t
     assert "pip install 'jupyter_quota[swift]'" in message and "JupyterQuota.job_command" in message
 
 
-@pytest.mark.parametrize("setup, why", [
-    (lambda d: None, "no such file"),
-    (lambda d: _script(d / "trainer", 0o644), "not executable"),
-    (lambda d: (d / "trainer").mkdir(), "a directory"),
-])
+@pytest.mark.parametrize(
+    "setup, why",
+    [
+        (lambda d: None, "no such file"),
+        (lambda d: _script(d / "trainer", 0o644), "not executable"),
+        (lambda d: (d / "trainer").mkdir(), "a directory"),
+    ],
+)
 def test_a_path_that_cannot_run_says_why(tmp_path, setup, why):
     setup(tmp_path)
     with pytest.raises(command.CommandNotFound, match=f"cannot run '{tmp_path}/trainer': {why}"):

@@ -18,13 +18,16 @@ def test_a_token_is_kube_apiservers_encoding_and_round_trips():
     assert paging.decode(None) is None and paging.decode("") is None
 
 
-@pytest.mark.parametrize("token, detail", [
-    ("!!!", "continue key is not valid"),
-    (base64.urlsafe_b64encode(b"[1]").decode(), "server does not recognize this encoded version"),
-    (base64.urlsafe_b64encode(b'{"v":"x/v9","start":"1"}').decode(), "encoded version x/v9"),
-    (base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","start":""}').decode(), "encoded start key empty"),
-    (base64.urlsafe_b64encode(b"[" * 100_000).decode(), "continue key is not valid"),
-])
+@pytest.mark.parametrize(
+    "token, detail",
+    [
+        ("!!!", "continue key is not valid"),
+        (base64.urlsafe_b64encode(b"[1]").decode(), "server does not recognize this encoded version"),
+        (base64.urlsafe_b64encode(b'{"v":"x/v9","start":"1"}').decode(), "encoded version x/v9"),
+        (base64.urlsafe_b64encode(b'{"v":"meta.k8s.io/v1","start":""}').decode(), "encoded start key empty"),
+        (base64.urlsafe_b64encode(b"[" * 100_000).decode(), "continue key is not valid"),
+    ],
+)
 def test_a_token_that_cannot_be_decoded_is_a_400_in_kube_apiservers_words(token, detail):
     with pytest.raises(InvalidRequest) as refused:
         paging.decode(token)
@@ -38,7 +41,8 @@ def test_limit_defaults_to_the_servers_page_size(raw, size):
     assert paging.parse_limit(raw, 100) == size
 
 
-@pytest.mark.parametrize("raw", ["0", "-1", "1001", "abc", "1.5", "9" * 5000, "１２"])
+# the last: full-width digits, which str.isdigit() accepts and int() reads as 12
+@pytest.mark.parametrize("raw", ["0", "-1", "1001", "abc", "1.5", "9" * 5000, "１２"])  # noqa: RUF001
 def test_a_limit_out_of_range_is_a_400_that_says_the_range(raw):
     with pytest.raises(InvalidRequest, match="limit must be a whole number from 1 to 1000") as refused:
         paging.parse_limit(raw, 100)

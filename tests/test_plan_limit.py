@@ -35,8 +35,9 @@ def held_plan(jp_serverapp, monkeypatch):
 
 
 async def call(jp_fetch, method, *path, body=None):
-    response = await jp_fetch("quota", "v1", *path, method=method, raise_error=False,
-                              body=None if body is None else json.dumps(body))
+    response = await jp_fetch(
+        "quota", "v1", *path, method=method, raise_error=False, body=None if body is None else json.dumps(body)
+    )
     return response.code, response.headers, json.loads(response.body)
 
 
@@ -46,14 +47,14 @@ async def test_a_plan_beyond_the_limit_gets_429_and_a_balance_read_answers_meanw
     assert await asyncio.get_running_loop().run_in_executor(None, started.wait, 60), "the first plan never started"
 
     status, headers, answer = await asyncio.wait_for(
-        call(jp_fetch, "POST", "namespaces", "team-alpha", "plan", body=PLAN), 60)
+        call(jp_fetch, "POST", "namespaces", "team-alpha", "plan", body=PLAN), 60
+    )
     assert status == 429, answer
     assert answer["reason"] == "TooManyRequests"
     assert "1 plan" in answer["message"] and "max_concurrent_plans" in answer["message"], answer
     assert int(headers["Retry-After"]) >= 1
 
-    status, headers, answer = await asyncio.wait_for(
-        call(jp_fetch, "POST", "estimate", body={**PLAN, "gpus": 1}), 60)
+    status, headers, answer = await asyncio.wait_for(call(jp_fetch, "POST", "estimate", body={**PLAN, "gpus": 1}), 60)
     assert status == 429, answer
 
     status, _, balance = await asyncio.wait_for(call(jp_fetch, "GET", "namespaces", "team-alpha", "balance"), 60)

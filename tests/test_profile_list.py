@@ -23,8 +23,13 @@ from jupyter_quota.hubservice.profile_list import make_profile_list
 
 GPU = "requests.nvidia.com/gpu"
 PROFILES = [
-    {"team": "alpha", "groups": ["ml-alpha"], "gpuModel": "A100 80GB", "hard": {GPU: "2"},
-     "nodeSelector": {"nvidia.com/gpu.product": "A100"}},
+    {
+        "team": "alpha",
+        "groups": ["ml-alpha"],
+        "gpuModel": "A100 80GB",
+        "hard": {GPU: "2"},
+        "nodeSelector": {"nvidia.com/gpu.product": "A100"},
+    },
     {"team": "beta", "groups": ["ml-beta"], "hard": {GPU: "4"}},
 ]
 
@@ -45,8 +50,7 @@ def hub_db():
     db.commit()
     roles.create_role(db, {"name": "user", "scopes": ["self", ACCESS_SCOPE]})
     groups = {name: orm.Group(name=name) for name in ("ml-alpha", "ml-beta")}
-    for name, member_of in (("ann", ["ml-alpha"]), ("bob", ["ml-beta"]), ("cat", ["ml-alpha", "ml-beta"]),
-                            ("dan", [])):
+    for name, member_of in (("ann", ["ml-alpha"]), ("bob", ["ml-beta"]), ("cat", ["ml-alpha", "ml-beta"]), ("dan", [])):
         user = orm.User(name=name)
         user.groups = [groups[g] for g in member_of]
         db.add(user)
@@ -69,7 +73,8 @@ class Spawner:
 
 def fixed(balances):
     async def source(spawner):
-        return {ns: b for ns, b in balances.items()}
+        return dict(balances)
+
     return source
 
 
@@ -79,8 +84,10 @@ def run(coroutine):
 
 def test_each_user_sees_only_their_teams(hub_db):
     profile_list = make_profile_list(PROFILES, balances=fixed(BALANCES))
-    shown = {name: [p["slug"] for p in run(profile_list(Spawner(user(hub_db, name))))]
-             for name in ("ann", "bob", "cat", "dan")}
+    shown = {
+        name: [p["slug"] for p in run(profile_list(Spawner(user(hub_db, name))))]
+        for name in ("ann", "bob", "cat", "dan")
+    }
     assert shown == {"ann": ["team-alpha"], "bob": ["team-beta"], "cat": ["team-alpha", "team-beta"], "dan": []}
 
 
@@ -95,12 +102,18 @@ def test_gpu_counts_go_up_to_the_teams_hard_quota_and_those_that_do_not_fit_are_
         "2": "2 GPUs (does not fit: team-alpha has 0 GPUs left)",
     }
     assert alpha_gpus["1"]["kubespawner_override"] == {
-        "extra_resource_limits": {"nvidia.com/gpu": "1"}, "extra_resource_guarantees": {"nvidia.com/gpu": "1"},
-        "node_selector": {"nvidia.com/gpu.product": "A100"}}
+        "extra_resource_limits": {"nvidia.com/gpu": "1"},
+        "extra_resource_guarantees": {"nvidia.com/gpu": "1"},
+        "node_selector": {"nvidia.com/gpu.product": "A100"},
+    }
     assert alpha_gpus["0"]["kubespawner_override"] == {}
     beta_gpus = beta["profile_options"]["gpus"]["choices"]
     assert {k: c["display_name"] for k, c in beta_gpus.items()} == {
-        "0": "No GPU", "1": "1 GPU", "2": "2 GPUs", "4": "4 GPUs (does not fit: team-beta has 3 GPUs left)"}
+        "0": "No GPU",
+        "1": "1 GPU",
+        "2": "2 GPUs",
+        "4": "4 GPUs (does not fit: team-beta has 3 GPUs left)",
+    }
 
 
 def test_without_the_service_the_profiles_are_offered_unmarked_and_say_why(hub_db):
@@ -122,13 +135,17 @@ def test_kubespawner_renders_the_users_teams_and_refuses_a_foreign_team(hub_db, 
     (tmp_path / "kubeconfig").write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: none\ncontexts: [{name: none, context: {cluster: none, "
         "user: none}}]\nclusters: [{name: none, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: none, "
-        "user: {token: none}}]\n")
-    monkeypatch.setattr(kubernetes_asyncio.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION",
-                        str(tmp_path / "kubeconfig"))
+        "user: {token: none}}]\n"
+    )
+    monkeypatch.setattr(
+        kubernetes_asyncio.config.kube_config, "KUBE_CONFIG_DEFAULT_LOCATION", str(tmp_path / "kubeconfig")
+    )
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
     async def scenario():  # KubeSpawner is made inside the hub's event loop
-        spawner = KubeSpawner(_mock=True, user=user(hub_db, "ann"),
-                              profile_list=make_profile_list(PROFILES, balances=fixed(BALANCES)))
+        spawner = KubeSpawner(
+            _mock=True, user=user(hub_db, "ann"), profile_list=make_profile_list(PROFILES, balances=fixed(BALANCES))
+        )
         form = await spawner.options_form(spawner)
         assert "Team alpha (A100 80GB)" in form and "Team beta" not in form
         assert "1 GPU (does not fit: team-alpha has 0 GPUs left)" in form
@@ -137,8 +154,9 @@ def test_kubespawner_renders_the_users_teams_and_refuses_a_foreign_team(hub_db, 
         with pytest.raises(ValueError, match="No such profile: team-beta"):
             await spawner.load_user_options()
 
-        spawner.user_options = spawner.options_from_form({"profile": ["team-alpha"],
-                                                          "profile-option-team-alpha--gpus": ["1"]})
+        spawner.user_options = spawner.options_from_form(
+            {"profile": ["team-alpha"], "profile-option-team-alpha--gpus": ["1"]}
+        )
         await spawner.load_user_options()
         assert spawner.extra_resource_limits == {"nvidia.com/gpu": "1"}
         assert spawner.node_selector == {"nvidia.com/gpu.product": "A100"}

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from quota_testing import demo_config
 
 from jupyter_quota.errors import InvalidRequest
 from jupyter_quota.profiles import TeamProfile, load_profiles
-
-from quota_testing import demo_config
 
 
 def test_demo_profiles_load_and_match_the_issue():
@@ -32,10 +31,19 @@ def test_limit_range_stored_with_api_server_defaults():
 
 
 def test_scoped_extra_quota():
-    p = TeamProfile(team="x", hard={"requests.cpu": "4"},
-                    extraQuotas=[{"name": "high-gpus", "hard": {"requests.nvidia.com/gpu": "1"},
-                                  "scopeSelector": {"matchExpressions": [
-                                      {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}}])
+    p = TeamProfile(
+        team="x",
+        hard={"requests.cpu": "4"},
+        extraQuotas=[
+            {
+                "name": "high-gpus",
+                "hard": {"requests.nvidia.com/gpu": "1"},
+                "scopeSelector": {
+                    "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]
+                },
+            }
+        ],
+    )
     names = [q["metadata"]["name"] for q in p.resource_quotas()]
     assert names == ["team-quota", "high-gpus"]
 

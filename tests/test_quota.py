@@ -28,7 +28,7 @@ def rq(name, hard, used=None, scopes=None, selector=None):
         spec["scopes"] = scopes
     if selector:
         spec["scopeSelector"] = {"matchExpressions": selector}
-    used = {k: "0" for k in hard} if used is None else used
+    used = dict.fromkeys(hard, "0") if used is None else used
     status = {"hard": dict(hard), "used": dict(used)}
     return {"metadata": {"name": name, "namespace": "team"}, "spec": spec, "status": status}
 
@@ -39,15 +39,25 @@ def pod(requests=None, limits=None, name="nb", **spec):
         resources["requests"] = requests
     if limits is not None:
         resources["limits"] = limits
-    return {"metadata": {"name": "p", "namespace": "team"},
-            "spec": {"containers": [{"name": name, "resources": resources}], **spec}}
+    return {
+        "metadata": {"name": "p", "namespace": "team"},
+        "spec": {"containers": [{"name": name, "resources": resources}], **spec},
+    }
 
 
 def job(name="train", gpus="1", parallelism=1, completions=1, **spec):
     container = {"name": "train", "resources": {"limits": {"nvidia.com/gpu": gpus}}}
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "team"},
-            "spec": {"parallelism": parallelism, "completions": completions, **spec,
-                     "template": {"spec": {"restartPolicy": "Never", "containers": [container]}}}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": {
+            "parallelism": parallelism,
+            "completions": completions,
+            **spec,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        },
+    }
 
 
 def used(quotas, name):
@@ -57,7 +67,7 @@ def used(quotas, name):
 # -- admission_test.go ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("case", CASES["cases"], ids=lambda c: f'{c["upstream"]}/{c["name"]}')
+@pytest.mark.parametrize("case", CASES["cases"], ids=lambda c: f"{c['upstream']}/{c['name']}")
 def test_upstream_admission(case):
     """The ResourceQuota plugin's Validate on a pod CREATE, as in admission_test.go."""
     quotas = copy.deepcopy(case["quotas"])
@@ -84,20 +94,55 @@ def test_upstream_case_count():
 # -- pods_test.go ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("containers, inits, required, level, expected", [
-    ([], [{"name": "dummy", "resources": {"requests": {"cpu": "1m"}, "limits": {"cpu": "2m"}}}], {"memory"}, None,
-     "must specify memory for: dummy"),
-    ([], [{"name": n, "resources": {"requests": {"cpu": "1m"}, "limits": {"cpu": "2m"}}} for n in ("foo", "bar")],
-     {"memory"}, None, "must specify memory for: bar,foo"),
-    ([{"name": "dummy", "resources": {"requests": {"cpu": "1m"}, "limits": {"cpu": "2m"}}}], [], {"memory"}, None,
-     "must specify memory for: dummy"),
-    ([{"name": n, "resources": {"requests": {"cpu": "1m"}, "limits": {"cpu": "2m"}}} for n in ("foo", "bar")], [],
-     {"memory"}, None, "must specify memory for: bar,foo"),
-    ([{"name": "foo"}, {"name": "bar"}], [], {"memory", "cpu"}, None, "must specify cpu for: bar,foo; memory for: bar,foo"),
-    ([{"name": "foo"}, {"name": "bar"}], [], {"memory", "cpu"}, {"requests": {"cpu": "1m"}}, ""),
-], ids=["init container resource missing", "multiple init container resource missing", "container resource missing",
-        "multiple container resource missing", "container resource missing multiple",
-        "pod-level resource set, container-level required resources missing"])
+@pytest.mark.parametrize(
+    "containers, inits, required, level, expected",
+    [
+        (
+            [],
+            [{"name": "dummy", "resources": {"requests": {"cpu": "1m"}, "limits": {"cpu": "2m"}}}],
+            {"memory"},
+            None,
+            "must specify memory for: dummy",
+        ),
+        (
+            [],
+            [{"name": n, "resources": {"requests": {"cpu": "1m"}, "limits": {"cpu": "2m"}}} for n in ("foo", "bar")],
+            {"memory"},
+            None,
+            "must specify memory for: bar,foo",
+        ),
+        (
+            [{"name": "dummy", "resources": {"requests": {"cpu": "1m"}, "limits": {"cpu": "2m"}}}],
+            [],
+            {"memory"},
+            None,
+            "must specify memory for: dummy",
+        ),
+        (
+            [{"name": n, "resources": {"requests": {"cpu": "1m"}, "limits": {"cpu": "2m"}}} for n in ("foo", "bar")],
+            [],
+            {"memory"},
+            None,
+            "must specify memory for: bar,foo",
+        ),
+        (
+            [{"name": "foo"}, {"name": "bar"}],
+            [],
+            {"memory", "cpu"},
+            None,
+            "must specify cpu for: bar,foo; memory for: bar,foo",
+        ),
+        ([{"name": "foo"}, {"name": "bar"}], [], {"memory", "cpu"}, {"requests": {"cpu": "1m"}}, ""),
+    ],
+    ids=[
+        "init container resource missing",
+        "multiple init container resource missing",
+        "container resource missing",
+        "multiple container resource missing",
+        "container resource missing multiple",
+        "pod-level resource set, container-level required resources missing",
+    ],
+)
 def test_pod_constraints_func(containers, inits, required, level, expected):
     """TestPodConstraintsFunc (pods_test.go); PodLevelResources on, its default since v1.34."""
     spec = {"containers": containers, "initContainers": inits}
@@ -106,40 +151,133 @@ def test_pod_constraints_func(containers, inits, required, level, expected):
     assert Q.constraint_error({"spec": spec}, required) == expected
 
 
-ALL_SELECTORS = [{"scopeName": "Terminating"}, {"scopeName": "NotTerminating"}, {"scopeName": "BestEffort"},
-                 {"scopeName": "NotBestEffort"}, {"scopeName": "PriorityClass", "operator": "In", "values": ["class1"]},
-                 {"scopeName": "CrossNamespacePodAffinity"}]
+ALL_SELECTORS = [
+    {"scopeName": "Terminating"},
+    {"scopeName": "NotTerminating"},
+    {"scopeName": "BestEffort"},
+    {"scopeName": "NotBestEffort"},
+    {"scopeName": "PriorityClass", "operator": "In", "values": ["class1"]},
+    {"scopeName": "CrossNamespacePodAffinity"},
+]
 TERM = {"scopeName": "Terminating"}
 
 
-@pytest.mark.parametrize("spec, selectors, wanted", [
-    ({}, None, ["NotTerminating", "BestEffort"]),
-    ({"priorityClassName": "class1"}, None, ["NotTerminating", "BestEffort", "PriorityClass"]),
-    ({"containers": [{"resources": {"requests": {"cpu": "1", "memory": "50M", "example.com/dongle": "1"},
-                                    "limits": {"cpu": "2", "memory": "100M", "example.com/dongle": "1"}}}]},
-     None, ["NotTerminating", "NotBestEffort"]),
-    ({"activeDeadlineSeconds": 30}, None, ["Terminating", "BestEffort"]),
-    ({"activeDeadlineSeconds": 30}, [TERM], ["Terminating"]),
-    ({"activeDeadlineSeconds": 30, "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {}, "namespaces": ["ns1"], "namespaceSelector": {}}]}}}, None,
-     ["Terminating", "BestEffort", "CrossNamespacePodAffinity"]),
-    ({"activeDeadlineSeconds": 30, "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {}, "namespaces": ["ns1"]}]}}}, None, ["Terminating", "BestEffort", "CrossNamespacePodAffinity"]),
-    ({"activeDeadlineSeconds": 30, "affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"podAffinityTerm": {"labelSelector": {}, "namespaces": ["ns2"], "namespaceSelector": {}}}]}}}, None,
-     ["Terminating", "BestEffort", "CrossNamespacePodAffinity"]),
-    ({"activeDeadlineSeconds": 30, "affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"podAffinityTerm": {"labelSelector": {}, "namespaceSelector": {}}}]}}}, None,
-     ["Terminating", "BestEffort", "CrossNamespacePodAffinity"]),
-    ({"activeDeadlineSeconds": 30, "affinity": {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"podAffinityTerm": {"labelSelector": {}, "namespaceSelector": {}}}]}}}, None,
-     ["Terminating", "BestEffort", "CrossNamespacePodAffinity"]),
-    ({"activeDeadlineSeconds": 30, "affinity": {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {}, "namespaces": ["ns3"]}]}}}, None, ["Terminating", "BestEffort", "CrossNamespacePodAffinity"]),
-], ids=["EmptyPod", "PriorityClass", "NotBestEffort", "Terminating", "OnlyTerminating", "CrossNamespaceRequiredAffinity",
-        "CrossNamespaceRequiredAffinityWithSlice", "CrossNamespacePreferredAffinity",
-        "CrossNamespacePreferredAffinityWithSelector", "CrossNamespacePreferredAntiAffinity",
-        "CrossNamespaceRequiredAntiAffinity"])
+@pytest.mark.parametrize(
+    "spec, selectors, wanted",
+    [
+        ({}, None, ["NotTerminating", "BestEffort"]),
+        ({"priorityClassName": "class1"}, None, ["NotTerminating", "BestEffort", "PriorityClass"]),
+        (
+            {
+                "containers": [
+                    {
+                        "resources": {
+                            "requests": {"cpu": "1", "memory": "50M", "example.com/dongle": "1"},
+                            "limits": {"cpu": "2", "memory": "100M", "example.com/dongle": "1"},
+                        }
+                    }
+                ]
+            },
+            None,
+            ["NotTerminating", "NotBestEffort"],
+        ),
+        ({"activeDeadlineSeconds": 30}, None, ["Terminating", "BestEffort"]),
+        ({"activeDeadlineSeconds": 30}, [TERM], ["Terminating"]),
+        (
+            {
+                "activeDeadlineSeconds": 30,
+                "affinity": {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {}, "namespaces": ["ns1"], "namespaceSelector": {}}
+                        ]
+                    }
+                },
+            },
+            None,
+            ["Terminating", "BestEffort", "CrossNamespacePodAffinity"],
+        ),
+        (
+            {
+                "activeDeadlineSeconds": 30,
+                "affinity": {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}, "namespaces": ["ns1"]}]
+                    }
+                },
+            },
+            None,
+            ["Terminating", "BestEffort", "CrossNamespacePodAffinity"],
+        ),
+        (
+            {
+                "activeDeadlineSeconds": 30,
+                "affinity": {
+                    "podAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"podAffinityTerm": {"labelSelector": {}, "namespaces": ["ns2"], "namespaceSelector": {}}}
+                        ]
+                    }
+                },
+            },
+            None,
+            ["Terminating", "BestEffort", "CrossNamespacePodAffinity"],
+        ),
+        (
+            {
+                "activeDeadlineSeconds": 30,
+                "affinity": {
+                    "podAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"podAffinityTerm": {"labelSelector": {}, "namespaceSelector": {}}}
+                        ]
+                    }
+                },
+            },
+            None,
+            ["Terminating", "BestEffort", "CrossNamespacePodAffinity"],
+        ),
+        (
+            {
+                "activeDeadlineSeconds": 30,
+                "affinity": {
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {"podAffinityTerm": {"labelSelector": {}, "namespaceSelector": {}}}
+                        ]
+                    }
+                },
+            },
+            None,
+            ["Terminating", "BestEffort", "CrossNamespacePodAffinity"],
+        ),
+        (
+            {
+                "activeDeadlineSeconds": 30,
+                "affinity": {
+                    "podAntiAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}, "namespaces": ["ns3"]}]
+                    }
+                },
+            },
+            None,
+            ["Terminating", "BestEffort", "CrossNamespacePodAffinity"],
+        ),
+    ],
+    ids=[
+        "EmptyPod",
+        "PriorityClass",
+        "NotBestEffort",
+        "Terminating",
+        "OnlyTerminating",
+        "CrossNamespaceRequiredAffinity",
+        "CrossNamespaceRequiredAffinityWithSlice",
+        "CrossNamespacePreferredAffinity",
+        "CrossNamespacePreferredAffinityWithSelector",
+        "CrossNamespacePreferredAntiAffinity",
+        "CrossNamespaceRequiredAntiAffinity",
+    ],
+)
 def test_pod_evaluator_matching_scopes(spec, selectors, wanted):
     """TestPodEvaluatorMatchingScopes (pods_test.go)."""
     matched = [s["scopeName"] for s in (selectors or ALL_SELECTORS) if Q.scope_matches(s, {"spec": spec})]
@@ -155,23 +293,52 @@ def usage_stats_pod(name, priority_class, cpu, phase):
 
 
 HIGH = [{"scopeName": "PriorityClass", "operator": "In", "values": ["high-priority"]}]
-MIXED = [usage_stats_pod("p1", "high-priority", "1", "Running"), usage_stats_pod("p2", "high-priority", "1", "Succeeded"),
-         usage_stats_pod("p3", "low-priority", "1", "Running")]
+MIXED = [
+    usage_stats_pod("p1", "high-priority", "1", "Running"),
+    usage_stats_pod("p2", "high-priority", "1", "Succeeded"),
+    usage_stats_pod("p3", "low-priority", "1", "Running"),
+]
 
 
-@pytest.mark.parametrize("pods, scopes, selector, want", [
-    ([], None, None, {}),
-    ([usage_stats_pod("p1", "", "1", "Running"), usage_stats_pod("p2", "", "1", "Running")], None, None,
-     {"pods": "2", "count/pods": "2", "cpu": "2", "requests.cpu": "2", "limits.cpu": "2"}),
-    ([usage_stats_pod("p1", "", "1", "Running"), usage_stats_pod("p2", "", "1", "Succeeded")], None, None,
-     {"pods": "1", "count/pods": "2", "cpu": "1", "requests.cpu": "1", "limits.cpu": "1"}),
-    (MIXED, None, HIGH, {"pods": "1", "count/pods": "2", "cpu": "1", "requests.cpu": "1", "limits.cpu": "1"}),
-    (MIXED, ["PriorityClass"], HIGH, {"pods": "1", "count/pods": "2", "cpu": "1", "requests.cpu": "1", "limits.cpu": "1"}),
-    (MIXED + [usage_stats_pod("p4", "high-priority", None, "Failed")], ["PriorityClass", "BestEffort"], HIGH,
-     {"count/pods": "1"}),
-], ids=["nil case", "all pods in running state", "one pods in terminal state", "partial pods matching quotaScopeSelector",
+@pytest.mark.parametrize(
+    "pods, scopes, selector, want",
+    [
+        ([], None, None, {}),
+        (
+            [usage_stats_pod("p1", "", "1", "Running"), usage_stats_pod("p2", "", "1", "Running")],
+            None,
+            None,
+            {"pods": "2", "count/pods": "2", "cpu": "2", "requests.cpu": "2", "limits.cpu": "2"},
+        ),
+        (
+            [usage_stats_pod("p1", "", "1", "Running"), usage_stats_pod("p2", "", "1", "Succeeded")],
+            None,
+            None,
+            {"pods": "1", "count/pods": "2", "cpu": "1", "requests.cpu": "1", "limits.cpu": "1"},
+        ),
+        (MIXED, None, HIGH, {"pods": "1", "count/pods": "2", "cpu": "1", "requests.cpu": "1", "limits.cpu": "1"}),
+        (
+            MIXED,
+            ["PriorityClass"],
+            HIGH,
+            {"pods": "1", "count/pods": "2", "cpu": "1", "requests.cpu": "1", "limits.cpu": "1"},
+        ),
+        (
+            MIXED + [usage_stats_pod("p4", "high-priority", None, "Failed")],
+            ["PriorityClass", "BestEffort"],
+            HIGH,
+            {"count/pods": "1"},
+        ),
+    ],
+    ids=[
+        "nil case",
+        "all pods in running state",
+        "one pods in terminal state",
+        "partial pods matching quotaScopeSelector",
         "partial pods matching quotaScopeSelector - w/ scopeName specified",
-        "partial pods matching quotaScopeSelector - w/ multiple scopeNames specified"])
+        "partial pods matching quotaScopeSelector - w/ multiple scopeNames specified",
+    ],
+)
 def test_pod_evaluator_usage_stats(pods, scopes, selector, want):
     """TestPodEvaluatorUsageStats (pods_test.go) through the quota controller's status.
 
@@ -179,7 +346,7 @@ def test_pod_evaluator_usage_stats(pods, scopes, selector, want):
     as the controller seeds each tracked key at zero.
     """
     keys = ("pods", "count/pods", "cpu", "requests.cpu", "limits.cpu")
-    quota = {"metadata": {"name": "q"}, "spec": {"hard": {k: "100" for k in keys}}}
+    quota = {"metadata": {"name": "q"}, "spec": {"hard": dict.fromkeys(keys, "100")}}
     if scopes:
         quota["spec"]["scopes"] = scopes
     if selector:
@@ -192,10 +359,22 @@ def test_pod_evaluator_usage_stats(pods, scopes, selector, want):
 # -- the demo, GPUs and Jobs ------------------------------------------------------------------------------
 
 TEAM_ALPHA = rq("team-alpha", {"requests.nvidia.com/gpu": "2", "limits.memory": "128Gi", "requests.cpu": "8"})
-DEFAULTS = {"metadata": {"name": "defaults"}, "spec": {"limits": [{
-    "type": "Container", "default": {"cpu": "2", "memory": "8Gi"}, "defaultRequest": {"cpu": "1", "memory": "4Gi"}}]}}
-DEMO_MESSAGE = ("exceeded quota: team-alpha, requested: requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=0, "
-                "limited: requests.nvidia.com/gpu=2")
+DEFAULTS = {
+    "metadata": {"name": "defaults"},
+    "spec": {
+        "limits": [
+            {
+                "type": "Container",
+                "default": {"cpu": "2", "memory": "8Gi"},
+                "defaultRequest": {"cpu": "1", "memory": "4Gi"},
+            }
+        ]
+    },
+}
+DEMO_MESSAGE = (
+    "exceeded quota: team-alpha, requested: requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=0, "
+    "limited: requests.nvidia.com/gpu=2"
+)
 
 
 def test_demo_job_asking_four_gpus_is_refused():
@@ -213,14 +392,26 @@ def test_demo_job_within_quota_is_admitted_with_defaults():
     admission = Q.admit_job(job(gpus="2"), [TEAM_ALPHA], [DEFAULTS])
     assert admission.pods == 1
     assert {k: str(v) for k, v in admission.usage.items()} == {
-        "count/jobs.batch": "1", "count/pods": "1", "pods": "1", "cpu": "1", "requests.cpu": "1", "limits.cpu": "2",
-        "memory": "4Gi", "requests.memory": "4Gi", "limits.memory": "8Gi", "requests.nvidia.com/gpu": "2"}
+        "count/jobs.batch": "1",
+        "count/pods": "1",
+        "pods": "1",
+        "cpu": "1",
+        "requests.cpu": "1",
+        "limits.cpu": "2",
+        "memory": "4Gi",
+        "requests.memory": "4Gi",
+        "limits.memory": "8Gi",
+        "requests.nvidia.com/gpu": "2",
+    }
     container = admission.pod["spec"]["containers"][0]
-    assert container["resources"] == {"limits": {"nvidia.com/gpu": "2", "cpu": "2", "memory": "8Gi"},
-                                      "requests": {"nvidia.com/gpu": "2", "cpu": "1", "memory": "4Gi"}}
+    assert container["resources"] == {
+        "limits": {"nvidia.com/gpu": "2", "cpu": "2", "memory": "8Gi"},
+        "requests": {"nvidia.com/gpu": "2", "cpu": "1", "memory": "4Gi"},
+    }
     assert admission.pod["metadata"]["generateName"] == "train-"
     assert admission.pod["metadata"]["annotations"]["kubernetes.io/limit-ranger"] == (
-        "LimitRanger plugin set: cpu, memory request for container train; cpu, memory limit for container train")
+        "LimitRanger plugin set: cpu, memory request for container train; cpu, memory limit for container train"
+    )
 
 
 def test_fractional_gpu_is_refused_as_an_integer():
@@ -229,7 +420,8 @@ def test_fractional_gpu_is_refused_as_an_integer():
         Q.admit_job(job(gpus="0.001"), [TEAM_ALPHA], [DEFAULTS])
     assert err.value.message == (
         '[spec.containers[0].resources.limits[nvidia.com/gpu]: Invalid value: "1m": must be an integer, '
-        'spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "1m": must be an integer]')
+        'spec.containers[0].resources.requests[nvidia.com/gpu]: Invalid value: "1m": must be an integer]'
+    )
     assert Q.invalid_message("Pod", err.value.name, err.value).startswith('Pod "train-" is invalid: [spec.containers')
 
 
@@ -238,17 +430,24 @@ def test_three_pod_job_that_fits_two_is_refused_with_the_third_pods_message():
     quota = rq("team-gpu", {"requests.nvidia.com/gpu": "2"})
     with pytest.raises(AdmissionDenied) as err:
         Q.admit_job(job(gpus="1", parallelism=3, completions=3), [quota], [])
-    assert err.value.message == ("exceeded quota: team-gpu, requested: requests.nvidia.com/gpu=1, "
-                                 "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
+    assert err.value.message == (
+        "exceeded quota: team-gpu, requested: requests.nvidia.com/gpu=1, "
+        "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2"
+    )
     admission = Q.admit_job(job(gpus="1", parallelism=2, completions=3), [quota], [])
     assert admission.pods == 2 and str(admission.usage["requests.nvidia.com/gpu"]) == "2"
 
 
-@pytest.mark.parametrize("spec, pods", [
-    ({"parallelism": 4, "completions": 2}, 2), ({"parallelism": 2, "completions": None}, 2),
-    ({"parallelism": None, "completions": 5}, 1), ({"parallelism": 0, "completions": 3}, 0),
-    ({"parallelism": 3, "completions": 3, "suspend": True}, 0),
-])
+@pytest.mark.parametrize(
+    "spec, pods",
+    [
+        ({"parallelism": 4, "completions": 2}, 2),
+        ({"parallelism": 2, "completions": None}, 2),
+        ({"parallelism": None, "completions": 5}, 1),
+        ({"parallelism": 0, "completions": 3}, 0),
+        ({"parallelism": 3, "completions": 3, "suspend": True}, 0),
+    ],
+)
 def test_pods_started_at_once(spec, pods):
     """min(parallelism, completions or parallelism); parallelism defaults to 1; a suspended Job starts none."""
     j = job(gpus="1")
@@ -265,12 +464,15 @@ def test_indexed_job_pods_are_named_with_their_index():
 
 def test_job_object_count_is_checked_first():
     """count/jobs.batch is charged for the Job before any pod; the refusal names the Job."""
-    quotas = [rq("objects", {"count/jobs.batch": "3"}, {"count/jobs.batch": "3"}),
-              rq("team-gpu", {"requests.nvidia.com/gpu": "0"})]
+    quotas = [
+        rq("objects", {"count/jobs.batch": "3"}, {"count/jobs.batch": "3"}),
+        rq("team-gpu", {"requests.nvidia.com/gpu": "0"}),
+    ]
     with pytest.raises(AdmissionDenied) as err:
         Q.admit_job(job(), quotas, [])
-    assert err.value.message == ("exceeded quota: objects, requested: count/jobs.batch=1, used: count/jobs.batch=3, "
-                                 "limited: count/jobs.batch=3")
+    assert err.value.message == (
+        "exceeded quota: objects, requested: count/jobs.batch=1, used: count/jobs.batch=3, limited: count/jobs.batch=3"
+    )
     full = Q.forbidden_message(err.value.resource, err.value.name, err.value)
     assert full.startswith('jobs.batch "train" is forbidden: ')
     quotas[0]["status"]["used"]["count/jobs.batch"] = "2"
@@ -296,30 +498,44 @@ def test_count_pods_is_charged_per_pod():
 def test_first_failing_quota_in_list_order_wins():
     a = rq("a", {"requests.cpu": "1"})
     b = rq("b", {"requests.cpu": "1"})
-    with pytest.raises(AdmissionDenied, match="^exceeded quota: b,"):
+    with pytest.raises(AdmissionDenied, match=r"^exceeded quota: b,"):
         Q.check_quotas(pod({"cpu": "2"}), [b, a])
 
 
 def test_only_exceeded_keys_are_listed_sorted():
-    quota = rq("q", {"requests.memory": "10Gi", "requests.cpu": "1", "limits.cpu": "2", "pods": "10"},
-               {"requests.memory": "9Gi", "requests.cpu": "0", "limits.cpu": "0", "pods": "0"})
+    quota = rq(
+        "q",
+        {"requests.memory": "10Gi", "requests.cpu": "1", "limits.cpu": "2", "pods": "10"},
+        {"requests.memory": "9Gi", "requests.cpu": "0", "limits.cpu": "0", "pods": "0"},
+    )
     with pytest.raises(AdmissionDenied) as err:
         Q.check_quotas(pod({"cpu": "2", "memory": "2Gi"}, {"cpu": "3", "memory": "2Gi"}), [quota])
-    assert err.value.message == ("exceeded quota: q, requested: limits.cpu=3,requests.cpu=2,requests.memory=2Gi, "
-                                 "used: limits.cpu=0,requests.cpu=0,requests.memory=9Gi, "
-                                 "limited: limits.cpu=2,requests.cpu=1,requests.memory=10Gi")
+    assert err.value.message == (
+        "exceeded quota: q, requested: limits.cpu=3,requests.cpu=2,requests.memory=2Gi, "
+        "used: limits.cpu=0,requests.cpu=0,requests.memory=9Gi, "
+        "limited: limits.cpu=2,requests.cpu=1,requests.memory=10Gi"
+    )
 
 
 def test_failed_quota_names_containers_sorted():
     """The frozen validationSet: every container and init container must state each cpu/memory key."""
     quota = rq("q", {"limits.cpu": "10", "requests.memory": "10Gi", "requests.nvidia.com/gpu": "4"})
-    p = {"spec": {"containers": [{"name": "zeta", "resources": {"requests": {"memory": "1Gi"}}},
-                                 {"name": "alpha", "resources": {"limits": {"cpu": "1"}}}],
-                  "initContainers": [{"name": "setup"}]}}
+    p = {
+        "spec": {
+            "containers": [
+                {"name": "zeta", "resources": {"requests": {"memory": "1Gi"}}},
+                {"name": "alpha", "resources": {"limits": {"cpu": "1"}}},
+            ],
+            "initContainers": [{"name": "setup"}],
+        }
+    }
     with pytest.raises(AdmissionDenied) as err:
         Q.check_quotas(p, [quota])
     assert err.value.reason == "FailedQuota"
-    assert err.value.message == "failed quota: q: must specify limits.cpu for: setup,zeta; requests.memory for: alpha,setup"
+    assert (
+        err.value.message
+        == "failed quota: q: must specify limits.cpu for: setup,zeta; requests.memory for: alpha,setup"
+    )
 
 
 def test_gpu_and_ephemeral_storage_keys_do_not_require_every_container():
@@ -338,8 +554,10 @@ def test_status_unknown_until_the_controller_fills_used():
 def test_negative_usage_is_refused():
     with pytest.raises(AdmissionDenied) as err:
         Q.check_quotas(pod({"cpu": "-1"}), [rq("q", {"pods": "10"})])
-    assert (err.value.reason, err.value.message) == ("QuotaUsageNegative",
-                                                     "quota usage is negative for resource(s): cpu,requests.cpu")
+    assert (err.value.reason, err.value.message) == (
+        "QuotaUsageNegative",
+        "quota usage is negative for resource(s): cpu,requests.cpu",
+    )
 
 
 def test_no_quotas_admits_everything():
@@ -348,8 +566,12 @@ def test_no_quotas_admits_everything():
 
 def test_quota_without_status_hard_falls_back_to_spec():
     """A quota never synced has no status.hard; we enforce spec.hard (upstream would skip it)."""
-    quota = {"metadata": {"name": "q"}, "spec": {"hard": {"requests.cpu": "1"}}, "status": {"used": {"requests.cpu": "0"}}}
-    with pytest.raises(AdmissionDenied, match="^exceeded quota: q, requested: requests.cpu=2"):
+    quota = {
+        "metadata": {"name": "q"},
+        "spec": {"hard": {"requests.cpu": "1"}},
+        "status": {"used": {"requests.cpu": "0"}},
+    }
+    with pytest.raises(AdmissionDenied, match=r"^exceeded quota: q, requested: requests\.cpu=2"):
         Q.check_quotas(pod({"cpu": "2"}), [quota])
 
 
@@ -360,13 +582,19 @@ def test_used_keeps_quantity_formats():
 
 
 def test_sidecars_and_overhead_are_charged():
-    p = {"spec": {"overhead": {"cpu": "250m"},
-                  "initContainers": [{"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}},
-                                     {"name": "fetch", "resources": {"requests": {"cpu": "4"}}}],
-                  "containers": [{"name": "train", "resources": {"requests": {"cpu": "2"}}}]}}
+    p = {
+        "spec": {
+            "overhead": {"cpu": "250m"},
+            "initContainers": [
+                {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}},
+                {"name": "fetch", "resources": {"requests": {"cpu": "4"}}},
+            ],
+            "containers": [{"name": "train", "resources": {"requests": {"cpu": "2"}}}],
+        }
+    }
     # max(2 + 0.5, 4 + 0.5) + 0.25
     assert str(Q.pod_requests(p)["cpu"]) == "4750m"
-    with pytest.raises(AdmissionDenied, match="requested: requests.cpu=4750m"):
+    with pytest.raises(AdmissionDenied, match=r"requested: requests\.cpu=4750m"):
         Q.check_quotas(p, [rq("q", {"requests.cpu": "4"})])
 
 
@@ -374,15 +602,35 @@ def test_sidecars_and_overhead_are_charged():
 
 
 def test_tracked_keys():
-    quota = rq("q", {"requests.nvidia.com/gpu": "1", "nvidia.com/gpu": "1", "limits.nvidia.com/gpu": "1", "pods": "1",
-                     "count/pods": "1", "hugepages-2Mi": "1Gi", "services": "1", "count/jobs.batch": "1"})
+    quota = rq(
+        "q",
+        {
+            "requests.nvidia.com/gpu": "1",
+            "nvidia.com/gpu": "1",
+            "limits.nvidia.com/gpu": "1",
+            "pods": "1",
+            "count/pods": "1",
+            "hugepages-2Mi": "1Gi",
+            "services": "1",
+            "count/jobs.batch": "1",
+        },
+    )
     assert Q.tracked_keys(quota) == ["count/pods", "hugepages-2Mi", "pods", "requests.nvidia.com/gpu"]
 
 
 def test_unenforced_keys_warn_with_what_to_write():
-    quota = rq("q", {"nvidia.com/gpu": "4", "limits.nvidia.com/gpu": "4", "requests.nvidia.com/gpu": "4",
-                     "count/jobs.batch": "3", "fast.storageclass.storage.k8s.io/requests.storage": "1Ti",
-                     "example.com/widgets-total": "2", "cpu": "4"})
+    quota = rq(
+        "q",
+        {
+            "nvidia.com/gpu": "4",
+            "limits.nvidia.com/gpu": "4",
+            "requests.nvidia.com/gpu": "4",
+            "count/jobs.batch": "3",
+            "fast.storageclass.storage.k8s.io/requests.storage": "1Ti",
+            "example.com/widgets-total": "2",
+            "cpu": "4",
+        },
+    )
     warnings = Q.unenforced_keys(quota)
     assert [w["resource"] for w in warnings] == ["example.com/widgets-total", "limits.nvidia.com/gpu", "nvidia.com/gpu"]
     by_key = {w["resource"]: w["message"] for w in warnings}
@@ -400,47 +648,107 @@ def test_unenforced_keys_are_really_unenforced():
 
 
 def test_validate_quota_spec_accepts_valid():
-    Q.validate_quota_spec({"hard": {"requests.nvidia.com/gpu": "2", "limits.memory": "128Gi", "requests.cpu": "8",
-                                    "count/jobs.batch": "10", "pods": "20"},
-                           "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
-                                                                   "values": ["high"]}]}})
+    Q.validate_quota_spec(
+        {
+            "hard": {
+                "requests.nvidia.com/gpu": "2",
+                "limits.memory": "128Gi",
+                "requests.cpu": "8",
+                "count/jobs.batch": "10",
+                "pods": "20",
+            },
+            "scopeSelector": {
+                "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]
+            },
+        }
+    )
 
 
-@pytest.mark.parametrize("spec, message", [
-    ({"hard": {"gpu": "1"}},
-     '[spec.hard[gpu]: Invalid value: "gpu": must be a standard resource type or fully qualified, '
-     'spec.hard[gpu]: Invalid value: "gpu": must be a standard resource for quota]'),
-    ({"hard": {"nvidia.com/gpu": "1.5"}}, 'spec.hard[nvidia.com/gpu]: Invalid value: "1500m": must be an integer'),
-    ({"hard": {"count/jobs.batch": "0.5"}}, 'spec.hard[count/jobs.batch]: Invalid value: "500m": must be an integer'),
-    ({"hard": {"pods": "-1"}}, 'spec.hard[pods]: Invalid value: "-1": must be greater than or equal to 0'),
-    ({"hard": {"pods": "1"}, "scopes": ["Terminating", "NotTerminating"]},
-     'spec.scopes: Invalid value: []core.ResourceQuotaScope{"Terminating", "NotTerminating"}: conflicting scopes'),
-    ({"hard": {"requests.cpu": "1"}, "scopes": ["BestEffort"]},
-     'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort"}: unsupported scope applied to resource'),
-    ({"hard": {"pods": "1"}, "scopes": ["Gold"]},
-     'spec.scopes: Invalid value: []core.ResourceQuotaScope{"Gold"}: unsupported scope'),
-    ({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In"}]}},
-     "spec.scopeSelector.matchExpressions.values: Required value: must be at least one value when `operator` is "
-     "'In' or 'NotIn' for scope selector"),
-    ({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": [{"scopeName": "BestEffort", "operator": "In",
-                                                                     "values": ["x"]}]}},
-     "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exist' when scope is any of "
-     "ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
-     "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity"),
-    ({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "Exists",
-                                                                     "values": ["x"]}]}},
-     'spec.scopeSelector.matchExpressions.values: Invalid value: []string{"x"}: must be no value when `operator` is '
-     "'Exist' or 'DoesNotExist' for scope selector"),
-    ({"hard": {"pods": "1"}, "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "Has"}]}},
-     'spec.scopeSelector.matchExpressions.operator: Invalid value: "Has": not a valid selector operator'),
-    ({"hard": {"requests.memory": "1Gi"},
-      "scopeSelector": {"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists"}]}},
-     "spec.scopeSelector.matchExpressions: Invalid value: core.ScopeSelector{MatchExpressions:[]core.ScopedResourceSelector"
-     'Requirement{core.ScopedResourceSelectorRequirement{ScopeName:"BestEffort", Operator:"Exists", Values:[]string(nil)}}}: '
-     "unsupported scope applied to resource"),
-], ids=["not-standard", "fractional-extended", "fractional-count", "negative", "conflicting", "besteffort-cpu",
-        "unknown-scope", "in-without-values", "exists-only", "exists-with-values", "bad-operator",
-        "selector-besteffort-memory"])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        (
+            {"hard": {"gpu": "1"}},
+            '[spec.hard[gpu]: Invalid value: "gpu": must be a standard resource type or fully qualified, '
+            'spec.hard[gpu]: Invalid value: "gpu": must be a standard resource for quota]',
+        ),
+        ({"hard": {"nvidia.com/gpu": "1.5"}}, 'spec.hard[nvidia.com/gpu]: Invalid value: "1500m": must be an integer'),
+        (
+            {"hard": {"count/jobs.batch": "0.5"}},
+            'spec.hard[count/jobs.batch]: Invalid value: "500m": must be an integer',
+        ),
+        ({"hard": {"pods": "-1"}}, 'spec.hard[pods]: Invalid value: "-1": must be greater than or equal to 0'),
+        (
+            {"hard": {"pods": "1"}, "scopes": ["Terminating", "NotTerminating"]},
+            'spec.scopes: Invalid value: []core.ResourceQuotaScope{"Terminating", "NotTerminating"}: conflicting scopes',
+        ),
+        (
+            {"hard": {"requests.cpu": "1"}, "scopes": ["BestEffort"]},
+            'spec.scopes: Invalid value: []core.ResourceQuotaScope{"BestEffort"}: unsupported scope applied to resource',
+        ),
+        (
+            {"hard": {"pods": "1"}, "scopes": ["Gold"]},
+            'spec.scopes: Invalid value: []core.ResourceQuotaScope{"Gold"}: unsupported scope',
+        ),
+        (
+            {
+                "hard": {"pods": "1"},
+                "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In"}]},
+            },
+            "spec.scopeSelector.matchExpressions.values: Required value: must be at least one value when `operator` is "
+            "'In' or 'NotIn' for scope selector",
+        ),
+        (
+            {
+                "hard": {"pods": "1"},
+                "scopeSelector": {"matchExpressions": [{"scopeName": "BestEffort", "operator": "In", "values": ["x"]}]},
+            },
+            "spec.scopeSelector.matchExpressions.operator: Invalid value: \"In\": must be 'Exist' when scope is any of "
+            "ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, "
+            "ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
+        ),
+        (
+            {
+                "hard": {"pods": "1"},
+                "scopeSelector": {
+                    "matchExpressions": [{"scopeName": "PriorityClass", "operator": "Exists", "values": ["x"]}]
+                },
+            },
+            'spec.scopeSelector.matchExpressions.values: Invalid value: []string{"x"}: must be no value when `operator` is '
+            "'Exist' or 'DoesNotExist' for scope selector",
+        ),
+        (
+            {
+                "hard": {"pods": "1"},
+                "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "Has"}]},
+            },
+            'spec.scopeSelector.matchExpressions.operator: Invalid value: "Has": not a valid selector operator',
+        ),
+        (
+            {
+                "hard": {"requests.memory": "1Gi"},
+                "scopeSelector": {"matchExpressions": [{"scopeName": "BestEffort", "operator": "Exists"}]},
+            },
+            "spec.scopeSelector.matchExpressions: Invalid value: core.ScopeSelector{MatchExpressions:[]core.ScopedResourceSelector"
+            'Requirement{core.ScopedResourceSelectorRequirement{ScopeName:"BestEffort", Operator:"Exists", Values:[]string(nil)}}}: '
+            "unsupported scope applied to resource",
+        ),
+    ],
+    ids=[
+        "not-standard",
+        "fractional-extended",
+        "fractional-count",
+        "negative",
+        "conflicting",
+        "besteffort-cpu",
+        "unknown-scope",
+        "in-without-values",
+        "exists-only",
+        "exists-with-values",
+        "bad-operator",
+        "selector-besteffort-memory",
+    ],
+)
 def test_validate_quota_spec_rejects(spec, message):
     """ValidateResourceQuotaSpec texts (validation.go; hard keys visited sorted)."""
     with pytest.raises(Invalid) as err:
@@ -458,14 +766,37 @@ def test_requests_extended_quota_value_need_not_be_whole():
 
 def test_quota_status_counts_live_pods_only():
     """Terminal pods free compute quota at once but still count in count/pods; object counts come in."""
-    quota = {"metadata": {"name": "team-alpha"},
-             "spec": {"hard": {"requests.nvidia.com/gpu": "4", "pods": "10", "count/pods": "10",
-                               "count/jobs.batch": "5", "nvidia.com/gpu": "4"}}}
-    gpu = lambda phase: {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"},  # noqa: E731
-                                                              "requests": {"nvidia.com/gpu": "2"}}}]},
-                         "status": {"phase": phase}}
-    status = Q.quota_status(quota, [gpu("Running"), gpu("Succeeded"), gpu("Failed"), gpu("Pending")],
-                            {"count/jobs.batch": 3})["status"]
+    quota = {
+        "metadata": {"name": "team-alpha"},
+        "spec": {
+            "hard": {
+                "requests.nvidia.com/gpu": "4",
+                "pods": "10",
+                "count/pods": "10",
+                "count/jobs.batch": "5",
+                "nvidia.com/gpu": "4",
+            }
+        },
+    }
+
+    def gpu(phase):
+        return {
+            "spec": {
+                "containers": [
+                    {
+                        "resources": {
+                            "limits": {"nvidia.com/gpu": "2"},
+                            "requests": {"nvidia.com/gpu": "2"},
+                        }
+                    }
+                ]
+            },
+            "status": {"phase": phase},
+        }
+
+    status = Q.quota_status(
+        quota, [gpu("Running"), gpu("Succeeded"), gpu("Failed"), gpu("Pending")], {"count/jobs.batch": 3}
+    )["status"]
     assert status["hard"] == quota["spec"]["hard"]
     assert status["used"] == {"requests.nvidia.com/gpu": "4", "pods": "2", "count/pods": "4", "count/jobs.batch": "3"}
     assert "status" not in quota
@@ -478,15 +809,21 @@ def test_quota_status_only_counts_scope_matching_pods():
 
 
 def test_balance_takes_the_tightest_quota_and_warns():
-    quotas = [rq("team", {"requests.nvidia.com/gpu": "8", "requests.cpu": "32", "nvidia.com/gpu": "8"},
-                 {"requests.nvidia.com/gpu": "3", "requests.cpu": "40"}),
-              rq("gpu-cap", {"requests.nvidia.com/gpu": "4"}, {"requests.nvidia.com/gpu": "3"}),
-              rq("besteffort", {"pods": "1"}, {"pods": "1"}, scopes=["BestEffort"])]
+    quotas = [
+        rq(
+            "team",
+            {"requests.nvidia.com/gpu": "8", "requests.cpu": "32", "nvidia.com/gpu": "8"},
+            {"requests.nvidia.com/gpu": "3", "requests.cpu": "40"},
+        ),
+        rq("gpu-cap", {"requests.nvidia.com/gpu": "4"}, {"requests.nvidia.com/gpu": "3"}),
+        rq("besteffort", {"pods": "1"}, {"pods": "1"}, scopes=["BestEffort"]),
+    ]
     result = Q.balance(quotas)
     assert result["resources"] == {
         "nvidia.com/gpu": {"hard": "8", "used": "0", "remaining": "8"},
         "requests.cpu": {"hard": "32", "used": "40", "remaining": "0"},
-        "requests.nvidia.com/gpu": {"hard": "4", "used": "3", "remaining": "1"}}
+        "requests.nvidia.com/gpu": {"hard": "4", "used": "3", "remaining": "1"},
+    }
     assert [q["name"] for q in result["quotas"]] == ["team", "gpu-cap", "besteffort"]
     assert result["quotas"][2]["scopes"] == ["BestEffort"]
     assert result["quotas"][2]["resources"] == {"pods": {"hard": "1", "used": "1", "remaining": "0"}}
@@ -495,7 +832,10 @@ def test_balance_takes_the_tightest_quota_and_warns():
 
 def test_balance_for_a_specific_pod():
     """A pod in a priority class also answers to that class's quota."""
-    quotas = [rq("high", {"requests.cpu": "2"}, {"requests.cpu": "1"}, selector=HIGH), rq("team", {"requests.cpu": "10"})]
+    quotas = [
+        rq("high", {"requests.cpu": "2"}, {"requests.cpu": "1"}, selector=HIGH),
+        rq("team", {"requests.cpu": "10"}),
+    ]
     assert Q.balance(quotas)["resources"]["requests.cpu"]["remaining"] == "10"
     high_pod = pod({"cpu": "1"}, priorityClassName="high-priority")
     assert Q.balance(quotas, high_pod)["resources"]["requests.cpu"]["remaining"] == "1"
@@ -508,10 +848,19 @@ def test_quota_matches_pod_ands_scopes_and_selector():
     assert not Q.quota_matches_pod(quota, pod({"cpu": "1"}))
 
 
-@pytest.mark.parametrize("operator, values, priority_class, matches", [
-    ("In", ["a"], "a", True), ("In", ["a"], "", False), ("NotIn", ["a"], "", True), ("NotIn", ["a"], "a", False),
-    ("Exists", [], "b", True), ("Exists", [], "", False), ("DoesNotExist", [], "", True), ("DoesNotExist", [], "b", False),
-])
+@pytest.mark.parametrize(
+    "operator, values, priority_class, matches",
+    [
+        ("In", ["a"], "a", True),
+        ("In", ["a"], "", False),
+        ("NotIn", ["a"], "", True),
+        ("NotIn", ["a"], "a", False),
+        ("Exists", [], "b", True),
+        ("Exists", [], "", False),
+        ("DoesNotExist", [], "", True),
+        ("DoesNotExist", [], "b", False),
+    ],
+)
 def test_priority_class_selector(operator, values, priority_class, matches):
     """podMatchesSelector: the class is a label "PriorityClass" present only when set."""
     selector = {"scopeName": "PriorityClass", "operator": operator, "values": values}

@@ -24,18 +24,40 @@ def service(tmp_path):
     """The service told by its URL to listen on "hub" (a name it cannot bind), and by --ip and
     --port where to listen instead; the hub's API is a closed port."""
     config = tmp_path / "quota_config.py"
-    config.write_text("c = get_config()\n"
-                      f"c.JupyterQuota.state_dir = {str(tmp_path / 'state')!r}\n"
-                      "c.JupyterQuota.profiles = [{'team': 'alpha', 'users': ['ann'], 'hard': {'requests.cpu': '1'}}]\n")
+    config.write_text(
+        "c = get_config()\n"
+        f"c.JupyterQuota.state_dir = {str(tmp_path / 'state')!r}\n"
+        "c.JupyterQuota.profiles = [{'team': 'alpha', 'users': ['ann'], 'hard': {'requests.cpu': '1'}}]\n"
+    )
     port = free_port()
-    env = {**os.environ, "JUPYTERHUB_SERVICE_URL": "http://hub:10101", "JUPYTERHUB_SERVICE_PREFIX": PREFIX,
-           "JUPYTERHUB_API_URL": f"http://127.0.0.1:{free_port()}/hub/api", "JUPYTERHUB_API_TOKEN": "service-token",
-           "JUPYTERHUB_CLIENT_ID": "service-jupyter-quota", "JUPYTERHUB_SERVICE_NAME": "jupyter-quota"}
+    env = {
+        **os.environ,
+        "JUPYTERHUB_SERVICE_URL": "http://hub:10101",
+        "JUPYTERHUB_SERVICE_PREFIX": PREFIX,
+        "JUPYTERHUB_API_URL": f"http://127.0.0.1:{free_port()}/hub/api",
+        "JUPYTERHUB_API_TOKEN": "service-token",
+        "JUPYTERHUB_CLIENT_ID": "service-jupyter-quota",
+        "JUPYTERHUB_SERVICE_NAME": "jupyter-quota",
+    }
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "jupyter_quota", "serve", "--ip", "127.0.0.1",
-                                 "--port", str(port), "--config", str(config)], stdout=out, stderr=subprocess.STDOUT,
-                                env=env)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyter_quota",
+                "serve",
+                "--ip",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--config",
+                str(config),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     url = f"http://127.0.0.1:{port}{PREFIX}quota/v1"
     deadline = time.monotonic() + 60
     while "quota service (local backend" not in log.read_text():
@@ -58,7 +80,7 @@ def call(url, token=None, method="GET"):
 
 
 def test_serve_listens_where_ip_and_port_say_and_refuses_an_anonymous_caller(service):
-    url, log = service
+    url, _ = service
     status, answer, _ = call(url + "/namespaces")
     assert status == 403 and answer["reason"] == "Forbidden" and "token" in answer["message"]
     status, answer, _ = call(url + "/profiles/alpha", method="PUT")
@@ -66,7 +88,7 @@ def test_serve_listens_where_ip_and_port_say_and_refuses_an_anonymous_caller(ser
 
 
 def test_a_hub_that_does_not_answer_is_a_503_not_a_500(service):
-    url, log = service
+    url, _ = service
     status, answer, _ = call(url + "/namespaces", token="some-user-token")
     assert status == 503 and answer["reason"] == "ServiceUnavailable", answer
     assert "JupyterHub did not answer" in answer["message"] and "127.0.0.1" not in answer["message"]
@@ -74,7 +96,12 @@ def test_a_hub_that_does_not_answer_is_a_503_not_a_500(service):
 
 def test_serve_without_a_hub_environment_says_how_to_run_it(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTERHUB_")}
-    done = subprocess.run([sys.executable, "-m", "jupyter_quota", "serve"], capture_output=True, text=True,
-                          env={**env, "JUPYTER_QUOTA_STATE_DIR": str(tmp_path)}, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "jupyter_quota", "serve"],
+        capture_output=True,
+        text=True,
+        env={**env, "JUPYTER_QUOTA_STATE_DIR": str(tmp_path)},
+        timeout=120,
+    )
     assert done.returncode == 1
     assert "JUPYTERHUB_SERVICE_URL is not set" in done.stderr and "c.JupyterHub.services" in done.stderr

@@ -127,8 +127,9 @@ def test_a_full_state_dir_serves_reads_and_refuses_writes_with_507(server):
     server.stop()
     server.start()  # and the extension loads on a full state dir
     assert_reads_are_served(server, name)
-    assert_storage_error(server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1}),
-                         "StateDirectoryFull", server)
+    assert_storage_error(
+        server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1}), "StateDirectoryFull", server
+    )
 
     filler.unlink()  # space again: writes work again, without a restart
     status, job = server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1})
@@ -145,8 +146,9 @@ def test_a_new_read_only_state_dir_serves_an_empty_balance(server):
     assert status == 200 and balance["resources"]["requests.nvidia.com/gpu"]["remaining"] == "2", balance
     status, jobs = server.call("GET", "/namespaces/team-alpha/jobs")
     assert status == 200 and jobs["jobs"] == [], jobs
-    assert_storage_error(server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1}),
-                         "StateDirectoryReadOnly", server)
+    assert_storage_error(
+        server.call("POST", "/namespaces/team-alpha/jobs", {"args": [], "gpus": 1}), "StateDirectoryReadOnly", server
+    )
     assert not (server.state_dir / "ledger.sqlite3").exists()
 
 
@@ -171,8 +173,11 @@ def test_a_ledger_that_could_not_be_created_is_created_once_the_state_dir_is_wri
 
 def test_a_version_1_ledger_on_a_read_only_state_dir_is_upgraded_once_it_is_writable(state_tmpfs):
     path = state_tmpfs / "ledger.sqlite3"
-    made = subprocess.run([sys.executable, "-c", f"from jupyter_quota.backends.local import ledger; ledger.Ledger({str(path)!r})"],
-                          capture_output=True, text=True)  # in a process of its own: it leaves no file open
+    made = subprocess.run(
+        [sys.executable, "-c", f"from jupyter_quota.backends.local import ledger; ledger.Ledger({str(path)!r})"],
+        capture_output=True,
+        text=True,
+    )  # in a process of its own: it leaves no file open
     assert made.returncode == 0, made.stderr
     downgrade_to_version_1(path)
     done = mount("-o", "remount,ro", str(state_tmpfs))
@@ -184,10 +189,22 @@ def test_a_version_1_ledger_on_a_read_only_state_dir_is_upgraded_once_it_is_writ
     done = mount("-o", "remount,rw", str(state_tmpfs))
     assert done.returncode == 0, done.stderr
     with book.write() as con:  # the upgrade is tried again, without a new Ledger
-        ledger_mod.insert(con, {
-            "namespace": "team-alpha", "name": "new", "team": "alpha", "owner": "ann", "phase": "Pending",
-            "args": "[]", "gpus": 0, "pod": "{}", "usage": "{}", "job": "{}", "created_at": "2026-11-30T12:00:00Z",
-        })
+        ledger_mod.insert(
+            con,
+            {
+                "namespace": "team-alpha",
+                "name": "new",
+                "team": "alpha",
+                "owner": "ann",
+                "phase": "Pending",
+                "args": "[]",
+                "gpus": 0,
+                "pod": "{}",
+                "usage": "{}",
+                "job": "{}",
+                "created_at": "2026-11-30T12:00:00Z",
+            },
+        )
     with book.read() as con:
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 2
         assert [r["name"] for r in ledger_mod.changed_since(con, 0)] == ["new"]  # its rev set by the trigger

@@ -10,8 +10,9 @@ import pytest
 from jupyter_quota.statedir import FULL, READ_ONLY, storage_error
 
 
-@pytest.mark.parametrize("code, reason", [(errno.ENOSPC, FULL), (errno.EDQUOT, FULL), (errno.EROFS, READ_ONLY),
-                                          (errno.EACCES, READ_ONLY)])
+@pytest.mark.parametrize(
+    "code, reason", [(errno.ENOSPC, FULL), (errno.EDQUOT, FULL), (errno.EROFS, READ_ONLY), (errno.EACCES, READ_ONLY)]
+)
 def test_an_os_error_on_a_file_in_the_state_dir_is_named_with_the_file(tmp_path, code, reason):
     path = tmp_path / "jobs" / "team-alpha" / "x" / "output.log"
     error = storage_error(OSError(code, "no", str(path)), str(tmp_path))
@@ -45,8 +46,9 @@ def real_sqlite_error(tmp_path, how: str) -> sqlite3.Error:
     raise AssertionError(f"no sqlite error for {how}")
 
 
-@pytest.mark.parametrize("how, reason", [("full", FULL), ("read-only", READ_ONLY), ("cannot open", READ_ONLY),
-                                         ("a bug", None)])
+@pytest.mark.parametrize(
+    "how, reason", [("full", FULL), ("read-only", READ_ONLY), ("cannot open", READ_ONLY), ("a bug", None)]
+)
 def test_sqlite_errors_from_the_ledger(tmp_path, how, reason):
     error = storage_error(real_sqlite_error(tmp_path, how), str(tmp_path))
     if reason is None:

@@ -9,30 +9,30 @@ from jupyter_quota.swiftlog import TrainProgress, parse_duration, parse_log, par
 # The tail of a real ``swift sft ... --max_steps 3 --logging_steps 1`` log (ms-swift 4.6.0), with
 # its carriage returns: tqdm redraws and log dicts share "lines".
 REAL_TAIL = (
-    '[INFO:swift] output_dir: /tmp/tiny1/out/v0-20261129-093022\n'
-    '  super().__init__(loader)\n'
-    '[INFO:swift] use_logits_to_keep: True\n'
+    "[INFO:swift] output_dir: /tmp/tiny1/out/v0-20261129-093022\n"
+    "  super().__init__(loader)\n"
+    "[INFO:swift] use_logits_to_keep: True\n"
     "\r                                            \r{'loss': '6.015', 'grad_norm': '1.273', 'learning_rate': '7.5e-05', 'token_acc': '0', 'epoch': '0.03125', 'global_step/max_steps': '1/3', 'elapsed_time': '0s', 'remaining_time': '0s', 'train_speed(s/it)': '0.02843'}\n"
     "\rTrain:  33%|███▎      | 1/3 [00:00<00:00, 34.51it/s]\rTrain:  33%|███▎      | 1/3 [00:00<00:00, 34.37it/s]\r                                                    \r{'loss': '6.009', 'grad_norm': '1.272', 'learning_rate': '2.5e-05', 'token_acc': '0', 'epoch': '0.0625', 'global_step/max_steps': '2/3', 'elapsed_time': '0s', 'remaining_time': '0s', 'train_speed(s/it)': '0.02248'}\n"
     "\rTrain:  67%|██████▋   | 2/3 [00:00<00:00, 44.15it/s]\rTrain:  67%|██████▋   | 2/3 [00:00<00:00, 44.07it/s]\r                                                    \r{'loss': '6.085', 'grad_norm': '1.731', 'learning_rate': '0', 'token_acc': '0', 'epoch': '0.09375', 'global_step/max_steps': '3/3', 'elapsed_time': '0s', 'remaining_time': '0s', 'train_speed(s/it)': '0.01993'}\n"
-    '\rTrain: 100%|██████████| 3/3 [00:00<00:00, 49.90it/s]\rTrain: 100%|██████████| 3/3 [00:00<00:00, 49.82it/s][INFO:swift] Saving model checkpoint to /tmp/tiny1/out/v0-20261129-093022/checkpoint-3\n'
+    "\rTrain: 100%|██████████| 3/3 [00:00<00:00, 49.90it/s]\rTrain: 100%|██████████| 3/3 [00:00<00:00, 49.82it/s][INFO:swift] Saving model checkpoint to /tmp/tiny1/out/v0-20261129-093022/checkpoint-3\n"
     "\r                                                    \r{'train_runtime': '0.087', 'train_samples_per_second': '34.49', 'train_steps_per_second': '34.49', 'train_loss': '6.037', 'epoch': '0.09375', 'global_step/max_steps': '3/3', 'elapsed_time': '0s', 'remaining_time': '0s', 'train_speed(s/it)': '0.02867'}\n"
-    '\rTrain: 100%|██████████| 3/3 [00:00<00:00, 34.76it/s]\rTrain: 100%|██████████| 3/3 [00:00<00:00, 34.73it/s]\rTrain: 100%|██████████| 3/3 [00:00<00:00, 34.57it/s]\n'
-    '[INFO:swift] last_model_checkpoint: /tmp/tiny1/out/v0-20261129-093022/checkpoint-3\n'
-    '[INFO:swift] best_model_checkpoint: None\n'
-    '[INFO:swift] End time of running main: 2026-11-29 09:30:23.808012\n'
-    '\n'
+    "\rTrain: 100%|██████████| 3/3 [00:00<00:00, 34.76it/s]\rTrain: 100%|██████████| 3/3 [00:00<00:00, 34.73it/s]\rTrain: 100%|██████████| 3/3 [00:00<00:00, 34.57it/s]\n"
+    "[INFO:swift] last_model_checkpoint: /tmp/tiny1/out/v0-20261129-093022/checkpoint-3\n"
+    "[INFO:swift] best_model_checkpoint: None\n"
+    "[INFO:swift] End time of running main: 2026-11-29 09:30:23.808012\n"
+    "\n"
 )
 
 # The end of a real failed run (``--template`` left out on a model that matches several).
 REAL_FAILURE = (
-    'Traceback (most recent call last):\n'
+    "Traceback (most recent call last):\n"
     '  File "/work/main/.venv/lib/python3.11/site-packages/swift/cli/sft.py", line 20, in <module>\n'
-    '    sft_main()\n'
+    "    sft_main()\n"
     '  File "/work/main/.venv/lib/python3.11/site-packages/swift/template/register.py", line 43, in get_template_meta\n'
-    '    raise ValueError(\n'
+    "    raise ValueError(\n"
     "ValueError: Failed to automatically match `template_type` for `/tmp/tiny1/model`. Multiple possible types found: ['qwen', 'qwen2_5', 'qwen2_5_math', 'marco_o1', 'qwq_preview', 'qwq', 'deepseek_r1']. Please specify `template_type` manually via `--template`. See documentation: https://swift.readthedocs.io/en/latest/Instruction/Supported-models-and-datasets.html\n"
-    '\n'
+    "\n"
 )
 
 
@@ -83,22 +83,35 @@ def test_failure_is_read_from_the_traceback():
 
 
 def test_other_bars_and_dicts_are_ignored():
-    progress = parse_log("Map: 100%|██████████| 32/32 [00:00<00:00, 1000 examples/s]\n"
-                         "[INFO:swift] args: {'a': 1}\n{'model': 'x'}\n")
+    progress = parse_log(
+        "Map: 100%|██████████| 32/32 [00:00<00:00, 1000 examples/s]\n[INFO:swift] args: {'a': 1}\n{'model': 'x'}\n"
+    )
     assert progress.step is None and progress.records == {}
 
 
 def test_eval_records_are_kept_apart():
-    progress = parse_log("{'eval_loss': 1.5, 'eval_runtime': 0.1, 'global_step/max_steps': '5/10'}\n"
-                         "{'loss': 2.0, 'global_step/max_steps': '5/10', 'elapsed_time': '1m 5s', "
-                         "'remaining_time': '1h 2m 3s'}")
+    progress = parse_log(
+        "{'eval_loss': 1.5, 'eval_runtime': 0.1, 'global_step/max_steps': '5/10'}\n"
+        "{'loss': 2.0, 'global_step/max_steps': '5/10', 'elapsed_time': '1m 5s', "
+        "'remaining_time': '1h 2m 3s'}"
+    )
     assert progress.evals[5]["eval_loss"] == 1.5
     assert progress.losses == [2.0]  # numbers (ms-swift < 4.6) as well as strings
     assert progress.elapsed == 65.0 and progress.remaining == 3723.0
 
 
-@pytest.mark.parametrize("text, seconds", [("0s", 0.0), ("59s", 59.0), ("2m 3s", 123.0), ("1h 0m 1s", 3601.0),
-                                           ("1d 1h 0m 0s", 90000.0), ("soon", None), (None, None)])
+@pytest.mark.parametrize(
+    "text, seconds",
+    [
+        ("0s", 0.0),
+        ("59s", 59.0),
+        ("2m 3s", 123.0),
+        ("1h 0m 1s", 3601.0),
+        ("1d 1h 0m 0s", 90000.0),
+        ("soon", None),
+        (None, None),
+    ],
+)
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == seconds
 

@@ -53,7 +53,8 @@ def test_services_and_roles_are_dicts_of_dicts_and_give_users_and_servers_the_se
     config = hub["config"]
     assert ADMIN_SCOPE in config["JupyterHub"]["custom_scopes"]
     assert {ACCESS_SCOPE, "users:activity!user", "access:servers!server"} <= set(
-        config["Spawner"]["server_token_scopes"])
+        config["Spawner"]["server_token_scopes"]
+    )
 
 
 def test_the_service_is_reachable_where_servers_and_the_proxy_look_for_it():
@@ -76,8 +77,12 @@ def test_the_service_config_loads_and_rbac_yaml_is_what_the_code_renders_for_its
     assert config.backend == "kube"
     account = ServiceAccount.from_config(config)
     assert account.username == "system:serviceaccount:jhub:hub"
-    rendered = [obj for p in load_profiles(config.profiles).values() for obj in team_objects(p, account)
-                if obj["kind"] in ("Role", "RoleBinding")]
+    rendered = [
+        obj
+        for p in load_profiles(config.profiles).values()
+        for obj in team_objects(p, account)
+        if obj["kind"] in ("Role", "RoleBinding")
+    ]
     assert rbac_file_objects() == rendered
 
 

@@ -10,8 +10,12 @@ is ``ml-beta``.
 import os
 
 c = get_config()  # noqa: F821 (provided by the Jupyter config loader)
-load_subconfig(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # noqa: F821
-                            "jupyter_server_config.py"))
+load_subconfig(  # noqa: F821
+    os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        "jupyter_server_config.py",
+    )
+)
 
 HUB_GROUPS = {"alpha": ["ml-alpha"], "beta": ["ml-beta"]}
 c.JupyterQuota.profiles = [

@@ -31,6 +31,4 @@ def make_backend(config, log=None, root_dir: str = ""):
         from .kube import KubeBackend
 
         return KubeBackend.from_config(config, log=log)
-    raise InvalidRequest(
-        f"JupyterQuota.backend = {config.backend!r} is not available; use 'local' or 'kube'"
-    )
+    raise InvalidRequest(f"JupyterQuota.backend = {config.backend!r} is not available; use 'local' or 'kube'")

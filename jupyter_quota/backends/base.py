@@ -38,13 +38,13 @@ class Backend(abc.ABC):
         """The batch/v1 Job to :meth:`submit` for ``request``: the one builder, with this backend's settings."""
         return build_job(profile, request, owner, command, self.job_settings)
 
-    def start(self) -> None:
+    def start(self) -> None:  # noqa: B027 - optional: a backend without background work
         """Begin background work (reapers, watches). Called once, on the server's IO loop thread."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, as start
         """Stop background work; running jobs keep running."""
 
-    def apply_profile(self, profile: TeamProfile) -> None:
+    def apply_profile(self, profile: TeamProfile) -> None:  # noqa: B027 - optional: see below
         """Make the place jobs run hold ``profile``'s quota, before an admin's change is stored.
 
         The local backend reads the registry on every balance and admission: nothing to do. The

@@ -10,7 +10,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["lookup", "names", "examples"]
+__all__ = ["examples", "lookup", "names"]
 
 
 @lru_cache(maxsize=1)

@@ -36,7 +36,8 @@ def _hf_cached(repo_id: str) -> str | None:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:  # not installed without the [swift] extra: read the cache layout directly
         root = os.environ.get("HF_HUB_CACHE") or os.path.join(
-            os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface"), "hub")
+            os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface"), "hub"
+        )
         snapshots = os.path.join(root, "models--" + repo_id.replace("/", "--"), "snapshots")
         found = sorted(glob.glob(os.path.join(glob.escape(snapshots), "*", "config.json")), key=os.path.getmtime)
         return found[-1] if found else None
@@ -62,11 +63,15 @@ def fetch_config(repo_id: str) -> str:
     try:
         from huggingface_hub import hf_hub_download
     except ImportError:
-        raise InvalidRequest(f"{repo_id}: fetching its config.json needs the huggingface_hub package "
-                             "(pip install huggingface_hub), or give a local folder holding it") from None
+        raise InvalidRequest(
+            f"{repo_id}: fetching its config.json needs the huggingface_hub package "
+            "(pip install huggingface_hub), or give a local folder holding it"
+        ) from None
     try:
         return hf_hub_download(repo_id, "config.json")
     except Exception as exc:  # noqa: BLE001 - offline, unknown repo, gated repo, network: all the user's to fix
-        raise InvalidRequest(f"{repo_id}: could not fetch its config.json from the hub "
-                             f"({type(exc).__name__}); give a local folder holding the model's "
-                             "config.json instead") from None
+        raise InvalidRequest(
+            f"{repo_id}: could not fetch its config.json from the hub "
+            f"({type(exc).__name__}); give a local folder holding the model's "
+            "config.json instead"
+        ) from None

@@ -139,15 +139,17 @@ def _layer_params(spec: ModelSpec) -> tuple[int, ...]:
 def resolve_model(name_or_path: str | None) -> ModelSpec:
     """A ``ModelSpec`` for a catalog name or a local folder (or file) with ``config.json``."""
     if not name_or_path or not isinstance(name_or_path, str):
-        raise InvalidRequest("--model is missing: give a model name (e.g. Qwen/Qwen2.5-7B-Instruct) "
-                             "or a local folder with a config.json")
+        raise InvalidRequest(
+            "--model is missing: give a model name (e.g. Qwen/Qwen2.5-7B-Instruct) or a local folder with a config.json"
+        )
     if os.path.isdir(name_or_path) or name_or_path.endswith("config.json"):
         path = name_or_path
         if os.path.isdir(path):
             path = os.path.join(path, "config.json")
         if not os.path.isfile(path):
-            raise InvalidRequest(f"{name_or_path}: no config.json there; give a folder that holds the "
-                                 "model's Hugging Face config.json")
+            raise InvalidRequest(
+                f"{name_or_path}: no config.json there; give a folder that holds the model's Hugging Face config.json"
+            )
         return _spec_from_file(path, name_or_path, "config.json")
     entry = catalog.lookup(name_or_path)
     if entry is not None:
@@ -162,7 +164,8 @@ def resolve_model(name_or_path: str | None) -> ModelSpec:
         f"unknown model {name_or_path!r}: it is not in the catalog, not a local folder and not in the "
         "local hub caches. Give a local folder holding the model's config.json (only config.json is "
         f"needed), one of the catalog names, e.g. {', '.join(catalog.examples())}, or set "
-        f"{hub.LOOKUP_ENV}=1 on the server to fetch config.json from the Hugging Face hub")
+        f"{hub.LOOKUP_ENV}=1 on the server to fetch config.json from the Hugging Face hub"
+    )
 
 
 def _spec_from_file(path: str, name: str, source: str) -> ModelSpec:
@@ -182,9 +185,17 @@ def catalog_models() -> tuple[dict, ...]:
     out = []
     for name in catalog.names():
         spec = _catalog_spec(name)
-        out.append({"id": name, "params": spec.params, "layers": spec.num_layers, "hidden": spec.hidden_size,
-                    "experts": spec.num_experts, "vision": spec.vision_params > 0,
-                    "maxLength": spec.max_position_embeddings})
+        out.append(
+            {
+                "id": name,
+                "params": spec.params,
+                "layers": spec.num_layers,
+                "hidden": spec.hidden_size,
+                "experts": spec.num_experts,
+                "vision": spec.vision_params > 0,
+                "maxLength": spec.max_position_embeddings,
+            }
+        )
     return tuple(out)
 
 
@@ -217,8 +228,16 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
     inter = _first(text, "intermediate_size", "ffn_hidden_size", "n_inner")
     moe_inter = _first(text, "moe_intermediate_size", "expert_intermediate_size")
     experts = _first(text, "num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts") or 0
-    missing = [k for k, v in (("hidden_size", h), ("num_hidden_layers", layers),
-                              ("num_attention_heads", heads), ("vocab_size", vocab)) if v is None]
+    missing = [
+        k
+        for k, v in (
+            ("hidden_size", h),
+            ("num_hidden_layers", layers),
+            ("num_attention_heads", heads),
+            ("vocab_size", vocab),
+        )
+        if v is None
+    ]
     if inter is None and not (experts and moe_inter):
         missing.append("intermediate_size")
     if experts and moe_inter is None and inter is None:
@@ -228,7 +247,8 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
             f"{name}: config.json (model_type {model_type}) lacks {', '.join(missing)}; the estimator "
             "needs hidden_size, num_hidden_layers, num_attention_heads, vocab_size and "
             "intermediate_size (or moe_intermediate_size with num_experts). Give the model's full "
-            "Hugging Face config.json")
+            "Hugging Face config.json"
+        )
     try:
         h, layers, heads, vocab = int(h), int(layers), int(heads), int(vocab)
         inter = int(inter) if inter is not None else 0
@@ -245,10 +265,14 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
     head_dim = int(_first(text, "head_dim", "kv_channels") or h // heads)
     tied = text.get("tie_word_embeddings")
     tied = bool(tied) if tied is not None else False
-    qkv_bias = bool(_first(text, "attention_bias", "add_qkv_bias", "qkv_bias", "bias")
-                    or model_type in ("qwen2", "qwen2_vl", "qwen2_5_vl", "qwen"))
-    dtype = str(_first(text, "torch_dtype", "dtype") or
-                ("bfloat16" if text.get("bf16") else "float16" if text.get("fp16") else "bfloat16"))
+    qkv_bias = bool(
+        _first(text, "attention_bias", "add_qkv_bias", "qkv_bias", "bias")
+        or model_type in ("qwen2", "qwen2_vl", "qwen2_5_vl", "qwen")
+    )
+    dtype = str(
+        _first(text, "torch_dtype", "dtype")
+        or ("bfloat16" if text.get("bf16") else "float16" if text.get("fp16") else "bfloat16")
+    )
     if dtype not in ("bfloat16", "float16", "float32"):
         dtype = "bfloat16"
     mpe = _first(text, "max_position_embeddings", "seq_length", "max_sequence_length", "n_positions")
@@ -263,13 +287,29 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
     # Qwen-VL (Qwen-1 with a ``visual`` tower, remote code): see vision_quantized, eager_attention_only
     qwen_vl = model_type == "qwen" and "visual" in config
     return ModelSpec(
-        name=name, source=source, model_type=model_type, hidden_size=h, num_layers=layers,
-        num_heads=heads, num_kv_heads=kv, head_dim=head_dim, intermediate_size=inter,
-        vocab_size=vocab, tie_word_embeddings=tied, qkv_bias=qkv_bias, torch_dtype=dtype,
-        max_position_embeddings=int(mpe) if mpe else None, num_experts=int(experts),
-        num_experts_per_tok=top_k, moe_intermediate_size=int(moe_inter or 0),
-        shared_expert_intermediate_size=shared, num_dense_layers=dense_layers,
-        vision_quantized=qwen_vl and bool(vis), eager_attention_only=qwen_vl, **vis)
+        name=name,
+        source=source,
+        model_type=model_type,
+        hidden_size=h,
+        num_layers=layers,
+        num_heads=heads,
+        num_kv_heads=kv,
+        head_dim=head_dim,
+        intermediate_size=inter,
+        vocab_size=vocab,
+        tie_word_embeddings=tied,
+        qkv_bias=qkv_bias,
+        torch_dtype=dtype,
+        max_position_embeddings=int(mpe) if mpe else None,
+        num_experts=int(experts),
+        num_experts_per_tok=top_k,
+        moe_intermediate_size=int(moe_inter or 0),
+        shared_expert_intermediate_size=shared,
+        num_dense_layers=dense_layers,
+        vision_quantized=qwen_vl and bool(vis),
+        eager_attention_only=qwen_vl,
+        **vis,
+    )
 
 
 def _vision(config: dict) -> dict:
@@ -289,8 +329,11 @@ def _vision(config: dict) -> dict:
     gated = str(v.get("hidden_act", "")).lower() in ("silu", "swiglu") and "intermediate_size" in v
     mlp = (3 if gated else 2) * width * inter
     per_layer = 4 * width * width + mlp + 4 * width
-    out_dim = int(_first(v, "out_hidden_size", "output_dim", "projection_dim") or
-                  (v.get("hidden_size") if "embed_dim" in v else 0) or 0)
+    out_dim = int(
+        _first(v, "out_hidden_size", "output_dim", "projection_dim")
+        or (v.get("hidden_size") if "embed_dim" in v else 0)
+        or 0
+    )
     merge = int(v.get("spatial_merge_size") or 1)
     patch = int(v.get("patch_size") or 14)
     if merge > 1:  # Qwen2-VL style patch merger: MLP over merge^2 concatenated patches
@@ -298,6 +341,10 @@ def _vision(config: dict) -> dict:
     else:  # Qwen-VL resampler / simple projector
         projector = width * out_dim + 4 * out_dim * out_dim
     patch_embed = 3 * int(v.get("temporal_patch_size") or 1) * patch * patch * width
-    return {"vision_params": depth * per_layer + projector + patch_embed, "vision_hidden": width,
-            "vision_layers": depth, "vision_intermediate": inter,
-            "vision_linear_params": depth * (4 * width * width + mlp)}
+    return {
+        "vision_params": depth * per_layer + projector + patch_embed,
+        "vision_hidden": width,
+        "vision_layers": depth,
+        "vision_intermediate": inter,
+        "vision_linear_params": depth * (4 * width * width + mlp),
+    }

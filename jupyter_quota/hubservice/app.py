@@ -58,13 +58,17 @@ class HomeHandler(JupyterHandler):
     @tornado.web.authenticated
     def get(self):
         self.set_header("Content-Type", "application/json")
-        self.finish({"service": SERVICE_NAME, "user": self.current_user.username,
-                     "api": url_path_join(self.base_url, *API_PREFIX) + "/"})
+        self.finish(
+            {
+                "service": SERVICE_NAME,
+                "user": self.current_user.username,
+                "api": url_path_join(self.base_url, *API_PREFIX) + "/",
+            }
+        )
 
     def write_error(self, status_code, **kwargs):
         self.set_header("Content-Type", "application/json")
-        self.finish({"reason": "Forbidden" if status_code == 403 else "Error",
-                     "message": self._reason})
+        self.finish({"reason": "Forbidden" if status_code == 403 else "Error", "message": self._reason})
 
 
 def hub_auth_from(config: Config) -> HubOAuth:
@@ -75,8 +79,9 @@ def hub_auth_from(config: Config) -> HubOAuth:
     return HubOAuth(config=config)
 
 
-def make_app(service, identity_provider: HubServiceIdentityProvider, base_url: str,
-             log: logging.Logger) -> tornado.web.Application:
+def make_app(
+    service, identity_provider: HubServiceIdentityProvider, base_url: str, log: logging.Logger
+) -> tornado.web.Application:
     """The service's tornado application: the quota API, the OAuth callback and a sign-in page.
 
     ``identity_provider`` is a ``HubServiceIdentityProvider``; tests may give another
@@ -91,8 +96,11 @@ def make_app(service, identity_provider: HubServiceIdentityProvider, base_url: s
         "authorizer": AllowAllAuthorizer(),
         "cookie_secret": secrets.token_bytes(32),  # holds only OAuth cookies: a restart signs in again
         "allow_remote_access": True,  # reached through the hub's proxy, under the hub's host name
-        "log_function": lambda handler: None if handler.get_status() < 400 else log.info(
-            "%d %s %s", handler.get_status(), handler.request.method, handler.request.path),
+        "log_function": lambda handler: (
+            None
+            if handler.get_status() < 400
+            else log.info("%d %s %s", handler.get_status(), handler.request.method, handler.request.path)
+        ),
     }
     routes = [(base_url.rstrip("/") + "/?", HomeHandler)]
     if hub_auth is not None:
@@ -106,8 +114,10 @@ def listen_address(env=os.environ) -> tuple[str, int, str]:
     """(host, port, URL prefix) from the hub's ``JUPYTERHUB_SERVICE_URL`` and ``..._PREFIX``."""
     url = env.get("JUPYTERHUB_SERVICE_URL", "")
     if not url:
-        raise QuotaError("JUPYTERHUB_SERVICE_URL is not set: `jupyter quota serve` runs as a JupyterHub "
-                         f"service; give it a url in c.JupyterHub.services (see {__name__.replace('.app', '.hubconfig')})")
+        raise QuotaError(
+            "JUPYTERHUB_SERVICE_URL is not set: `jupyter quota serve` runs as a JupyterHub "
+            f"service; give it a url in c.JupyterHub.services (see {__name__.replace('.app', '.hubconfig')})"
+        )
     parsed = urlparse(url)
     prefix = env.get("JUPYTERHUB_SERVICE_PREFIX") or f"/services/{SERVICE_NAME}/"
     return parsed.hostname or "127.0.0.1", parsed.port or 80, prefix if prefix.endswith("/") else prefix + "/"
@@ -118,8 +128,9 @@ def serve(config: JupyterQuota, ip: str | None = None, port: int | None = None) 
     ``port`` override where ``JUPYTERHUB_SERVICE_URL`` says to listen."""
     log = logging.getLogger("jupyter_quota")
     if not log.handlers:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                            format="[%(levelname).1s %(asctime)s %(name)s] %(message)s")
+        logging.basicConfig(
+            level=logging.INFO, stream=sys.stderr, format="[%(levelname).1s %(asctime)s %(name)s] %(message)s"
+        )
     host, url_port, prefix = listen_address()
     host, port = ip or host, port or url_port
     service = build_service(config, log=log, root_dir=os.getcwd())
@@ -134,8 +145,14 @@ def serve(config: JupyterQuota, ip: str | None = None, port: int | None = None) 
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    log.info("jupyter_quota: quota service (%s backend, %d team(s)) at http://%s:%d%squota/v1",
-             service.backend.name, len(service.registry.all()), host, port, prefix)
+    log.info(
+        "jupyter_quota: quota service (%s backend, %d team(s)) at http://%s:%d%squota/v1",
+        service.backend.name,
+        len(service.registry.all()),
+        host,
+        port,
+        prefix,
+    )
     try:
         loop.start()
     finally:

@@ -59,15 +59,21 @@ class ForwardHandler(QuotaHandler):
         settings = self.settings["jupyter_quota_forward"]
         caller = self.who.name
         if caller != settings.owner:
-            raise Forbidden(f'this server belongs to {settings.owner}; quota calls go through your own '
-                            f'server, and {caller} is not its owner: open yours from the hub home page')
+            raise Forbidden(
+                f"this server belongs to {settings.owner}; quota calls go through your own "
+                f"server, and {caller} is not its owner: open yours from the hub home page"
+            )
         local = url_path_join(self.base_url, *API_PREFIX)
-        rest = self.request.uri[len(local):]  # "/namespaces/...?query", still percent-encoded
+        rest = self.request.uri[len(local) :]  # "/namespaces/...?query", still percent-encoded
         body = bytes(self.request.body) if self.request.method in ("POST", "PUT") else None
         request = HTTPRequest(
-            settings.service_url + "/".join(API_PREFIX) + rest, method=self.request.method, body=body,
+            settings.service_url + "/".join(API_PREFIX) + rest,
+            method=self.request.method,
+            body=body,
             headers={"Authorization": f"token {settings.token}", "Content-Type": "application/json"},
-            request_timeout=settings.timeout, follow_redirects=False, allow_nonstandard_methods=True,
+            request_timeout=settings.timeout,
+            follow_redirects=False,
+            allow_nonstandard_methods=True,
         )
         try:
             answer = await AsyncHTTPClient().fetch(request, raise_error=False)
@@ -87,7 +93,8 @@ class ForwardHandler(QuotaHandler):
         self.log.warning("jupyter_quota: the quota service at %s did not answer: %s", settings.service_url, cause)
         error = ServiceUnavailable(
             "the hub's quota service did not answer; try again in a minute. If it persists, ask a hub "
-            "admin to check the jupyter-quota service in the hub's log")
+            "admin to check the jupyter-quota service in the hub's log"
+        )
         error.headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
         return error
 
@@ -106,8 +113,10 @@ def setup_forwarding(web_app, config, log) -> ForwardSettings:
     """Route ``{base_url}quota/v1/*`` to the service at ``config.service_url``."""
     token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
     if not token:
-        raise RuntimeError("JupyterQuota.service_url is set, but this server has no JUPYTERHUB_API_TOKEN: "
-                           "the quota service is reached from servers a JupyterHub started")
+        raise RuntimeError(
+            "JupyterQuota.service_url is set, but this server has no JUPYTERHUB_API_TOKEN: "
+            "the quota service is reached from servers a JupyterHub started"
+        )
     settings = ForwardSettings(config.service_url, config.owner, token, config.service_timeout)
     web_app.settings["jupyter_quota_forward"] = settings
     web_app.settings["jupyter_quota_service"] = None  # no state here: the service holds it

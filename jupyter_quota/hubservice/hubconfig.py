@@ -72,15 +72,17 @@ def configure_hub(
     environment = dict(environment or {})
     url = f"http://{service_host}:{service_port}"
     services = [s for s in _get(c.JupyterHub, "services", []) if s.get("name") != SERVICE_NAME]
-    services.append({
-        "name": SERVICE_NAME,
-        "url": url,
-        "command": list(command or [sys.executable, "-m", "jupyter_quota", "serve"]),
-        "environment": {**environment, **(service_environment or {})},
-        # The service is the hub's own; a browser need not confirm handing it its identity.
-        "oauth_no_confirm": True,
-        "display": False,
-    })
+    services.append(
+        {
+            "name": SERVICE_NAME,
+            "url": url,
+            "command": list(command or [sys.executable, "-m", "jupyter_quota", "serve"]),
+            "environment": {**environment, **(service_environment or {})},
+            # The service is the hub's own; a browser need not confirm handing it its identity.
+            "oauth_no_confirm": True,
+            "display": False,
+        }
+    )
     c.JupyterHub.services = services
 
     c.JupyterHub.custom_scopes = {
@@ -88,8 +90,11 @@ def configure_hub(
         ADMIN_SCOPE: {"description": "Administer jupyter_quota: every team's balance, jobs and profiles."},
     }
     roles = [dict(r) for r in _get(c.JupyterHub, "load_roles", []) if r.get("name") != ADMIN_ROLE]
-    admin_role = {"name": ADMIN_ROLE, "description": "jupyter_quota admins (hub admins are too)",
-                  "scopes": [ADMIN_SCOPE]}
+    admin_role = {
+        "name": ADMIN_ROLE,
+        "description": "jupyter_quota admins (hub admins are too)",
+        "scopes": [ADMIN_SCOPE],
+    }
     # Members only when named: a role loaded with `users: []` would drop members added through the API.
     for kind, names in (("users", quota_admin_users), ("groups", quota_admin_groups)):
         if names:
@@ -110,10 +115,11 @@ def configure_hub(
 
     token_scopes = _get(c.Spawner, "server_token_scopes", [])
     if callable(token_scopes):
-        raise ValueError("Spawner.server_token_scopes is a callable: add "
-                         f"{ACCESS_SCOPE!r} and {ADMIN_SCOPE!r} to what it returns instead")
-    c.Spawner.server_token_scopes = sorted(
-        set(token_scopes or DEFAULT_SERVER_SCOPES) | {ACCESS_SCOPE, ADMIN_SCOPE})
+        raise ValueError(
+            "Spawner.server_token_scopes is a callable: add "
+            f"{ACCESS_SCOPE!r} and {ADMIN_SCOPE!r} to what it returns instead"
+        )
+    c.Spawner.server_token_scopes = sorted(set(token_scopes or DEFAULT_SERVER_SCOPES) | {ACCESS_SCOPE, ADMIN_SCOPE})
     c.Spawner.environment = {
         **_get(c.Spawner, "environment", {}),
         **environment,
@@ -131,5 +137,5 @@ def _get(section, key: str, default):
     """A setting of a config section, or ``default``; ``c.X.y.append(...)``-style values applied to it."""
     from traitlets.config.loader import LazyConfigValue
 
-    value = section[key] if key in section else default
+    value = section.get(key, default)
     return value.get_value(default) if isinstance(value, LazyConfigValue) else value

@@ -19,9 +19,10 @@ from tornado.httputil import url_concat
 from tornado.web import HTTPError
 from traitlets import Instance
 
-
-HUB_UNAVAILABLE = ("JupyterHub did not answer when the quota service asked who you are; try again in a "
-                   "minute, and if it persists ask a hub admin to check the hub")
+HUB_UNAVAILABLE = (
+    "JupyterHub did not answer when the quota service asked who you are; try again in a "
+    "minute, and if it persists ask a hub admin to check the hub"
+)
 
 
 class HubUser(User):
@@ -53,9 +54,12 @@ class HubServiceIdentityProvider(IdentityProvider):
             return None
         kind, name = model.get("kind", "user"), model.get("name", "")
         if kind != "user" or not self.hub_auth.check_scopes(self.hub_auth.access_scopes, model):
-            reason = ("hub services have no team quota; call it with a user's token" if kind != "user" else
-                      f"it needs the scope {' or '.join(sorted(self.hub_auth.access_scopes))}: ask a hub "
-                      "admin to grant it (README: Running under JupyterHub)")
+            reason = (
+                "hub services have no team quota; call it with a user's token"
+                if kind != "user"
+                else f"it needs the scope {' or '.join(sorted(self.hub_auth.access_scopes))}: ask a hub "
+                "admin to grant it (README: Running under JupyterHub)"
+            )
             self.log.warning("jupyter_quota: refusing hub %s %r: %s", kind, name, reason)
             # signed in but not allowed: a 403 that says why (a login redirect could not help)
             raise HTTPError(403, f"hub {kind} {name!r} may not use the quota service: {reason}")

@@ -42,15 +42,21 @@ GPU_CHOICES = (0, 1, 2, 4, 8)
 BalanceSource = Callable[[object], object]
 
 
-def make_profile_list(profiles: Iterable[dict], *, service_url: str = "", balances: BalanceSource | None = None,
-                      gpu_choices: Iterable[int] = GPU_CHOICES, timeout: float = 5.0):
+def make_profile_list(
+    profiles: Iterable[dict],
+    *,
+    service_url: str = "",
+    balances: BalanceSource | None = None,
+    gpu_choices: Iterable[int] = GPU_CHOICES,
+    timeout: float = 5.0,
+):
     """A ``KubeSpawner.profile_list`` callable for ``profiles`` (dicts, as ``JupyterQuota.profiles``).
 
     ``balances`` reads the user's namespaces' balances; by default :func:`service_balances` asks
     the quota service at ``service_url``. Neither: no marks.
     """
     teams = list(load_profiles(profiles).values())  # a malformed profile fails the hub at start
-    choices = sorted(set(int(n) for n in gpu_choices))
+    choices = sorted({int(n) for n in gpu_choices})
     source = balances or (service_balances(service_url, timeout) if service_url else None)
 
     async def profile_list(spawner) -> list[dict]:
@@ -84,16 +90,19 @@ def team_profile(profile: TeamProfile, balance: dict | None, gpu_choices: list[i
             label += f" (does not fit: {profile.namespace} has {remaining} GPU{'' if remaining == 1 else 's'} left)"
         override = {}
         if n:
-            override = {"extra_resource_limits": {profile.gpuResource: str(n)},
-                        "extra_resource_guarantees": {profile.gpuResource: str(n)}}
+            override = {
+                "extra_resource_limits": {profile.gpuResource: str(n)},
+                "extra_resource_guarantees": {profile.gpuResource: str(n)},
+            }
             if profile.nodeSelector:
                 override["node_selector"] = dict(profile.nodeSelector)
             if profile.tolerations:
                 override["tolerations"] = copy.deepcopy(list(profile.tolerations))
         choices[str(n)] = {"display_name": label, "kubespawner_override": override}
     model = f" ({profile.gpuModel})" if profile.gpuModel else ""
-    status = problem or (f"{remaining} of {hard if hard is not None else '?'} GPUs left" if remaining is not None
-                         else "")
+    status = problem or (
+        f"{remaining} of {hard if hard is not None else '?'} GPUs left" if remaining is not None else ""
+    )
     return {
         "display_name": f"Team {profile.displayName or profile.team}{model}",
         "slug": profile.namespace,
@@ -113,10 +122,12 @@ def service_balances(service_url: str, timeout: float = 5.0) -> BalanceSource:
     async def balances(spawner) -> dict:
         from tornado.httpclient import AsyncHTTPClient
 
-        token = spawner.user.new_api_token(note="jupyter-quota profile_list", scopes=[ACCESS_SCOPE],
-                                           expires_in=TOKEN_SECONDS)
-        response = await AsyncHTTPClient().fetch(base + "quota/v1/namespaces", request_timeout=timeout,
-                                                 headers={"Authorization": f"token {token}"})
+        token = spawner.user.new_api_token(
+            note="jupyter-quota profile_list", scopes=[ACCESS_SCOPE], expires_in=TOKEN_SECONDS
+        )
+        response = await AsyncHTTPClient().fetch(
+            base + "quota/v1/namespaces", request_timeout=timeout, headers={"Authorization": f"token {token}"}
+        )
         return {ns["name"]: ns.get("balance") for ns in json.loads(response.body)["namespaces"]}
 
     return balances

@@ -9,8 +9,16 @@ from .client import ApiError, QuotaClient, QuotaClientError, ServerNotFound, con
 from .follow import Job
 from .magics import QuotaMagics
 
-__all__ = ["ApiError", "Job", "QuotaClient", "QuotaClientError", "QuotaMagics", "ServerNotFound", "connect",
-           "load_ipython_extension"]
+__all__ = [
+    "ApiError",
+    "Job",
+    "QuotaClient",
+    "QuotaClientError",
+    "QuotaMagics",
+    "ServerNotFound",
+    "connect",
+    "load_ipython_extension",
+]
 
 
 def load_ipython_extension(ipython) -> None:

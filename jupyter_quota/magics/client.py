@@ -135,13 +135,16 @@ class QuotaClient:
             raise _api_error(e, self) from None
         except (urllib.error.URLError, OSError) as e:
             reason = getattr(e, "reason", e)
-            raise ServerNotFound(f"could not reach the Jupyter server at {self.server_url} "
-                                 f"(found from {self.source or 'arguments'}): {reason}. {HOW_TO_FIX}") from None
+            raise ServerNotFound(
+                f"could not reach the Jupyter server at {self.server_url} "
+                f"(found from {self.source or 'arguments'}): {reason}. {HOW_TO_FIX}"
+            ) from None
         try:
             return json.loads(raw) if raw else None
         except ValueError:
-            raise ServerNotFound(f"{url} did not answer with JSON: is it a Jupyter server with "
-                                 f"jupyter_quota? {HOW_TO_FIX}") from None
+            raise ServerNotFound(
+                f"{url} did not answer with JSON: is it a Jupyter server with jupyter_quota? {HOW_TO_FIX}"
+            ) from None
 
 
 def connect(cwd: str | None = None, environ=None, servers=None, ppid: int | None = None) -> QuotaClient:
@@ -154,16 +157,19 @@ def connect(cwd: str | None = None, environ=None, servers=None, ppid: int | None
     if env.get("JUPYTER_QUOTA_URL"):
         return QuotaClient(env["JUPYTER_QUOTA_URL"], env.get("JUPYTER_QUOTA_TOKEN", ""), "JUPYTER_QUOTA_URL")
     if env.get("JUPYTERHUB_SERVICE_URL") and env.get("JUPYTERHUB_API_TOKEN"):
-        return QuotaClient(_local_host(env["JUPYTERHUB_SERVICE_URL"]), env["JUPYTERHUB_API_TOKEN"],
-                           "JUPYTERHUB_SERVICE_URL")
+        return QuotaClient(
+            _local_host(env["JUPYTERHUB_SERVICE_URL"]), env["JUPYTERHUB_API_TOKEN"], "JUPYTERHUB_SERVICE_URL"
+        )
     if servers is None:
         servers = _running_servers()
     info = pick_server(servers, cwd or os.getcwd(), os.getppid() if ppid is None else ppid)
     if info is None:
-        found = (f"{len(servers)} running Jupyter server(s) were found, but none started this kernel "
-                 f"or serves its folder {cwd or os.getcwd()}" if servers else
-                 "no running Jupyter server was found (no JupyterHub environment, no jupyter-server "
-                 "runtime files)")
+        found = (
+            f"{len(servers)} running Jupyter server(s) were found, but none started this kernel "
+            f"or serves its folder {cwd or os.getcwd()}"
+            if servers
+            else "no running Jupyter server was found (no JupyterHub environment, no jupyter-server runtime files)"
+        )
         raise ServerNotFound(f"jupyter_quota cannot find its Jupyter server: {found}. {HOW_TO_FIX}")
     return QuotaClient(_local_host(info["url"]), info.get("token") or "", f"runtime file of pid {info.get('pid')}")
 
@@ -218,9 +224,13 @@ def _api_error(e: urllib.error.HTTPError, client: QuotaClient) -> QuotaClientErr
     if isinstance(payload, dict) and "message" in payload:
         return ApiError(e.code, str(payload.get("reason", "")), str(payload["message"]))
     if e.code == 404:
-        return ServerNotFound(f"the Jupyter server at {client.server_url} has no quota API ({e.url} is "
-                              f"404): the jupyter_quota server extension is not enabled there. {HOW_TO_FIX}")
+        return ServerNotFound(
+            f"the Jupyter server at {client.server_url} has no quota API ({e.url} is "
+            f"404): the jupyter_quota server extension is not enabled there. {HOW_TO_FIX}"
+        )
     if e.code in (401, 403):
-        return ServerNotFound(f"the Jupyter server at {client.server_url} refused this kernel's "
-                              f"credentials (HTTP {e.code}; found from {client.source}). {HOW_TO_FIX}")
+        return ServerNotFound(
+            f"the Jupyter server at {client.server_url} refused this kernel's "
+            f"credentials (HTTP {e.code}; found from {client.source}). {HOW_TO_FIX}"
+        )
     return ApiError(e.code, "HTTPError", f"HTTP {e.code} from {e.url}: {e.reason}")

@@ -33,7 +33,8 @@ class QuotaMagics(Magics):
     """Quota-aware magics; created by ``%load_ext jupyter_quota``."""
 
     namespace = Unicode(
-        "", help="Namespace %swift_sft and %quota use when none is named. Default: empty (the "
+        "",
+        help="Namespace %swift_sft and %quota use when none is named. Default: empty (the "
         "user's only namespace; with several, they are asked to choose).",
     ).tag(config=True)
 
@@ -42,7 +43,8 @@ class QuotaMagics(Magics):
     ).tag(config=True)
 
     check_argv = Bool(
-        True, help="Let the installed ms-swift's own parser check the final swift sft arguments "
+        True,
+        help="Let the installed ms-swift's own parser check the final swift sft arguments "
         "before submitting (skipped where ms-swift is not installed). Default: true.",
     ).tag(config=True)
 
@@ -55,8 +57,9 @@ class QuotaMagics(Magics):
 
     # -- %quota --------------------------------------------------------------------------------
     @magic_arguments()
-    @argument("namespace", nargs="?", default=None,
-              help="The namespace to show; default: every namespace you belong to.")
+    @argument(
+        "namespace", nargs="?", default=None, help="The namespace to show; default: every namespace you belong to."
+    )
     @line_magic
     def quota(self, line: str):
         """Show what is left of your team's quota: used, hard and remaining per resource.
@@ -79,28 +82,49 @@ class QuotaMagics(Magics):
 
     # -- %swift_sft ------------------------------------------------------------------------------
     @magic_arguments()
-    @argument("--namespace", default=None, metavar="NS",
-              help="The team namespace to run in; default: your only namespace (with several, "
-              "%%swift_sft lists them and asks you to choose).")
-    @argument("--gpus", type=int, default=None, metavar="N",
-              help="GPUs you have in mind (default 1). The plan may change it to fit; with 0 the "
-              "job runs on CPUs and is not planned (the planner fits GPU memory).")
-    @argument("--dry-run", action="store_true",
-              help="Show the translation, the plan and the final command; submit nothing.")
-    @argument("--as-is", action="store_true",
-              help="Skip the planner: submit your configuration as written (older argument names "
-              "are still translated, as ms-swift 4.x rejects them); if the quota refuses, show "
-              "its answer.")
-    @argument("--name", default=None, metavar="NAME",
-              help="The start of the job's name (lower-case letters, digits and dashes): the job is "
-              "NAME-xxxxx, 5 random characters added as Kubernetes' generateName does, so the same "
-              "cell or notebook can run again; default: sft-xxxxx.")
-    @argument("swift_args", nargs="*", metavar="SWIFT_SFT_ARGS",
-              help="The arguments of `swift sft`, in ms-swift 4.x names (--model, --tuner_type, "
-              "--dataset, ...) or the older names of blog posts (--model_type qwen-vl-chat, "
-              "--sft_type qlora, --dtype bnb_nf4, --batch_size, --use_flash_attn, ...). A leading "
-              "`swift sft` is dropped. As a cell magic, each line of the cell adds arguments; "
-              "`#` starts a comment and a trailing backslash is allowed.")
+    @argument(
+        "--namespace",
+        default=None,
+        metavar="NS",
+        help="The team namespace to run in; default: your only namespace (with several, "
+        "%%swift_sft lists them and asks you to choose).",
+    )
+    @argument(
+        "--gpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="GPUs you have in mind (default 1). The plan may change it to fit; with 0 the "
+        "job runs on CPUs and is not planned (the planner fits GPU memory).",
+    )
+    @argument(
+        "--dry-run", action="store_true", help="Show the translation, the plan and the final command; submit nothing."
+    )
+    @argument(
+        "--as-is",
+        action="store_true",
+        help="Skip the planner: submit your configuration as written (older argument names "
+        "are still translated, as ms-swift 4.x rejects them); if the quota refuses, show "
+        "its answer.",
+    )
+    @argument(
+        "--name",
+        default=None,
+        metavar="NAME",
+        help="The start of the job's name (lower-case letters, digits and dashes): the job is "
+        "NAME-xxxxx, 5 random characters added as Kubernetes' generateName does, so the same "
+        "cell or notebook can run again; default: sft-xxxxx.",
+    )
+    @argument(
+        "swift_args",
+        nargs="*",
+        metavar="SWIFT_SFT_ARGS",
+        help="The arguments of `swift sft`, in ms-swift 4.x names (--model, --tuner_type, "
+        "--dataset, ...) or the older names of blog posts (--model_type qwen-vl-chat, "
+        "--sft_type qlora, --dtype bnb_nf4, --batch_size, --use_flash_attn, ...). A leading "
+        "`swift sft` is dropped. As a cell magic, each line of the cell adds arguments; "
+        "`#` starts a comment and a trailing backslash is allowed.",
+    )
     @line_cell_magic
     def swift_sft(self, line: str, cell: str | None = None):
         """Plan a ms-swift fine-tune against your team's quota, then submit and follow it.
@@ -123,8 +147,9 @@ class QuotaMagics(Magics):
 
     def _swift_sft(self, opts, swift_argv: list[str]):
         if not swift_argv:
-            raise UsageError("no swift sft arguments: give at least --model and --dataset "
-                             "(see %swift_sft? for the options)")
+            raise UsageError(
+                "no swift sft arguments: give at least --model and --dataset (see %swift_sft? for the options)"
+            )
         if opts.gpus is not None and opts.gpus < 0:
             raise UsageError(f"--gpus {opts.gpus}: give 0 (CPU only), 1, 2, ...")
         parsed = parse_sft_args(swift_argv)
@@ -137,9 +162,15 @@ class QuotaMagics(Magics):
 
         if opts.as_is or gpus == 0:
             gpus = 1 if gpus is None else gpus
-            why = "--as-is: not planned" if opts.as_is else "--gpus 0: a CPU job, not planned (the planner fits GPU memory)"
-            print(f"{why}; {'would submit' if opts.dry_run else 'submitting'} on {gpus} GPU(s) in {namespace}:\n"
-                  f"  {command_line(args, gpus)}")
+            why = (
+                "--as-is: not planned"
+                if opts.as_is
+                else "--gpus 0: a CPU job, not planned (the planner fits GPU memory)"
+            )
+            print(
+                f"{why}; {'would submit' if opts.dry_run else 'submitting'} on {gpus} GPU(s) in {namespace}:\n"
+                f"  {command_line(args, gpus)}"
+            )
         else:
             result = client.plan(namespace, args, gpus)
             show_plan(result)
@@ -147,8 +178,10 @@ class QuotaMagics(Magics):
             if best is None:
                 if opts.dry_run:
                     return None
-                raise UsageError(f"nothing fits {namespace} now (see the rejected plans above); "
-                                 "--as-is submits your configuration anyway and shows the quota's answer")
+                raise UsageError(
+                    f"nothing fits {namespace} now (see the rejected plans above); "
+                    "--as-is submits your configuration anyway and shows the quota's answer"
+                )
             args, gpus, resources = best["args"], best["gpus"], best.get("resources")
 
         self._check_with_ms_swift(args)
@@ -165,8 +198,10 @@ class QuotaMagics(Magics):
         info = client.submit(namespace, body)
         job = Job(client, namespace, info["name"], info, interval=self.poll_interval)
         self.last_job = job
-        print(f"Submitted {namespace}/{job.name}: {job.phase}. It is followed below; the Job is "
-              "returned (job.status, job.logs(), job.wait(), job.cancel()).")
+        print(
+            f"Submitted {namespace}/{job.name}: {job.phase}. It is followed below; the Job is "
+            "returned (job.status, job.logs(), job.wait(), job.cancel())."
+        )
         if in_kernel():
             from IPython.display import display
 
@@ -189,8 +224,10 @@ class QuotaMagics(Magics):
             return names[0]
         if not names:
             raise UsageError(_no_namespace(client))
-        raise UsageError("you belong to several namespaces; choose one with --namespace NS (or "
-                         f"%config QuotaMagics.namespace = 'NS'): {', '.join(names)}")
+        raise UsageError(
+            "you belong to several namespaces; choose one with --namespace NS (or "
+            f"%config QuotaMagics.namespace = 'NS'): {', '.join(names)}"
+        )
 
     def _check_with_ms_swift(self, args: list[str]) -> None:
         if not self.check_argv or importlib.util.find_spec("swift") is None:
@@ -217,7 +254,7 @@ def split_arguments(line: str, cell: str | None = None) -> tuple[list[str], list
     while i < len(tokens):
         token = tokens[i]
         if token == "--":
-            theirs.extend(tokens[i + 1:])
+            theirs.extend(tokens[i + 1 :])
             break
         key, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
         norm = key.replace("_", "-")
@@ -246,8 +283,7 @@ def translation_text(parsed) -> str:
         lines.append("Translated from older ms-swift names:")
         lines += [f"  {note}" for note in parsed.notes]
     if parsed.unknown:
-        lines.append(f"Not known to ms-swift 4.x (passed on as written): "
-                     f"{', '.join('--' + u for u in parsed.unknown)}")
+        lines.append(f"Not known to ms-swift 4.x (passed on as written): {', '.join('--' + u for u in parsed.unknown)}")
     lines.append("As ms-swift 4.x arguments:")
     lines.append(f"  {shlex.join(['swift', 'sft', *parsed.to_argv()])}")
     return "\n".join(lines)
@@ -266,8 +302,10 @@ def _no_namespace(client) -> str:
         who = client.identity().get("name", "you")
     except Exception:  # noqa: BLE001 - only for the message
         who = "you"
-    return (f"{who} belong(s) to no team namespace on this server; ask an admin to add you to a "
-            "team profile (JupyterQuota.profiles)")
+    return (
+        f"{who} belong(s) to no team namespace on this server; ask an admin to add you to a "
+        "team profile (JupyterQuota.profiles)"
+    )
 
 
 def _version(dist: str) -> str:

@@ -12,10 +12,11 @@ their memory, its quotas with their usage and its LimitRange, from
 Candidates cover the method (full, LoRA, QLoRA 8-bit, QLoRA 4-bit), 1 to the GPUs left, DDP or
 DeepSpeed ZeRO-2/3 (and, for a full fine-tune that fits no other way, ZeRO-2/3 with CPU offload,
 whose host memory must fit the pod's memory limit and the quota), the micro-batch with gradient
-accumulation keeping the effective batch, gradient checkpointing and the attention kernel. A plan fits when its estimated peak per GPU is
-at most the GPU's memory less the safety margin (``DEFAULT_MARGIN``, 10%), and its pod resources
-pass the namespace's LimitRange and ResourceQuotas (``quota.admit_job`` on the Job
-``jobspec.build_job`` makes). See :mod:`.search` for the order of the search and the ranking.
+accumulation keeping the effective batch, gradient checkpointing and the attention kernel. A plan
+fits when its estimated peak per GPU is at most the GPU's memory less the safety margin
+(``DEFAULT_MARGIN``, 10%), and its pod resources pass the namespace's LimitRange and ResourceQuotas
+(``quota.admit_job`` on the Job ``jobspec.build_job`` makes). See :mod:`.search` for the order of
+the search and the ranking.
 """
 
 from __future__ import annotations
@@ -93,32 +94,45 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
 
     fitting = _dedupe(search.fitting)
     candidates = [_plan_json(e) for e in fitting[:CANDIDATE_CAP]]
-    rejected_all = _dedupe([*([search.asked_result] if search.asked_result.reason else []),
-                                     *search.summaries,
-                                     *[e for e in search.rejected if e is not search.asked_result]])
+    rejected_all = _dedupe(
+        [
+            *([search.asked_result] if search.asked_result.reason else []),
+            *search.summaries,
+            *[e for e in search.rejected if e is not search.asked_result],
+        ]
+    )
     rejected = [{"plan": _plan_json(e), "reason": e.reason} for e in rejected_all[:REJECTED_CAP]]
 
     notes = [str(n) for n in (getattr(asked, "notes", None) or [])]
     if len(fitting) > CANDIDATE_CAP:
-        notes.append(f"{len(fitting) - CANDIDATE_CAP} more fitting plans are not listed (the {CANDIDATE_CAP} "
-                     "best are)")
+        notes.append(f"{len(fitting) - CANDIDATE_CAP} more fitting plans are not listed (the {CANDIDATE_CAP} best are)")
     if len(rejected_all) > REJECTED_CAP:
         notes.append(f"{len(rejected_all) - REJECTED_CAP} more rejected configurations are not listed")
     if not candidates:
         notes.append(f"nothing fits {context.namespace} now: see the rejected plans for what each would need")
-    assumptions = [*context.assumptions, search.admission.assumption(),
-                   "relativeStepTime is a rough heuristic for ranking (1.0 = the request as given)"]
+    assumptions = [
+        *context.assumptions,
+        search.admission.assumption(),
+        "relativeStepTime is a rough heuristic for ranking (1.0 = the request as given)",
+    ]
     if search.offload_tried:
-        assumptions.append("DeepSpeed CPU offload (zero2_offload, zero3_offload) is tried for a full fine-tune only, "
-                           "and only when no plain strategy fits the GPUs: it trades speed for GPU memory")
+        assumptions.append(
+            "DeepSpeed CPU offload (zero2_offload, zero3_offload) is tried for a full fine-tune only, "
+            "and only when no plain strategy fits the GPUs: it trades speed for GPU memory"
+        )
     if search.offload_checked:
         assumptions.append(OFFLOAD_HOST_ASSUMPTION)
     r = search.request
-    request = {"args": list(asked.to_argv()), "gpus": r.gpus, "effectiveBatch": r.effective_batch,
-               "estimate": search.asked_result.estimate.to_json()}
+    request = {
+        "args": list(asked.to_argv()),
+        "gpus": r.gpus,
+        "effectiveBatch": r.effective_batch,
+        "estimate": search.asked_result.estimate.to_json(),
+    }
     stats = {"estimates": search.estimates_made, "milliseconds": round((time.perf_counter() - started) * 1000, 1)}
-    return PlanResult(context, request, candidates[0] if candidates else None, candidates, rejected,
-                      assumptions, notes, stats)
+    return PlanResult(
+        context, request, candidates[0] if candidates else None, candidates, rejected, assumptions, notes, stats
+    )
 
 
 def _plan_json(e: Evaluated) -> dict:

@@ -131,8 +131,15 @@ def request_of(asked, gpus: int) -> Request:
     if not accumulation:
         accumulation = max(1, math.ceil(SWIFT_TARGET_BATCH / batch / gpus))
     checkpointing = True if asked.gradient_checkpointing is None else bool(asked.gradient_checkpointing)
-    return Request(gpus=gpus, batch=batch, accumulation=int(accumulation), checkpointing=checkpointing,
-                   attention=asked.attn_impl, deepspeed=asked.deepspeed, tier=QUALITY_TIERS[quality_of(asked)])
+    return Request(
+        gpus=gpus,
+        batch=batch,
+        accumulation=int(accumulation),
+        checkpointing=checkpointing,
+        attention=asked.attn_impl,
+        deepspeed=asked.deepspeed,
+        tier=QUALITY_TIERS[quality_of(asked)],
+    )
 
 
 class BatchSplit(NamedTuple):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InvalidRequest
 from .. import jobspec
+from ..errors import InvalidRequest
 from ..jobspec import _parse_args  # the job body's own checks, shared
 
 ESTIMATE_FIELDS = ("args", "gpus")
@@ -43,8 +43,7 @@ def _parse(body, fields: tuple, example: str) -> SftRequest:
         raise InvalidRequest(f"the body must be a JSON object like {example}")
     unknown = sorted(set(body) - set(fields))
     if unknown:
-        raise InvalidRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; the body takes "
-                             f"{', '.join(fields)}")
+        raise InvalidRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; the body takes {', '.join(fields)}")
     if "args" not in body:
         raise InvalidRequest(f'"args" is required: the swift sft arguments as a list, e.g. {example}')
     args = _parse_args(body["args"])

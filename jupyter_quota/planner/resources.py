@@ -49,8 +49,9 @@ class Admission:
             requests.update(r)
             limits.update(lim)
         self.defaults_stated = all(k in requests or k in limits for k in COMPUTE)
-        self.default_requests = {k: Quantity(str(requests.get(k) or limits.get(k) or FALLBACK_REQUEST[k]))
-                                 for k in COMPUTE}
+        self.default_requests = {
+            k: Quantity(str(requests.get(k) or limits.get(k) or FALLBACK_REQUEST[k])) for k in COMPUTE
+        }
         self.default_limits = {k: Quantity(str(limits.get(k) or FALLBACK_LIMIT[k])) for k in COMPUTE}
         for k in COMPUTE:
             if self.default_limits[k] < self.default_requests[k]:
@@ -60,8 +61,10 @@ class Admission:
     def assumption(self) -> str:
         r, lim = self.default_requests, self.default_limits
         source = "the LimitRange's container defaults" if self.defaults_stated else "assumed (no LimitRange defaults)"
-        return (f"pod resources per GPU: {r['cpu']} CPU / {r['memory']} memory requested, {lim['cpu']} / "
-                f"{lim['memory']} limit ({source}), scaled by the GPU count where the LimitRange and quota allow")
+        return (
+            f"pod resources per GPU: {r['cpu']} CPU / {r['memory']} memory requested, {lim['cpu']} / "
+            f"{lim['memory']} limit ({source}), scaled by the GPU count where the LimitRange and quota allow"
+        )
 
     def resources(self, gpus: int, host_memory: int = 0) -> tuple[dict, str | None]:
         """``({"requests", "limits"}, None)`` when admitted, else the last proposal and the refusal."""
@@ -162,12 +165,14 @@ def offload_host_bytes(args, params: int, gpus: int) -> tuple[int, str]:
         return 0, ""
     b = f"{params / 1e9:.2f}B"
     if stage == 3:
-        return int(params * 18 * OFFLOAD_BUFFER_FACTOR), \
-            f"DeepSpeed's estimate for ZeRO-3 with parameter and optimizer offload: {b} parameters x 18 bytes x 1.5"
+        return int(
+            params * 18 * OFFLOAD_BUFFER_FACTOR
+        ), f"DeepSpeed's estimate for ZeRO-3 with parameter and optimizer offload: {b} parameters x 18 bytes x 1.5"
     per = max(4 * gpus, 16)
-    return int(params * per * OFFLOAD_BUFFER_FACTOR), \
-        (f"DeepSpeed's estimate for ZeRO-{stage or 2} with optimizer offload: {b} parameters x "
-         f"max(4 x {gpus} GPU{'s' if gpus != 1 else ''}, 16) = {per} bytes x 1.5")
+    return int(params * per * OFFLOAD_BUFFER_FACTOR), (
+        f"DeepSpeed's estimate for ZeRO-{stage or 2} with optimizer offload: {b} parameters x "
+        f"max(4 x {gpus} GPU{'s' if gpus != 1 else ''}, 16) = {per} bytes x 1.5"
+    )
 
 
 OFFLOAD_HOST_ASSUMPTION = (
@@ -176,7 +181,8 @@ OFFLOAD_HOST_ASSUMPTION = (
     "estimate_zero2_model_states_mem_needs), zero3_offload P x 18 bytes x 1.5 (deepspeed/runtime/zero/stage3.py "
     "estimate_zero3_model_states_mem_needs, zero_init), P the model's parameter count, 1.5 DeepSpeed's "
     "additional_buffer_factor, taken to cover the processes' own memory too; ms-swift pins that memory, so "
-    "the pod's memory request and limit are raised to it, within the LimitRange's max and the quota")
+    "the pod's memory request and limit are raised to it, within the LimitRange's max and the quota"
+)
 
 
 def host_quantity(need: int) -> Quantity:

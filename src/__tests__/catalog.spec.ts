@@ -3,13 +3,26 @@ import { formatParams, MODEL_SUGGESTIONS, modelSuggestions } from '../catalog';
 describe('modelSuggestions', () => {
   it('offers the server catalog with sizes, MoE and vision tags', () => {
     const options = modelSuggestions([
-      { id: 'Qwen/Qwen2.5-7B-Instruct', params: 7615616512, experts: 0, vision: false },
-      { id: 'Qwen/Qwen3-30B-A3B', params: 30532122624, experts: 128, vision: false },
+      {
+        id: 'Qwen/Qwen2.5-7B-Instruct',
+        params: 7615616512,
+        experts: 0,
+        vision: false
+      },
+      {
+        id: 'Qwen/Qwen3-30B-A3B',
+        params: 30532122624,
+        experts: 128,
+        vision: false
+      },
       { id: 'Qwen/Qwen-VL-Chat', params: 9656846336, experts: 0, vision: true }
     ]);
     expect(options).toEqual([
       { value: 'Qwen/Qwen2.5-7B-Instruct', label: '7.6B parameters' },
-      { value: 'Qwen/Qwen3-30B-A3B', label: '30.5B parameters, MoE, 128 experts' },
+      {
+        value: 'Qwen/Qwen3-30B-A3B',
+        label: '30.5B parameters, MoE, 128 experts'
+      },
       { value: 'Qwen/Qwen-VL-Chat', label: '9.7B parameters, vision' }
     ]);
   });

@@ -14,7 +14,7 @@ const { renderToStaticMarkup } = require('react-dom/server') as {
 
 /** What the server answers for a GPU quota that is not a quantity (jupyter_quota/quota.py's words). */
 const NOT_A_QUANTITY =
-  "profile 'beta': spec.hard[requests.nvidia.com/gpu]: Invalid value: \"two\": quantities must match " +
+  'profile \'beta\': spec.hard[requests.nvidia.com/gpu]: Invalid value: "two": quantities must match ' +
   "the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 
 function profile(team: string, hard: { [key: string]: string }): IProfile {
@@ -31,8 +31,15 @@ function profile(team: string, hard: { [key: string]: string }): IProfile {
 
 class FakeProfiles implements IProfileClient {
   stored: IProfile[] = [
-    profile('beta', { 'requests.nvidia.com/gpu': '2', 'requests.cpu': '8', 'limits.memory': '64Gi' }),
-    profile('alpha', { 'requests.nvidia.com/gpu': '2', 'count/jobs.batch': '5' })
+    profile('beta', {
+      'requests.nvidia.com/gpu': '2',
+      'requests.cpu': '8',
+      'limits.memory': '64Gi'
+    }),
+    profile('alpha', {
+      'requests.nvidia.com/gpu': '2',
+      'count/jobs.batch': '5'
+    })
   ];
   puts: [string, IProfile][] = [];
   refuseWith: string | null = null;
@@ -58,7 +65,9 @@ function render(editor: ProfileEditor): string {
 
 /** The value attribute of the input labelled by row `index`. */
 function inputValue(markup: string, index: number): string | null {
-  const match = new RegExp(`<input id="jp-QuotaProfileForm-hard-${index}"[^>]*value="([^"]*)"`).exec(markup);
+  const match = new RegExp(
+    `<input id="jp-QuotaProfileForm-hard-${index}"[^>]*value="([^"]*)"`
+  ).exec(markup);
   return match ? match[1] : null;
 }
 
@@ -96,7 +105,16 @@ describe('ProfileEditor', () => {
     expect(await editor.save()).toBe(true);
 
     expect(client.puts).toEqual([
-      ['beta', { ...profile('beta', { 'requests.nvidia.com/gpu': '3', 'requests.cpu': '8', 'limits.memory': '64Gi' }) }]
+      [
+        'beta',
+        {
+          ...profile('beta', {
+            'requests.nvidia.com/gpu': '3',
+            'requests.cpu': '8',
+            'limits.memory': '64Gi'
+          })
+        }
+      ]
     ]);
     expect(editor.stored?.hard?.['requests.nvidia.com/gpu']).toBe('3');
     expect(editor.rows[0].value).toBe('3');
@@ -104,7 +122,9 @@ describe('ProfileEditor', () => {
     expect(editor.error).toBeNull();
     expect(editor.saved).toBe('Saved team beta.');
     expect(saved.map(p => p.team)).toEqual(['beta']);
-    expect(render(editor)).toContain('<p class="jp-QuotaProfileForm-saved" role="status">Saved team beta.</p>');
+    expect(render(editor)).toContain(
+      '<p class="jp-QuotaProfileForm-saved" role="status">Saved team beta.</p>'
+    );
   });
 
   it('keeps the edit and shows the API message beside the form when the save is refused', async () => {
@@ -115,7 +135,11 @@ describe('ProfileEditor', () => {
     expect(await editor.save()).toBe(false);
 
     expect(client.puts[0][1].hard?.['requests.nvidia.com/gpu']).toBe('two');
-    expect(editor.error).toEqual({ status: 400, reason: 'BadRequest', message: NOT_A_QUANTITY });
+    expect(editor.error).toEqual({
+      status: 400,
+      reason: 'BadRequest',
+      message: NOT_A_QUANTITY
+    });
     expect(editor.rows[0].value).toBe('two');
     expect(editor.dirty).toBe(true);
     expect(editor.stored?.hard?.['requests.nvidia.com/gpu']).toBe('2');
@@ -123,14 +147,23 @@ describe('ProfileEditor', () => {
     expect(saved).toEqual([]);
 
     const markup = render(editor);
-    const escaped = NOT_A_QUANTITY.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/'/g, '&#x27;')
-      .replace(/</g, '&lt;').replace(/>/g, '&gt;');
-    expect(markup).toContain(`<p id="jp-QuotaProfileForm-error" class="jp-QuotaProfileForm-error" role="alert">${escaped}</p>`);
+    const escaped = NOT_A_QUANTITY.replace(/&/g, '&amp;')
+      .replace(/"/g, '&quot;')
+      .replace(/'/g, '&#x27;')
+      .replace(/</g, '&lt;')
+      .replace(/>/g, '&gt;');
+    expect(markup).toContain(
+      `<p id="jp-QuotaProfileForm-error" class="jp-QuotaProfileForm-error" role="alert">${escaped}</p>`
+    );
     expect(markup).toContain('aria-describedby="jp-QuotaProfileForm-error"');
     expect(inputValue(markup, 0)).toBe('two');
     // The refused key is marked; the others are not.
-    expect(markup).toMatch(/<input id="jp-QuotaProfileForm-hard-0"[^>]*aria-invalid="true"/);
-    expect(markup).not.toMatch(/<input id="jp-QuotaProfileForm-hard-1"[^>]*aria-invalid/);
+    expect(markup).toMatch(
+      /<input id="jp-QuotaProfileForm-hard-0"[^>]*aria-invalid="true"/
+    );
+    expect(markup).not.toMatch(
+      /<input id="jp-QuotaProfileForm-hard-1"[^>]*aria-invalid/
+    );
 
     // Fixing the value and saving again clears the message.
     client.refuseWith = null;
@@ -169,7 +202,10 @@ describe('ProfileEditor', () => {
 
     editor.setJson(JSON.stringify({ ...draft, displayName: 'Team Beta (ML)' }));
     expect(await editor.save()).toBe(true);
-    expect(client.puts[0][1]).toEqual({ ...draft, displayName: 'Team Beta (ML)' });
+    expect(client.puts[0][1]).toEqual({
+      ...draft,
+      displayName: 'Team Beta (ML)'
+    });
     expect(editor.stored?.displayName).toBe('Team Beta (ML)');
   });
 
@@ -187,7 +223,9 @@ describe('ProfileEditor', () => {
     expect(editor.mode).toBe('json');
     editor.setJson('[1]');
     expect(await editor.save()).toBe(false);
-    expect(editor.error?.message).toBe('The profile must be a JSON object of its fields.');
+    expect(editor.error?.message).toBe(
+      'The profile must be a JSON object of its fields.'
+    );
 
     editor.setJson(JSON.stringify(profile('alpha', { 'requests.cpu': '16' })));
     editor.setMode('fields');
@@ -202,7 +240,11 @@ describe('ProfileEditor', () => {
     expect(editor.rows[0].value).toBe('2');
 
     editor.setValue(0, '9');
-    client.stored = client.stored.map(p => (p.team === 'alpha' ? profile('alpha', { 'requests.nvidia.com/gpu': '6' }) : p));
+    client.stored = client.stored.map(p =>
+      p.team === 'alpha'
+        ? profile('alpha', { 'requests.nvidia.com/gpu': '6' })
+        : p
+    );
     await editor.load();
     expect(editor.team).toBe('alpha');
     expect(editor.rows[0].value).toBe('6');
@@ -211,13 +253,22 @@ describe('ProfileEditor', () => {
   it('shows why the profiles could not be read', async () => {
     const refused = new ProfileEditor({
       client: {
-        profiles: () => Promise.reject(new QuotaApiError(403, 'Forbidden', 'user "ann" is not a quota admin')),
+        profiles: () =>
+          Promise.reject(
+            new QuotaApiError(
+              403,
+              'Forbidden',
+              'user "ann" is not a quota admin'
+            )
+          ),
         putProfile: () => Promise.reject(new Error('unused'))
       }
     });
     await refused.load();
     expect(refused.error?.status).toBe(403);
-    expect(render(refused)).toContain('Could not read the team profiles: user &quot;ann&quot; is not a quota admin');
+    expect(render(refused)).toContain(
+      'Could not read the team profiles: user &quot;ann&quot; is not a quota admin'
+    );
     refused.dispose();
   });
 });
@@ -241,14 +292,25 @@ describe('TeamBalances', () => {
   };
 
   it('shows used, hard and left per quota key, in the sidebar order and units', () => {
-    const markup = renderToStaticMarkup(React.createElement(TeamBalances, { namespaces: [summary], now: Date.now() }));
-    const rows = Array.from(markup.matchAll(/<tr class="jp-mod-\w+" data-key="([^"]+)" data-hard="([^"]+)"[^>]*>(.*?)<\/tr>/g));
+    const markup = renderToStaticMarkup(
+      React.createElement(TeamBalances, {
+        namespaces: [summary],
+        now: Date.now()
+      })
+    );
+    const rows = Array.from(
+      markup.matchAll(
+        /<tr class="jp-mod-\w+" data-key="([^"]+)" data-hard="([^"]+)"[^>]*>(.*?)<\/tr>/g
+      )
+    );
     expect(rows.map(r => [r[1], r[2]])).toEqual([
       ['requests.nvidia.com/gpu', '3'],
       ['requests.cpu', '8'],
       ['limits.memory', '64Gi']
     ]);
-    const cells = rows.map(r => Array.from(r[3].matchAll(/<td[^>]*>([^<]*)<\/td>/g)).map(m => m[1]));
+    const cells = rows.map(r =>
+      Array.from(r[3].matchAll(/<td[^>]*>([^<]*)<\/td>/g)).map(m => m[1])
+    );
     expect(cells).toEqual([
       ['1 GPU', '3 GPUs', '2 GPUs'],
       ['0.5 CPU', '8 CPUs', '7.5 CPUs'],

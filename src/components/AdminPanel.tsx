@@ -53,7 +53,10 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
         refreshLabel="Refresh all balances"
         refreshTitle="Read every team's balance again"
       />
-      <section className="jp-QuotaSidebar-section" aria-labelledby="jp-QuotaAdmin-balanceTitle">
+      <section
+        className="jp-QuotaSidebar-section"
+        aria-labelledby="jp-QuotaAdmin-balanceTitle"
+      >
         <h2 id="jp-QuotaAdmin-balanceTitle">All teams</h2>
         {error && (
           <p className="jp-QuotaSidebar-error" role="alert">
@@ -62,7 +65,10 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
         )}
         <TeamBalances namespaces={model.namespaces} now={now} />
       </section>
-      <section className="jp-QuotaSidebar-section" aria-labelledby="jp-QuotaAdmin-profileTitle">
+      <section
+        className="jp-QuotaSidebar-section"
+        aria-labelledby="jp-QuotaAdmin-profileTitle"
+      >
         <h2 id="jp-QuotaAdmin-profileTitle">Team profile</h2>
         <ProfileForm editor={editor} />
       </section>

@@ -47,7 +47,10 @@ export function BalanceView(props: IBalanceViewProps): JSX.Element {
             stale · {age} old
           </span>
         ) : (
-          <span className="jp-QuotaSidebar-age" title={`Read ${balance.observedAt}`}>
+          <span
+            className="jp-QuotaSidebar-age"
+            title={`Read ${balance.observedAt}`}
+          >
             as of {age} ago
           </span>
         )}
@@ -65,7 +68,10 @@ export function BalanceView(props: IBalanceViewProps): JSX.Element {
         ))
       )}
       {warnings.length > 0 && (
-        <ul className="jp-QuotaSidebar-warnings" aria-label={`Quota warnings for ${summary.name}`}>
+        <ul
+          className="jp-QuotaSidebar-warnings"
+          aria-label={`Quota warnings for ${summary.name}`}
+        >
           {warnings.map(w => (
             <li key={w.resource} data-resource={w.resource}>
               <strong>{w.resource}</strong>: {w.message}

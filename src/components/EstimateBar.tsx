@@ -37,11 +37,16 @@ export function EstimateBar(props: IEstimateBarProps): JSX.Element {
     '. ' +
     parts.map(p => `${p} ${formatGiB(estimate.breakdown[p])}`).join(', ');
   return (
-    <figure className={`jp-QuotaEstimate${fits ? '' : ' jp-mod-over'}`} data-peak={peak}>
+    <figure
+      className={`jp-QuotaEstimate${fits ? '' : ' jp-mod-over'}`}
+      data-peak={peak}
+    >
       <figcaption>
         <strong>{formatGiB(peak)}</strong> per GPU
         {gpuMemory !== null && <> of {formatGiB(gpuMemory)}</>}
-        {!fits && <span className="jp-QuotaEstimate-over"> · does not fit</span>}
+        {!fits && (
+          <span className="jp-QuotaEstimate-over"> · does not fit</span>
+        )}
       </figcaption>
       <div className="jp-QuotaEstimate-track" role="img" aria-label={summary}>
         {parts.map(p => (
@@ -63,7 +68,10 @@ export function EstimateBar(props: IEstimateBarProps): JSX.Element {
       <ul className="jp-QuotaEstimate-legend">
         {parts.map(p => (
           <li key={p}>
-            <span className={`jp-QuotaEstimate-swatch jp-mod-${p}`} aria-hidden="true" />
+            <span
+              className={`jp-QuotaEstimate-swatch jp-mod-${p}`}
+              aria-hidden="true"
+            />
             {p} {formatGiB(estimate.breakdown[p])}
           </li>
         ))}

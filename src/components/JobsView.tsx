@@ -25,7 +25,11 @@ export function JobsView(props: IJobsViewProps): JSX.Element {
   const jobs = model.jobs(namespace);
   const headingId = `jp-QuotaSidebar-jobs-${namespace}`;
   return (
-    <section className="jp-QuotaSidebar-jobs" aria-labelledby={headingId} data-namespace={namespace}>
+    <section
+      className="jp-QuotaSidebar-jobs"
+      aria-labelledby={headingId}
+      data-namespace={namespace}
+    >
       <h4 id={headingId}>Jobs in {namespace}</h4>
       {jobs.length === 0 ? (
         <p className="jp-QuotaSidebar-empty">No jobs yet.</p>
@@ -44,7 +48,11 @@ export function JobsView(props: IJobsViewProps): JSX.Element {
 /**
  * How many jobs the list leaves out, and a button that shows the next page.
  */
-function OlderJobs(props: { model: QuotaModel; namespace: string; shown: number }): JSX.Element | null {
+function OlderJobs(props: {
+  model: QuotaModel;
+  namespace: string;
+  shown: number;
+}): JSX.Element | null {
   const { model, namespace, shown } = props;
   const [busy, setBusy] = React.useState(false);
   const [error, setError] = React.useState('');
@@ -119,11 +127,16 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
     <li className="jp-QuotaJob" data-job={job.name} data-phase={job.phase}>
       <div className="jp-QuotaJob-head">
         <span className="jp-QuotaJob-name">{job.name}</span>
-        <span className={`jp-QuotaJob-phase jp-mod-${job.phase.toLowerCase()}`}>{job.phase}</span>
+        <span className={`jp-QuotaJob-phase jp-mod-${job.phase.toLowerCase()}`}>
+          {job.phase}
+        </span>
       </div>
       <div className="jp-QuotaJob-meta">
-        <span title="owner">{job.owner}</span> · {job.gpus} {job.gpus === 1 ? 'GPU' : 'GPUs'} ·{' '}
-        <span title={`created ${job.createdAt}`}>{formatAge(ageSeconds(job.createdAt, now))} old</span>
+        <span title="owner">{job.owner}</span> · {job.gpus}{' '}
+        {job.gpus === 1 ? 'GPU' : 'GPUs'} ·{' '}
+        <span title={`created ${job.createdAt}`}>
+          {formatAge(ageSeconds(job.createdAt, now))} old
+        </span>
       </div>
       {explanation && <p className="jp-QuotaJob-reason">{explanation}</p>}
       {error && (
@@ -154,7 +167,14 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
           </button>
         )}
       </div>
-      {logsOpen && <LogViewer id={logId} model={model} job={job} tailLines={props.tailLines} />}
+      {logsOpen && (
+        <LogViewer
+          id={logId}
+          model={model}
+          job={job}
+          tailLines={props.tailLines}
+        />
+      )}
     </li>
   );
 }

@@ -61,7 +61,13 @@ export function LogViewer(props: ILogViewerProps): JSX.Element {
           {error}
         </p>
       ) : (
-        <pre id={props.id} className="jp-QuotaLog-text" role="log" aria-label={`Log of ${job.name}`} tabIndex={0}>
+        <pre
+          id={props.id}
+          className="jp-QuotaLog-text"
+          role="log"
+          aria-label={`Log of ${job.name}`}
+          tabIndex={0}
+        >
           {text === null ? 'Loading…' : text || '(no output yet)'}
         </pre>
       )}

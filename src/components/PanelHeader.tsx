@@ -19,7 +19,9 @@ export function PanelHeader(props: IPanelHeaderProps): JSX.Element {
   return (
     <header className="jp-QuotaSidebar-header">
       <h1>{props.title}</h1>
-      {model.identity && <span className="jp-QuotaSidebar-user">{model.identity.name}</span>}
+      {model.identity && (
+        <span className="jp-QuotaSidebar-user">{model.identity.name}</span>
+      )}
       <button
         type="button"
         className="jp-mod-styled jp-QuotaButton"

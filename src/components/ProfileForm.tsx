@@ -35,7 +35,9 @@ export function ProfileForm(props: IProfileFormProps): JSX.Element {
       </p>
     ) : (
       <p className="jp-QuotaSidebar-empty" role="status">
-        {editor.busy ? 'Reading the team profiles…' : 'No team profile is configured.'}
+        {editor.busy
+          ? 'Reading the team profiles…'
+          : 'No team profile is configured.'}
       </p>
     );
   }
@@ -70,9 +72,17 @@ export function ProfileForm(props: IProfileFormProps): JSX.Element {
         />{' '}
         Edit the whole profile as JSON
       </label>
-      {editor.mode === 'json' ? <JsonField editor={editor} /> : <HardFields editor={editor} />}
+      {editor.mode === 'json' ? (
+        <JsonField editor={editor} />
+      ) : (
+        <HardFields editor={editor} />
+      )}
       <div className="jp-QuotaPlanner-actions">
-        <button type="submit" className="jp-mod-styled jp-mod-accept jp-QuotaButton" disabled={editor.busy || !editor.team}>
+        <button
+          type="submit"
+          className="jp-mod-styled jp-mod-accept jp-QuotaButton"
+          disabled={editor.busy || !editor.team}
+        >
           Save
         </button>
         <button
@@ -115,7 +125,11 @@ function HardFields(props: { editor: ProfileEditor }): JSX.Element {
         const invalid = row.key !== '' && message.includes(`[${row.key}]`);
         const info = describeKey(row.key);
         return (
-          <div key={index} className="jp-QuotaProfileForm-row" data-key={row.key}>
+          <div
+            key={index}
+            className="jp-QuotaProfileForm-row"
+            data-key={row.key}
+          >
             {row.fixed ? (
               <label htmlFor={id}>
                 {info.label}
@@ -133,7 +147,9 @@ function HardFields(props: { editor: ProfileEditor }): JSX.Element {
             <input
               id={id}
               className="jp-mod-styled"
-              aria-label={row.fixed ? undefined : `Quantity of row ${index + 1}`}
+              aria-label={
+                row.fixed ? undefined : `Quantity of row ${index + 1}`
+              }
               aria-invalid={invalid || undefined}
               aria-describedby={invalid ? ERROR_ID : undefined}
               placeholder="no limit"
@@ -154,7 +170,11 @@ function HardFields(props: { editor: ProfileEditor }): JSX.Element {
           </div>
         );
       })}
-      <button type="button" className="jp-mod-styled jp-QuotaButton" onClick={() => editor.addRow()}>
+      <button
+        type="button"
+        className="jp-mod-styled jp-QuotaButton"
+        onClick={() => editor.addRow()}
+      >
         Add a quota key
       </button>
     </fieldset>

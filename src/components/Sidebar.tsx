@@ -60,13 +60,16 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
         Could not read the quota: {error.message}
       </p>
     ) : (
-      <p className="jp-QuotaSidebar-empty" role="status">Loading the quota…</p>
+      <p className="jp-QuotaSidebar-empty" role="status">
+        Loading the quota…
+      </p>
     );
   } else if (model.namespaces.length === 0) {
     body = (
       <p className="jp-QuotaSidebar-empty">
-        You belong to no team namespace{model.identity ? ` (signed in as ${model.identity.name})` : ''}.
-        Ask your hub admin to add you to a team.
+        You belong to no team namespace
+        {model.identity ? ` (signed in as ${model.identity.name})` : ''}. Ask
+        your hub admin to add you to a team.
       </p>
     );
   } else {
@@ -74,16 +77,23 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
       <>
         {error && (
           <p className="jp-QuotaSidebar-error" role="alert">
-            Could not refresh ({error.message}); showing what was read {formatAge((now - (fetched ?? now)) / 1000)} ago.
+            Could not refresh ({error.message}); showing what was read{' '}
+            {formatAge((now - (fetched ?? now)) / 1000)} ago.
           </p>
         )}
-        <section className="jp-QuotaSidebar-section" aria-labelledby="jp-QuotaSidebar-balanceTitle">
+        <section
+          className="jp-QuotaSidebar-section"
+          aria-labelledby="jp-QuotaSidebar-balanceTitle"
+        >
           <h2 id="jp-QuotaSidebar-balanceTitle">Balance</h2>
           {model.namespaces.map(ns => (
             <BalanceView key={ns.name} summary={ns} now={now} />
           ))}
         </section>
-        <section className="jp-QuotaSidebar-section" aria-labelledby="jp-QuotaSidebar-jobsTitle">
+        <section
+          className="jp-QuotaSidebar-section"
+          aria-labelledby="jp-QuotaSidebar-jobsTitle"
+        >
           <h2 id="jp-QuotaSidebar-jobsTitle">Jobs</h2>
           {model.namespaces.map(ns => (
             <JobsView
@@ -96,7 +106,10 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
             />
           ))}
         </section>
-        <section className="jp-QuotaSidebar-section" aria-labelledby="jp-QuotaSidebar-plannerTitle">
+        <section
+          className="jp-QuotaSidebar-section"
+          aria-labelledby="jp-QuotaSidebar-plannerTitle"
+        >
           <h2 id="jp-QuotaSidebar-plannerTitle">Plan a fine-tune</h2>
           <PlannerForm model={model} client={props.client} copy={props.copy} />
         </section>
@@ -121,8 +134,9 @@ function ExtensionMissing(): JSX.Element {
   return (
     <div className="jp-QuotaSidebar-missing" role="alert">
       <p>
-        <strong>The jupyter_quota server extension is missing.</strong> The quota API
-        answered 404, so the Python package is not installed or not enabled on this server.
+        <strong>The jupyter_quota server extension is missing.</strong> The
+        quota API answered 404, so the Python package is not installed or not
+        enabled on this server.
       </p>
       <p>Install it where the Jupyter server runs, then restart the server:</p>
       <pre className="jp-QuotaSidebar-command">pip install jupyter_quota</pre>

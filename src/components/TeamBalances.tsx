@@ -27,7 +27,10 @@ export function TeamBalances(props: ITeamBalancesProps): JSX.Element {
   );
 }
 
-function TeamBalance(props: { summary: INamespaceSummary; now: number }): JSX.Element {
+function TeamBalance(props: {
+  summary: INamespaceSummary;
+  now: number;
+}): JSX.Element {
   const { summary, now } = props;
   const balance = summary.balance;
   const lines = balanceLines(balance.resources);
@@ -42,23 +45,35 @@ function TeamBalance(props: { summary: INamespaceSummary; now: number }): JSX.El
         {summary.name}
         <span className="jp-QuotaSidebar-team"> team {summary.team}</span>
         {balance.stale ? (
-          <span className="jp-QuotaSidebar-stale" title={`Read ${balance.observedAt}; the backend could not refresh it since.`}>
-            {' '}stale · {age} old
+          <span
+            className="jp-QuotaSidebar-stale"
+            title={`Read ${balance.observedAt}; the backend could not refresh it since.`}
+          >
+            {' '}
+            stale · {age} old
           </span>
         ) : null}
       </caption>
       <thead>
         <tr>
           <th scope="col">Resource</th>
-          <th scope="col" className="jp-Quota-quantity">Used</th>
-          <th scope="col" className="jp-Quota-quantity">Hard</th>
-          <th scope="col" className="jp-Quota-quantity">Left</th>
+          <th scope="col" className="jp-Quota-quantity">
+            Used
+          </th>
+          <th scope="col" className="jp-Quota-quantity">
+            Hard
+          </th>
+          <th scope="col" className="jp-Quota-quantity">
+            Left
+          </th>
         </tr>
       </thead>
       <tbody>
         {lines.length === 0 ? (
           <tr>
-            <td colSpan={4} className="jp-QuotaSidebar-empty">No quota limits this namespace.</td>
+            <td colSpan={4} className="jp-QuotaSidebar-empty">
+              No quota limits this namespace.
+            </td>
           </tr>
         ) : (
           lines.map(line => {
@@ -75,11 +90,19 @@ function TeamBalance(props: { summary: INamespaceSummary; now: number }): JSX.El
               >
                 <th scope="row">
                   {line.label}
-                  {line.side && <span className="jp-QuotaBar-side"> {line.side}</span>}
+                  {line.side && (
+                    <span className="jp-QuotaBar-side"> {line.side}</span>
+                  )}
                 </th>
-                <td className="jp-Quota-quantity">{formatAmount(line.used, line.kind)}</td>
-                <td className="jp-Quota-quantity">{formatAmount(line.hard, line.kind)}</td>
-                <td className="jp-Quota-quantity">{formatAmount(line.remaining, line.kind)}</td>
+                <td className="jp-Quota-quantity">
+                  {formatAmount(line.used, line.kind)}
+                </td>
+                <td className="jp-Quota-quantity">
+                  {formatAmount(line.hard, line.kind)}
+                </td>
+                <td className="jp-Quota-quantity">
+                  {formatAmount(line.remaining, line.kind)}
+                </td>
               </tr>
             );
           })

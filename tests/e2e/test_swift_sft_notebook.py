@@ -29,13 +29,17 @@ sys.path.insert(0, str(HERE))
 from tiny_swift import build_dataset, build_tiny_model, swift_flags  # noqa: E402
 
 SWIFT = shutil.which("swift", path=os.path.dirname(sys.executable))
-TUTORIAL = ("swift sft --model_type qwen-vl-chat --sft_type qlora --dtype bnb_nf4 --dataset my_custom_data "
-            "--batch_size 2 --use_flash_attn true --output_dir ./finetuned-model")
+TUTORIAL = (
+    "swift sft --model_type qwen-vl-chat --sft_type qlora --dtype bnb_nf4 --dataset my_custom_data "
+    "--batch_size 2 --use_flash_attn true --output_dir ./finetuned-model"
+)
 OFFLINE = {"USE_HF": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-@pytest.mark.skipif(SWIFT is None or importlib.util.find_spec("swift") is None,
-                    reason="ms-swift is not installed in this environment (pip install 'jupyter_quota[swift]')")
+@pytest.mark.skipif(
+    SWIFT is None or importlib.util.find_spec("swift") is None,
+    reason="ms-swift is not installed in this environment (pip install 'jupyter_quota[swift]')",
+)
 def test_swift_sft_magic_runs_a_real_fine_tune_twice(tmp_path, monkeypatch):
     """The notebook, run twice on one server whose PATH lacks the venv's bin (a server started as
     ``.venv/bin/jupyter lab`` without activating the venv): the default ``swift sft`` resolves in the
@@ -47,18 +51,31 @@ def test_swift_sft_magic_runs_a_real_fine_tune_twice(tmp_path, monkeypatch):
     model = build_tiny_model(root / "tiny-qwen2")
     data = build_dataset(root / "data.jsonl")
     out = root / "out"
-    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
-                           if d and os.path.realpath(d) != os.path.realpath(os.path.dirname(SWIFT)))
+    path = os.pathsep.join(
+        d
+        for d in os.environ.get("PATH", "").split(os.pathsep)
+        if d and os.path.realpath(d) != os.path.realpath(os.path.dirname(SWIFT))
+    )
     assert shutil.which("swift", path=path) is None, "this test needs a PATH on which swift is not found"
-    for name, value in {**OFFLINE, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "CUDA_VISIBLE_DEVICES": "",
-                        "PATH": path}.items():
+    for name, value in {
+        **OFFLINE,
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "CUDA_VISIBLE_DEVICES": "",
+        "PATH": path,
+    }.items():
         monkeypatch.setenv(name, value)
-    for name in ("JUPYTER_QUOTA_URL", "JUPYTER_QUOTA_TOKEN", "JUPYTERHUB_SERVICE_URL", "JUPYTERHUB_API_TOKEN",
-                 "VIRTUAL_ENV"):
+    for name in (
+        "JUPYTER_QUOTA_URL",
+        "JUPYTER_QUOTA_TOKEN",
+        "JUPYTERHUB_SERVICE_URL",
+        "JUPYTERHUB_API_TOKEN",
+        "VIRTUAL_ENV",
+    ):
         monkeypatch.delenv(name, raising=False)
 
-    server = ServerProcess(tmp_path / "state", root,
-                           extra_config="c.JupyterQuota.job_command = ['swift', 'sft']\n").start()
+    server = ServerProcess(
+        tmp_path / "state", root, extra_config="c.JupyterQuota.job_command = ['swift', 'sft']\n"
+    ).start()
     runs = []
     try:
         flags = " ".join(swift_flags(model, data, out))
@@ -76,8 +93,9 @@ def test_swift_sft_magic_runs_a_real_fine_tune_twice(tmp_path, monkeypatch):
         ]
         for _ in range(2):  # Run All, then Run All again
             nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-            nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
-                                    resources={"metadata": {"path": str(root)}}).execute()
+            nbclient.NotebookClient(
+                nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(root)}}
+            ).execute()
             name = json.loads(_text(nb.cells[5]).split("RESULT ", 1)[1])["name"]
             _, job = server.call("GET", f"/namespaces/team-alpha/jobs/{name}")
             _, logs = server.call("GET", f"/namespaces/team-alpha/jobs/{name}/logs?tailLines=10000")
@@ -98,7 +116,9 @@ def _check_run(nb, job, logs, model) -> str:
     text = {i: _text(cell) for i, cell in enumerate(nb.cells)}
     # %quota: the demo team's balance
     assert "team-alpha (team alpha)" in text[1] and "0 of 2 used, 2 left" in text[1]
-    assert {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"} <= set(nb.cells[1].outputs[0]["data"])
+    assert {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"} <= set(
+        nb.cells[1].outputs[0]["data"]
+    )
     # the tutorial command, translated, planned, checked by ms-swift, not submitted
     assert "--sft_type qlora -> --tuner_type lora --quant_method bnb --quant_bits 4" in text[2]
     assert "Recommended: QLoRA 4-bit, 1 GPU" in text[2]

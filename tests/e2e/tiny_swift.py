@@ -29,11 +29,36 @@ CHAT_TEMPLATE = (
 def swift_flags(model: Path, dataset: Path, output_dir: Path, max_steps: int = 3) -> list[str]:
     """The ``swift sft`` arguments of a quick offline CPU run on the tiny model."""
     return [
-        "--model", str(model), "--model_type", "qwen2", "--template", "qwen", "--tuner_type", "lora",
-        "--dataset", str(dataset), "--max_steps", str(max_steps), "--output_dir", str(output_dir),
-        "--gradient_accumulation_steps", "1", "--dataloader_num_workers", "0", "--report_to", "none",
-        "--max_length", "128", "--torch_dtype", "float32", "--check_model", "false",
-        "--logging_steps", "1", "--save_steps", str(max_steps),
+        "--model",
+        str(model),
+        "--model_type",
+        "qwen2",
+        "--template",
+        "qwen",
+        "--tuner_type",
+        "lora",
+        "--dataset",
+        str(dataset),
+        "--max_steps",
+        str(max_steps),
+        "--output_dir",
+        str(output_dir),
+        "--gradient_accumulation_steps",
+        "1",
+        "--dataloader_num_workers",
+        "0",
+        "--report_to",
+        "none",
+        "--max_length",
+        "128",
+        "--torch_dtype",
+        "float32",
+        "--check_model",
+        "false",
+        "--logging_steps",
+        "1",
+        "--save_steps",
+        str(max_steps),
     ]
 
 
@@ -46,18 +71,29 @@ def build_tiny_model(directory: Path) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=SPECIAL,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=400, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
     tok.train_from_iterator(SENTENCES * 4, trainer=trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   bos_token=None, unk_token=None)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
+    )
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(directory)
 
-    config = Qwen2Config(vocab_size=len(fast), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                         tie_word_embeddings=True, eos_token_id=fast.eos_token_id,
-                         pad_token_id=fast.pad_token_id, bos_token_id=None)
+    config = Qwen2Config(
+        vocab_size=len(fast),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+        eos_token_id=fast.eos_token_id,
+        pad_token_id=fast.pad_token_id,
+        bos_token_id=None,
+    )
     Qwen2ForCausalLM(config).save_pretrained(directory)
     return directory
 
@@ -69,11 +105,18 @@ def build_dataset(path: Path, rows: int = 32) -> Path:
         for i in range(rows):
             question = SENTENCES[i % len(SENTENCES)]
             answer = SENTENCES[(i + 1) % len(SENTENCES)]
-            f.write(json.dumps({"messages": [
-                {"role": "system", "content": "You are a helpful assistant."},
-                {"role": "user", "content": question},
-                {"role": "assistant", "content": answer},
-            ]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "messages": [
+                            {"role": "system", "content": "You are a helpful assistant."},
+                            {"role": "user", "content": question},
+                            {"role": "assistant", "content": answer},
+                        ]
+                    }
+                )
+                + "\n"
+            )
     return path
 
 

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import hub_process  # noqa: E402
+import hub_process
 
 
 @pytest.fixture(scope="session")

@@ -29,13 +29,32 @@ def run_in_kernel(hub: HubProcess, user: str, code: str, timeout: float = 240) -
 async def _execute(url: str, headers: dict, code: str) -> str:
     conn = await websocket_connect(HTTPRequest(url, headers=headers))
     msg_id = uuid.uuid4().hex
-    conn.write_message(json.dumps({
-        "header": {"msg_id": msg_id, "msg_type": "execute_request", "session": uuid.uuid4().hex,
-                   "username": "", "version": "5.3", "date": ""},
-        "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-        "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
-                    "allow_stdin": False, "stop_on_error": True},
-    }))
+    conn.write_message(
+        json.dumps(
+            {
+                "header": {
+                    "msg_id": msg_id,
+                    "msg_type": "execute_request",
+                    "session": uuid.uuid4().hex,
+                    "username": "",
+                    "version": "5.3",
+                    "date": "",
+                },
+                "parent_header": {},
+                "metadata": {},
+                "channel": "shell",
+                "buffers": [],
+                "content": {
+                    "code": code,
+                    "silent": False,
+                    "store_history": False,
+                    "user_expressions": {},
+                    "allow_stdin": False,
+                    "stop_on_error": True,
+                },
+            }
+        )
+    )
     out, replied, idle = [], False, False
     try:
         while not (replied and idle):

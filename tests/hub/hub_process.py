@@ -56,8 +56,9 @@ def wait_for(what: str, check, timeout: float, log=lambda: "", interval: float =
         if time.monotonic() > deadline:
             # the polls themselves are not news
             lines = [line for line in log().splitlines() if "200 GET /hub/api/users/" not in line]
-            raise AssertionError(f"{what}: not within {timeout:.0f}s\n--- hub log (tail) ---\n"
-                                 + "\n".join(lines[-60:]))
+            raise AssertionError(
+                f"{what}: not within {timeout:.0f}s\n--- hub log (tail) ---\n" + "\n".join(lines[-60:])
+            )
         time.sleep(interval)
 
 
@@ -82,14 +83,16 @@ class HubProcess:
             f"c.JupyterQuota.job_command = [{sys.executable!r}, {str(FAKE_TRAINER)!r}]\n"
             "c.JupyterQuota.reap_interval = 0.1\n"
             "c.LabApp.expose_app_in_browser = True\n"  # window.jupyterapp, for the browser tests' waits
-            f"c.HubOAuth.cache_max_age = {HUB_CACHE_SECONDS}\n" + server_config)
+            f"c.HubOAuth.cache_max_age = {HUB_CACHE_SECONDS}\n" + server_config
+        )
         self.config_file = root / "jupyterhub_config.py"
         self.config_file.write_text(
             "c = get_config()\n"
             f"load_subconfig({str(HUB_CONFIG)!r})\n"
             f"c.JupyterHub.services.append({{'name': {DRIVER!r}, 'api_token': {self.driver_token!r}}})\n"
             f"c.JupyterHub.load_roles.append({{'name': {DRIVER!r}, 'services': [{DRIVER!r}], 'scopes': "
-            "['admin:users', 'admin:groups', 'admin:servers', 'tokens', 'read:roles']})\n" + hub_config)
+            "['admin:users', 'admin:groups', 'admin:servers', 'tokens', 'read:roles']})\n" + hub_config
+        )
 
     # -- the process ---------------------------------------------------------------------------
 
@@ -102,18 +105,24 @@ class HubProcess:
             **os.environ,
             "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "/usr/bin:/bin")]),
             # this checkout's jupyter_quota in the hub, the service and the servers
-            "PYTHONPATH": os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(
-                os.pathsep) if p]),
+            "PYTHONPATH": os.pathsep.join(
+                [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+            ),
             "JUPYTER_CONFIG_PATH": str(self.conf_dir),
             "JUPYTER_QUOTA_DEMO_PASSWORD": self.password,
             "JUPYTER_QUOTA_HUB_DIR": str(self.run_dir),
             "JUPYTER_QUOTA_HUB_PORT": str(self.port),
             "JUPYTER_QUOTA_SERVICE_PORT": str(self.service_port),
         }
-        log = open(self.log_file, "ab")
+        log = open(self.log_file, "ab")  # noqa: SIM115 - the hub process writes it as long as it runs
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyterhub", "-f", str(self.config_file)],
-            cwd=self.run_dir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            cwd=self.run_dir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
 
         def hub_up():
@@ -161,7 +170,8 @@ class HubProcess:
         model = self.api("GET", f"/users/{user}").json()
         server = (model.get("servers") or {}).get("")
         return bool(server and server.get("ready")) and self._answers(
-            f"{self.url}/user/{user}/api/status", token=self.token(user))
+            f"{self.url}/user/{user}/api/status", token=self.token(user)
+        )
 
     def start_servers(self, users=USERS, timeout: float = 180.0) -> None:
         """Start the users' servers at once: the hub's POST blocks up to 10 s each, so one thread each."""
@@ -183,16 +193,24 @@ class HubProcess:
     def stop_server(self, user: str, timeout: float = 60.0) -> None:
         r = self.api("DELETE", f"/users/{user}/server")
         assert r.status_code in (202, 204), r.text
-        wait_for(f"{user}'s server to stop",
-                 lambda: not self.api("GET", f"/users/{user}").json().get("servers"), timeout, self.log)
+        wait_for(
+            f"{user}'s server to stop",
+            lambda: not self.api("GET", f"/users/{user}").json().get("servers"),
+            timeout,
+            self.log,
+        )
 
     def quota(self, user: str, method: str, path: str, body=None, via: str = "server") -> requests.Response:
         """``user`` calls ``quota/v1{path}`` with their token, through their server (``via="server"``)
         or at the quota service through the hub's proxy (``via="service"``)."""
         base = f"{self.url}/user/{user}/" if via == "server" else f"{self.url}{SERVICE_PREFIX}"
-        return requests.request(method, f"{base}quota/v1{path}", timeout=60,
-                                headers={"Authorization": f"token {self.token(user)}"},
-                                data=None if body is None else json.dumps(body))
+        return requests.request(
+            method,
+            f"{base}quota/v1{path}",
+            timeout=60,
+            headers={"Authorization": f"token {self.token(user)}"},
+            data=None if body is None else json.dumps(body),
+        )
 
     # -- a browser's session -------------------------------------------------------------------
 
@@ -204,8 +222,12 @@ class HubProcess:
         """
         s = requests.Session()
         s.get(f"{self.url}/hub/login", timeout=60).raise_for_status()
-        r = s.post(f"{self.url}/hub/login", timeout=60, allow_redirects=False,
-                   data={"username": user, "password": self.password, "_xsrf": s.cookies.get("_xsrf", "")})
+        r = s.post(
+            f"{self.url}/hub/login",
+            timeout=60,
+            allow_redirects=False,
+            data={"username": user, "password": self.password, "_xsrf": s.cookies.get("_xsrf", "")},
+        )
         assert r.status_code == 302, f"login of {user}: {r.status_code} {r.text[:300]}"
         self.visit(s, page or f"/user/{user}/lab")
         return s

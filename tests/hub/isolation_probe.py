@@ -182,40 +182,59 @@ def attempts(p):
     a["ptrace(PTRACE_ATTACH, service)"] = outcome(lambda: ptrace_attach(svc))
     # her own environment
     a["her environment"] = outcome(lambda: env)
-    a["~/.kube/config or a service account token"] = outcome(lambda: [path for path in (
-        os.path.expanduser("~/.kube/config"), "/var/run/secrets/kubernetes.io/serviceaccount/token")
-        if os.path.exists(path)])
+    a["~/.kube/config or a service account token"] = outcome(
+        lambda: [
+            path
+            for path in (os.path.expanduser("~/.kube/config"), "/var/run/secrets/kubernetes.io/serviceaccount/token")
+            if os.path.exists(path)
+        ]
+    )
     a["hub: whose is JUPYTERHUB_API_TOKEN"] = outcome(lambda: http("GET", f"{hub_api}/user", token))
     # the service, directly, with her token
     a["service: GET /identity (her token)"] = outcome(lambda: http("GET", f"{service}/identity", token))
     a["service: PUT /profiles/alpha"] = outcome(lambda: http("PUT", f"{service}/profiles/alpha", token, p["profile"]))
-    a[f"service: POST /namespaces/{foreign}/jobs"] = outcome(lambda: http(
-        "POST", f"{service}/namespaces/{foreign}/jobs", token, {"args": [], "gpus": 1}))
-    a[f"service: GET /namespaces/{foreign}/jobs"] = outcome(lambda: http("GET", f"{service}/namespaces/{foreign}/jobs", token))
-    a[f"service: GET /namespaces/{foreign}/balance"] = outcome(lambda: http(
-        "GET", f"{service}/namespaces/{foreign}/balance", token))
-    a["service: DELETE a teammate's job"] = outcome(lambda: http(
-        "DELETE", f"{service}/namespaces/{same_ns}/jobs/{same_job}", token))
-    a["service: DELETE another team's job"] = outcome(lambda: http(
-        "DELETE", f"{service}/namespaces/{other_ns}/jobs/{other_job}", token))
+    a[f"service: POST /namespaces/{foreign}/jobs"] = outcome(
+        lambda: http("POST", f"{service}/namespaces/{foreign}/jobs", token, {"args": [], "gpus": 1})
+    )
+    a[f"service: GET /namespaces/{foreign}/jobs"] = outcome(
+        lambda: http("GET", f"{service}/namespaces/{foreign}/jobs", token)
+    )
+    a[f"service: GET /namespaces/{foreign}/balance"] = outcome(
+        lambda: http("GET", f"{service}/namespaces/{foreign}/balance", token)
+    )
+    a["service: DELETE a teammate's job"] = outcome(
+        lambda: http("DELETE", f"{service}/namespaces/{same_ns}/jobs/{same_job}", token)
+    )
+    a["service: DELETE another team's job"] = outcome(
+        lambda: http("DELETE", f"{service}/namespaces/{other_ns}/jobs/{other_job}", token)
+    )
     a["service: GET /identity, no token"] = outcome(lambda: http("GET", f"{service}/identity"))
-    a["service: PUT /profiles/alpha, forged token"] = outcome(lambda: http(
-        "PUT", f"{service}/profiles/alpha", "f0" * 16, p["profile"]))
+    a["service: PUT /profiles/alpha, forged token"] = outcome(
+        lambda: http("PUT", f"{service}/profiles/alpha", "f0" * 16, p["profile"])
+    )
     a["service: GET /identity, forged token"] = outcome(lambda: http("GET", f"{service}/identity", "f0" * 16))
     # the same through her own server's forwarder (the sidebar's and the magics' route)
-    a["her server: PUT /profiles/alpha"] = outcome(lambda: http(
-        "PUT", f"{forwarder}/profiles/alpha", token, p["profile"]))
-    a["her server: DELETE another team's job"] = outcome(lambda: http(
-        "DELETE", f"{forwarder}/namespaces/{other_ns}/jobs/{other_job}", token))
+    a["her server: PUT /profiles/alpha"] = outcome(
+        lambda: http("PUT", f"{forwarder}/profiles/alpha", token, p["profile"])
+    )
+    a["her server: DELETE another team's job"] = outcome(
+        lambda: http("DELETE", f"{forwarder}/namespaces/{other_ns}/jobs/{other_job}", token)
+    )
     # the hub, to escalate
-    a["hub: PATCH /users/<her> admin=true"] = outcome(lambda: http("PATCH", f"{hub_api}/users/{me}", token, {"admin": True}))
-    a[f"hub: POST /groups/ml-{foreign.split('-')[-1]}/users (add herself)"] = outcome(lambda: http(
-        "POST", f"{hub_api}/groups/ml-{foreign.split('-')[-1]}/users", token, {"users": [me]}))
-    a["hub: POST /users/<her>/tokens with role jupyter-quota-admin"] = outcome(lambda: http(
-        "POST", f"{hub_api}/users/{me}/tokens", token, {"roles": ["jupyter-quota-admin"]}))
-    a["hub: POST /users/<her>/tokens with scope custom:jupyter-quota:admin"] = outcome(lambda: http(
-        "POST", f"{hub_api}/users/{me}/tokens", token, {"scopes": ["custom:jupyter-quota:admin"]}))
+    a["hub: PATCH /users/<her> admin=true"] = outcome(
+        lambda: http("PATCH", f"{hub_api}/users/{me}", token, {"admin": True})
+    )
+    a[f"hub: POST /groups/ml-{foreign.split('-')[-1]}/users (add herself)"] = outcome(
+        lambda: http("POST", f"{hub_api}/groups/ml-{foreign.split('-')[-1]}/users", token, {"users": [me]})
+    )
+    a["hub: POST /users/<her>/tokens with role jupyter-quota-admin"] = outcome(
+        lambda: http("POST", f"{hub_api}/users/{me}/tokens", token, {"roles": ["jupyter-quota-admin"]})
+    )
+    a["hub: POST /users/<her>/tokens with scope custom:jupyter-quota:admin"] = outcome(
+        lambda: http("POST", f"{hub_api}/users/{me}/tokens", token, {"scopes": ["custom:jupyter-quota:admin"]})
+    )
     # what she may do: her own team, through the service
-    a[f"service: POST /namespaces/{own}/jobs (her own team)"] = outcome(lambda: http(
-        "POST", f"{service}/namespaces/{own}/jobs", token, p["own_job"]))
+    a[f"service: POST /namespaces/{own}/jobs (her own team)"] = outcome(
+        lambda: http("POST", f"{service}/namespaces/{own}/jobs", token, p["own_job"])
+    )
     return a

@@ -29,8 +29,7 @@ from pathlib import Path
 import pytest
 
 #: what a server and its kernels import, and where this checkout's jupyter_quota must come from
-IMPORT_CHECK = ("import sys, jupyterhub.singleuser, ipykernel, jupyter_quota; "
-                "sys.stdout.write(jupyter_quota.__file__)")
+IMPORT_CHECK = "import sys, jupyterhub.singleuser, ipykernel, jupyter_quota; sys.stdout.write(jupyter_quota.__file__)"
 
 
 @dataclass
@@ -52,8 +51,20 @@ def make(roles, checkout: Path, env: dict) -> Accounts:
     try:
         for role in roles:
             name = f"jq{role}{suffix}"
-            subprocess.run(["useradd", "--home-dir", str(base / name), "--create-home", "--user-group",
-                            "--shell", "/usr/sbin/nologin", name], check=True, capture_output=True)
+            subprocess.run(
+                [
+                    "useradd",
+                    "--home-dir",
+                    str(base / name),
+                    "--create-home",
+                    "--user-group",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    name,
+                ],
+                check=True,
+                capture_output=True,
+            )
             accounts.names[role] = name
         accounts.python = _python_for(pwd.getpwnam(accounts.names[roles[0]]), base, checkout, env)
     except BaseException:
@@ -80,11 +91,19 @@ def _python_for(account: pwd.struct_passwd, base: Path, checkout: Path, env: dic
         if failure is None:
             return python
         tried.append(f"{python}: {failure}")
-    closed = sorted({blocker for path in (sys.executable, sysconfig.get_paths()["purelib"], str(checkout))
-                     if (blocker := _closed_ancestor(path))})
-    pytest.skip("no Python that a non-root account may run with jupyterhub, ipykernel and this checkout's "
-                "jupyter_quota (servers run as their users' accounts here): " + "; ".join(tried)
-                + (f"; folders other accounts cannot enter: {', '.join(closed)}" if closed else ""))
+    closed = sorted(
+        {
+            blocker
+            for path in (sys.executable, sysconfig.get_paths()["purelib"], str(checkout))
+            if (blocker := _closed_ancestor(path))
+        }
+    )
+    pytest.skip(
+        "no Python that a non-root account may run with jupyterhub, ipykernel and this checkout's "
+        "jupyter_quota (servers run as their users' accounts here): "
+        + "; ".join(tried)
+        + (f"; folders other accounts cannot enter: {', '.join(closed)}" if closed else "")
+    )
 
 
 def _closed_ancestor(path: str) -> str | None:
@@ -98,9 +117,17 @@ def _closed_ancestor(path: str) -> str | None:
 
 def _import_failure(python: str, account: pwd.struct_passwd, checkout: Path, env: dict) -> str | None:
     try:  # the account's uid and gid alone, as its server will have (not root's groups)
-        done = subprocess.run([python, "-c", IMPORT_CHECK], user=account.pw_uid, group=account.pw_gid,
-                              extra_groups=[], cwd="/", env=env,
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [python, "-c", IMPORT_CHECK],
+            user=account.pw_uid,
+            group=account.pw_gid,
+            extra_groups=[],
+            cwd="/",
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     except PermissionError as e:
         return f"cannot run it ({e})"
     if done.returncode != 0:
@@ -117,11 +144,14 @@ def _venv_of_another_python(base: Path) -> str | None:
         return None
     venv = base / "venv"
     subprocess.run([other, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
-    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    site = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     # `import` lines of a .pth run at start-up; addsitedir also reads that folder's .pth files
-    Path(site, "jq_tests_site.pth").write_text(
-        f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    Path(site, "jq_tests_site.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
     return str(venv / "bin" / "python")
 
 

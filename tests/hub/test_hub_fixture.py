@@ -12,8 +12,11 @@ from jupyter_quota.hubservice.names import ACCESS_SCOPE
 def test_the_demo_users_and_groups(hub):
     users = {u["name"]: u for u in hub.api("GET", "/users").json()}
     assert {name: (sorted(u["groups"]), u["admin"]) for name, u in users.items() if name in USERS} == {
-        "ann": (["ml-alpha"], False), "bob": (["ml-beta"], False),
-        "cat": (["ml-alpha", "ml-beta"], False), "ada": ([], True)}
+        "ann": (["ml-alpha"], False),
+        "bob": (["ml-beta"], False),
+        "cat": (["ml-alpha", "ml-beta"], False),
+        "ada": ([], True),
+    }
 
 
 def test_every_user_may_call_the_service(hub):

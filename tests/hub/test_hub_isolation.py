@@ -24,13 +24,12 @@ import shutil
 import sys
 from pathlib import Path
 
+import isolation_probe
+import os_accounts
 import pytest
 import requests
-from hub_process import FAKE_TRAINER, ROOT, HubProcess, wait_for
-
-import isolation_probe
 from hub_kernel import run_in_kernel
-import os_accounts
+from hub_process import FAKE_TRAINER, ROOT, HubProcess, wait_for
 
 GROUPS = {"ann": ["ml-alpha"], "bob": ["ml-beta"], "cat": ["ml-alpha", "ml-beta"]}
 OWN, FOREIGN = "team-alpha", "team-beta"
@@ -44,11 +43,14 @@ OWN_JOB = {"args": ["--whoami", WHOAMI, "--sleep", "3600"], "gpus": 1}
 
 # -- the hub: servers as their users' OS accounts ----------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def accounts():
     if os.geteuid() != 0:
-        pytest.skip("needs root: LocalProcessSpawner switches each server to its user's OS account, and "
-                    "the test makes those accounts with useradd")
+        pytest.skip(
+            "needs root: LocalProcessSpawner switches each server to its user's OS account, and "
+            "the test makes those accounts with useradd"
+        )
     if not (shutil.which("useradd") and shutil.which("userdel")):
         pytest.skip("needs useradd and userdel (the passwd package) to make the users' OS accounts")
     made = os_accounts.make(tuple(GROUPS), ROOT, {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": "/"})
@@ -84,8 +86,11 @@ def hub(accounts):
     root = accounts.base / "hub"
     root.mkdir(mode=0o755)
     # jobs run the fake trainer with a Python their account can run (as their owner, under RUNAS)
-    process = HubProcess(root, hub_config=hub_config(accounts), server_config=(
-        f"c.JupyterQuota.job_command = [{accounts.python!r}, {str(FAKE_TRAINER)!r}]\n"))
+    process = HubProcess(
+        root,
+        hub_config=hub_config(accounts),
+        server_config=(f"c.JupyterQuota.job_command = [{accounts.python!r}, {str(FAKE_TRAINER)!r}]\n"),
+    )
     process.config_file.chmod(0o600)  # it holds the test driver's token, an admin's
     try:
         yield process.start()
@@ -98,8 +103,13 @@ def hub(accounts):
 
 
 def service(hub: HubProcess, method: str, path: str, user: str, **kwargs) -> requests.Response:
-    return requests.request(method, f"{hub.service_url}quota/v1{path}", timeout=60,
-                            headers={"Authorization": f"token {hub.token(user)}"}, **kwargs)
+    return requests.request(
+        method,
+        f"{hub.service_url}quota/v1{path}",
+        timeout=60,
+        headers={"Authorization": f"token {hub.token(user)}"},
+        **kwargs,
+    )
 
 
 def cancel_every_job(hub: HubProcess) -> None:
@@ -107,9 +117,18 @@ def cancel_every_job(hub: HubProcess) -> None:
     for team in (OWN, FOREIGN):
         for job in service(hub, "GET", f"/namespaces/{team}/jobs", "ada").json().get("jobs", []):
             service(hub, "DELETE", f"/namespaces/{team}/jobs/{job['name']}", "ada")
-    wait_for("every job to end", lambda: not any(
-        job["phase"] in ACTIVE for team in (OWN, FOREIGN)
-        for job in service(hub, "GET", f"/namespaces/{team}/jobs", "ada").json().get("jobs", [])), 120, hub.log)
+    wait_for(
+        "every job to end",
+        lambda: (
+            not any(
+                job["phase"] in ACTIVE
+                for team in (OWN, FOREIGN)
+                for job in service(hub, "GET", f"/namespaces/{team}/jobs", "ada").json().get("jobs", [])
+            )
+        ),
+        120,
+        hub.log,
+    )
 
 
 def service_process(hub: HubProcess) -> int:
@@ -141,16 +160,20 @@ def environ_of(pid: int) -> dict[str, str]:
 
 # -- a kernel in a user's server -----------------------------------------------------------------
 
+
 def probe(hub: HubProcess, user: str, params: dict) -> dict:
-    code = (Path(isolation_probe.__file__).read_text()
-            + f"\nprint(MARK + json.dumps(attempts(json.loads({json.dumps(params)!r}))))\n")
+    code = (
+        Path(isolation_probe.__file__).read_text()
+        + f"\nprint(MARK + json.dumps(attempts(json.loads({json.dumps(params)!r}))))\n"
+    )
     stdout = run_in_kernel(hub, user, code)
     lines = [line for line in stdout.splitlines() if line.startswith(isolation_probe.MARK)]
     assert len(lines) == 1, stdout
-    return json.loads(lines[0][len(isolation_probe.MARK):])
+    return json.loads(lines[0][len(isolation_probe.MARK) :])
 
 
 # -- what each answer must be --------------------------------------------------------------------
+
 
 def errno_is(*names):
     return lambda got: got["kind"] == "errno" and got["value"] in names
@@ -162,14 +185,24 @@ def sqlite_cannot_open(got):
 
 def api_refusal(status=403):
     """The quota API's own refusal: the status and a ``{"reason", "message"}`` body that says why."""
-    return lambda got: (got["kind"] == "http" and got["value"] == status and isinstance(got["body"], dict)
-                        and got["body"].get("reason") and got["body"].get("message"))
+    return lambda got: (
+        got["kind"] == "http"
+        and got["value"] == status
+        and isinstance(got["body"], dict)
+        and got["body"].get("reason")
+        and got["body"].get("message")
+    )
 
 
 def hub_refusal(got):
     """JupyterHub's refusal: 403 with ``{"status": 403, "message"}``."""
-    return (got["kind"] == "http" and got["value"] == 403 and isinstance(got["body"], dict)
-            and got["body"].get("status") == 403 and got["body"].get("message"))
+    return (
+        got["kind"] == "http"
+        and got["value"] == 403
+        and isinstance(got["body"], dict)
+        and got["body"].get("status") == 403
+        and got["body"].get("message")
+    )
 
 
 def expectations(accounts, facts) -> dict:
@@ -182,10 +215,14 @@ def expectations(accounts, facts) -> dict:
     refused = ("403 + the API's body", api_refusal())
     hub_403 = ("403 (hub)", hub_refusal)
     return {
-        "kernel runs as": (f"ann's uid {uid}", lambda g: g["value"] == {"uid": uid, "euid": uid, "gid": g["value"]["gid"]}
-                           and g["value"]["gid"] != 0),
-        "find quota services in /proc": ("this hub's among them (command lines are public)",
-                                         lambda g: g["kind"] == "ok" and facts["service pid"] in g["value"]),
+        "kernel runs as": (
+            f"ann's uid {uid}",
+            lambda g: g["value"] == {"uid": uid, "euid": uid, "gid": g["value"]["gid"]} and g["value"]["gid"] != 0,
+        ),
+        "find quota services in /proc": (
+            "this hub's among them (command lines are public)",
+            lambda g: g["kind"] == "ok" and facts["service pid"] in g["value"],
+        ),
         "list the state dir": eacces,
         "read the ledger": eacces,
         "write the ledger": eacces,
@@ -198,30 +235,53 @@ def expectations(accounts, facts) -> dict:
         "sqlite3: open the ledger read-write, DELETE FROM jobs": ("sqlite3: unable to open", sqlite_cannot_open),
         "sqlite3: open the ledger read-only": ("sqlite3: unable to open", sqlite_cannot_open),
         "read /proc/<service>/environ": eacces,
-        "read /proc/<service>/cmdline": ("readable (public), no secret in it", lambda g: g["kind"] == "ok" and not any(
-            s in arg for s in secrets_ for arg in g["value"])),
+        "read /proc/<service>/cmdline": (
+            "readable (public), no secret in it",
+            lambda g: g["kind"] == "ok" and not any(s in arg for s in secrets_ for arg in g["value"]),
+        ),
         "read /proc/<service>/mem": eacces,
         "list /proc/<service>/fd": eacces,
         "readlink /proc/<service>/cwd": eacces,
         "read every file under the hub's directory": (
             "state dir, cookie secret, hub config: EACCES; no secret in what she can read",
-            lambda g: g["kind"] == "ok" and _hub_files_hold_no_secret(g["value"], facts)),
+            lambda g: g["kind"] == "ok" and _hub_files_hold_no_secret(g["value"], facts),
+        ),
         "read /proc/<hub>/environ": eacces,
         "os.kill(service, 0)": eperm,
         "os.kill(service, SIGTERM)": eperm,
         "os.kill(hub, SIGTERM)": eperm,
         "ptrace(PTRACE_ATTACH, service)": eperm,
-        "her environment": ("her server's token; no service secret, no state dir, no kube credentials",
-                            lambda g: g["kind"] == "ok" and _clean_environment(g["value"], secrets_)
-                            and g["value"]["JUPYTERHUB_API_TOKEN"] == facts["her server's token"]),
+        "her environment": (
+            "her server's token; no service secret, no state dir, no kube credentials",
+            lambda g: (
+                g["kind"] == "ok"
+                and _clean_environment(g["value"], secrets_)
+                and g["value"]["JUPYTERHUB_API_TOKEN"] == facts["her server's token"]
+            ),
+        ),
         "~/.kube/config or a service account token": ("none", lambda g: g == {"kind": "ok", "value": []}),
-        "hub: whose is JUPYTERHUB_API_TOKEN": ("ann's server token, no admin scope", lambda g: (
-            g["kind"] == "http" and g["value"] == 200 and g["body"]["name"] == ann and g["body"]["kind"] == "user"
-            and not g["body"]["admin"] and "custom:jupyter-quota:admin" not in g["body"]["scopes"]
-            and g["body"]["session_id"] is None)),
-        "service: GET /identity (her token)": ("200: ann, team-alpha only", lambda g: (
-            g["kind"] == "http" and g["value"] == 200 and g["body"]["name"] == ann
-            and g["body"]["namespaces"] == [OWN] and not g["body"]["admin"])),
+        "hub: whose is JUPYTERHUB_API_TOKEN": (
+            "ann's server token, no admin scope",
+            lambda g: (
+                g["kind"] == "http"
+                and g["value"] == 200
+                and g["body"]["name"] == ann
+                and g["body"]["kind"] == "user"
+                and not g["body"]["admin"]
+                and "custom:jupyter-quota:admin" not in g["body"]["scopes"]
+                and g["body"]["session_id"] is None
+            ),
+        ),
+        "service: GET /identity (her token)": (
+            "200: ann, team-alpha only",
+            lambda g: (
+                g["kind"] == "http"
+                and g["value"] == 200
+                and g["body"]["name"] == ann
+                and g["body"]["namespaces"] == [OWN]
+                and not g["body"]["admin"]
+            ),
+        ),
         "service: PUT /profiles/alpha": refused,
         f"service: POST /namespaces/{FOREIGN}/jobs": refused,
         f"service: GET /namespaces/{FOREIGN}/jobs": refused,
@@ -237,8 +297,10 @@ def expectations(accounts, facts) -> dict:
         "hub: POST /groups/ml-beta/users (add herself)": hub_403,
         "hub: POST /users/<her>/tokens with role jupyter-quota-admin": hub_403,
         "hub: POST /users/<her>/tokens with scope custom:jupyter-quota:admin": hub_403,
-        f"service: POST /namespaces/{OWN}/jobs (her own team)": ("201: allowed, owner ann", lambda g: (
-            g["kind"] == "http" and g["value"] == 201 and g["body"]["owner"] == ann)),
+        f"service: POST /namespaces/{OWN}/jobs (her own team)": (
+            "201: allowed, owner ann",
+            lambda g: g["kind"] == "http" and g["value"] == 201 and g["body"]["owner"] == ann,
+        ),
     }
 
 
@@ -252,8 +314,9 @@ def _hub_files_hold_no_secret(seen: dict, facts: dict) -> bool:
 
 
 def _clean_environment(env: dict, secrets_: set) -> bool:
-    return (not any(s in v for s in secrets_ for v in env.values())
-            and not any(k.startswith("KUBE") or k == "JUPYTER_QUOTA_STATE_DIR" for k in env))
+    return not any(s in v for s in secrets_ for v in env.values()) and not any(
+        k.startswith("KUBE") or k == "JUPYTER_QUOTA_STATE_DIR" for k in env
+    )
 
 
 def show(outcome: dict) -> str:
@@ -272,6 +335,7 @@ def show(outcome: dict) -> str:
 
 
 # -- the test ------------------------------------------------------------------------------------
+
 
 def test_nothing_in_anns_kernel_reaches_quota_state_or_the_services_credentials(hub, accounts):
     names = accounts.names
@@ -294,19 +358,41 @@ def test_nothing_in_anns_kernel_reaches_quota_state_or_the_services_credentials(
     assert cat_job.status_code == bob_job.status_code == 201, (cat_job.text, bob_job.text)
     before = _quota_state(hub, ann)
 
-    got = probe(hub, ann, {
-        "state_dir": state_dir, "ledger": ledger, "hub_pid": hub.proc.pid, "service_pid": svc,
-        "hub_dir": str(hub.root), "profile": profile,
-        "user": ann, "own_team": OWN, "foreign_team": FOREIGN, "own_job": OWN_JOB,
-        "foreign_jobs": {"same team": [OWN, cat_job.json()["name"]], "other team": [FOREIGN, bob_job.json()["name"]]},
-        "server_url": f"{hub.url}/user/{ann}/",
-    })
-    expected = expectations(accounts, {
-        "service pid": svc, "service secrets": secrets_, "hub secrets": {hub.driver_token, hub.password},
-        "her server's token": environ_of(server_process(hub))["JUPYTERHUB_API_TOKEN"],
-        "private files": [state_dir, str(hub.config_file), os.path.join(hub.run_dir, "jupyterhub_cookie_secret")]})
-    rows = [(label, want, show(got[label]) if label in got else "(not tried)",
-             label in got and check(got[label])) for label, (want, check) in expected.items()]
+    got = probe(
+        hub,
+        ann,
+        {
+            "state_dir": state_dir,
+            "ledger": ledger,
+            "hub_pid": hub.proc.pid,
+            "service_pid": svc,
+            "hub_dir": str(hub.root),
+            "profile": profile,
+            "user": ann,
+            "own_team": OWN,
+            "foreign_team": FOREIGN,
+            "own_job": OWN_JOB,
+            "foreign_jobs": {
+                "same team": [OWN, cat_job.json()["name"]],
+                "other team": [FOREIGN, bob_job.json()["name"]],
+            },
+            "server_url": f"{hub.url}/user/{ann}/",
+        },
+    )
+    expected = expectations(
+        accounts,
+        {
+            "service pid": svc,
+            "service secrets": secrets_,
+            "hub secrets": {hub.driver_token, hub.password},
+            "her server's token": environ_of(server_process(hub))["JUPYTERHUB_API_TOKEN"],
+            "private files": [state_dir, str(hub.config_file), os.path.join(hub.run_dir, "jupyterhub_cookie_secret")],
+        },
+    )
+    rows = [
+        (label, want, show(got[label]) if label in got else "(not tried)", label in got and check(got[label]))
+        for label, (want, check) in expected.items()
+    ]
     rows.append(_own_job_row(accounts, got))
     _print_table(rows)
     assert set(got) == set(expected), set(got) ^ set(expected)
@@ -332,10 +418,16 @@ def _own_job_row(accounts, got) -> tuple:
         return "her job's output file", want, "(no job)", False
     wait_for(f"{path} from her job", path.exists, 120)
     seen = json.loads(path.read_text())
-    ok = (path.stat().st_uid == ann.pw_uid and seen["uid"] == seen["euid"] == ann.pw_uid
-          and seen["cwd"] == ann.pw_dir and seen["JUPYTERHUB_API_TOKEN"] is None)
-    answer = (f"file uid {path.stat().st_uid}; job uid {seen['uid']} gid {seen['gid']} cwd {seen['cwd']}, "
-              f"JUPYTERHUB_API_TOKEN {seen['JUPYTERHUB_API_TOKEN']}")
+    ok = (
+        path.stat().st_uid == ann.pw_uid
+        and seen["uid"] == seen["euid"] == ann.pw_uid
+        and seen["cwd"] == ann.pw_dir
+        and seen["JUPYTERHUB_API_TOKEN"] is None
+    )
+    answer = (
+        f"file uid {path.stat().st_uid}; job uid {seen['uid']} gid {seen['gid']} cwd {seen['cwd']}, "
+        f"JUPYTERHUB_API_TOKEN {seen['JUPYTERHUB_API_TOKEN']}"
+    )
     return "her job's output file", want, answer, ok
 
 
@@ -343,8 +435,12 @@ def _quota_state(hub: HubProcess, ann: str) -> dict:
     user = hub.api("GET", f"/users/{ann}").json()
     return {
         "profiles": service(hub, "GET", "/profiles", "ada").json(),
-        "jobs": [j for team in (OWN, FOREIGN)
-                 for j in service(hub, "GET", f"/namespaces/{team}/jobs", "ada").json()["jobs"] if j["phase"] in ACTIVE],
+        "jobs": [
+            j
+            for team in (OWN, FOREIGN)
+            for j in service(hub, "GET", f"/namespaces/{team}/jobs", "ada").json()["jobs"]
+            if j["phase"] in ACTIVE
+        ],
         "ann": (user["admin"], sorted(user["groups"])),
         "ledger sha256": hashlib.sha256(Path(hub.run_dir, "state", "ledger.sqlite3").read_bytes()).hexdigest(),
     }

@@ -8,7 +8,7 @@ import json
 from hub_kernel import run_in_kernel
 
 MARK = "RESULT:"
-CODE = r'''
+CODE = r"""
 import json
 from IPython import get_ipython
 from IPython.utils.capture import capture_output
@@ -18,10 +18,12 @@ with capture_output() as shown:
     ip.run_line_magic("quota", "")
 balance = shown.stdout + "".join(o.data.get("text/plain", "") for o in shown.outputs)
 with capture_output():
-    job = ip.run_line_magic("swift_sft", "--gpus 1 --name hub-magic --model Qwen/Qwen2.5-0.5B-Instruct --dataset d.jsonl --max_steps 2")
+    job = ip.run_line_magic(
+        "swift_sft", "--gpus 1 --name hub-magic --model Qwen/Qwen2.5-0.5B-Instruct --dataset d.jsonl --max_steps 2"
+    )
 final = job.wait(timeout=120, interval=0.2)
 print("RESULT:" + json.dumps({"balance": balance, "name": job.name, "final": final, "logs": job.logs()}))
-'''
+"""
 
 
 def test_quota_and_swift_sft_in_anns_kernel_go_through_her_server_to_the_service(servers):
@@ -29,7 +31,7 @@ def test_quota_and_swift_sft_in_anns_kernel_go_through_her_server_to_the_service
     stdout = run_in_kernel(hub, "ann", CODE)
     lines = [line for line in stdout.splitlines() if line.startswith(MARK)]
     assert len(lines) == 1, stdout
-    result = json.loads(lines[0][len(MARK):])
+    result = json.loads(lines[0][len(MARK) :])
     assert "team-alpha (team alpha)" in result["balance"] and "team-beta" not in result["balance"]
     assert result["name"].startswith("hub-magic-") and result["final"] == "Succeeded", result
     assert "--max_steps 2" in result["logs"]

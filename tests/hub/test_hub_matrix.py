@@ -19,8 +19,12 @@ import pytest
 import requests
 from hub_process import SERVICE_PREFIX, USERS
 
-TEAMS = {"ann": {"team-alpha"}, "bob": {"team-beta"}, "cat": {"team-alpha", "team-beta"},
-         "ada": {"team-alpha", "team-beta"}}  # ada: a hub admin, so a quota admin of every team
+TEAMS = {
+    "ann": {"team-alpha"},
+    "bob": {"team-beta"},
+    "cat": {"team-alpha", "team-beta"},
+    "ada": {"team-alpha", "team-beta"},
+}  # ada: a hub admin, so a quota admin of every team
 ADMINS = {"ada"}
 NAMESPACES = ("team-alpha", "team-beta", "team-gamma")  # gamma: no such team
 JOB_OWNER = {"team-alpha": "ann", "team-beta": "bob"}
@@ -49,9 +53,14 @@ NS_ROUTES = [
     Route("POST", "/namespaces/{ns}/plan", {"args": QWEN}),
 ]
 GLOBAL_ROUTES = [
-    Route("GET", "/namespaces"), Route("GET", "/identity"), Route("GET", "/inventory"),
-    Route("GET", "/models"), Route("POST", "/estimate", {"args": QWEN}),
-    Route("GET", "/profiles"), Route("GET", "/profiles/{team}"), Route("PUT", "/profiles/{team}"),
+    Route("GET", "/namespaces"),
+    Route("GET", "/identity"),
+    Route("GET", "/inventory"),
+    Route("GET", "/models"),
+    Route("POST", "/estimate", {"args": QWEN}),
+    Route("GET", "/profiles"),
+    Route("GET", "/profiles/{team}"),
+    Route("PUT", "/profiles/{team}"),
 ]
 ADMIN_ONLY = {"/profiles", "/profiles/{team}"}
 
@@ -79,9 +88,11 @@ class Caller:
         self.session = hub.browser(user)  # the OAuth dance of /user/<u>/lab ...
         hub.visit(self.session, SERVICE_PREFIX)  # ... and of the quota service's sign-in page
         other = {"ann": "bob", "bob": "cat", "cat": "ada", "ada": "ann"}[user]
-        self.bases = {"service": f"{hub.url}{SERVICE_PREFIX}quota/v1",
-                      "own server": f"{hub.url}/user/{user}/quota/v1",
-                      "other's server": f"{hub.url}/user/{other}/quota/v1"}
+        self.bases = {
+            "service": f"{hub.url}{SERVICE_PREFIX}quota/v1",
+            "own server": f"{hub.url}/user/{user}/quota/v1",
+            "other's server": f"{hub.url}/user/{other}/quota/v1",
+        }
 
     def call(self, auth: str, surface: str, method: str, path: str, body=None) -> requests.Response:
         url = self.bases[surface] + path
@@ -100,16 +111,22 @@ def callers(hub_servers):
 
 
 def submit(hub, user, ns, args, name_prefix="keep-"):
-    r = requests.post(f"{hub.service_url}quota/v1/namespaces/{ns}/jobs", timeout=60,
-                      headers={"Authorization": f"token {hub.token(user)}"},
-                      data=json.dumps({"generateName": name_prefix, "args": args, "resources": SMALL}))
+    r = requests.post(
+        f"{hub.service_url}quota/v1/namespaces/{ns}/jobs",
+        timeout=60,
+        headers={"Authorization": f"token {hub.token(user)}"},
+        data=json.dumps({"generateName": name_prefix, "args": args, "resources": SMALL}),
+    )
     assert r.status_code == 201, r.text
     return r.json()["name"]
 
 
 def cancel(hub, user, ns, name):
-    requests.delete(f"{hub.service_url}quota/v1/namespaces/{ns}/jobs/{name}", timeout=60,
-                    headers={"Authorization": f"token {hub.token(user)}"})
+    requests.delete(
+        f"{hub.service_url}quota/v1/namespaces/{ns}/jobs/{name}",
+        timeout=60,
+        headers={"Authorization": f"token {hub.token(user)}"},
+    )
 
 
 def test_the_matrix_has_no_leaks_and_every_refusal_is_the_apis(servers, callers):
@@ -132,8 +149,11 @@ def test_the_matrix_has_no_leaks_and_every_refusal_is_the_apis(servers, callers)
                 team = "beta" if user == "bob" else "alpha"
                 body = route.body
                 if route.method == "PUT":  # the team's profile as it is: an admin's PUT changes nothing
-                    body = requests.get(f"{hub.service_url}quota/v1/profiles/{team}", timeout=60,
-                                        headers={"Authorization": f"token {hub.token('ada')}"}).json()
+                    body = requests.get(
+                        f"{hub.service_url}quota/v1/profiles/{team}",
+                        timeout=60,
+                        headers={"Authorization": f"token {hub.token('ada')}"},
+                    ).json()
                 path = route.path.format(ns=ns, job=job, team=team)
                 r = caller.call(auth, surface, route.method, path, body)
                 ok = allowed(user, route, ns, surface)
@@ -177,6 +197,7 @@ def test_a_cookie_write_without_the_xsrf_header_is_refused(callers, surface):
     url = caller.bases[surface] + "/estimate"
     r = caller.session.post(url, data=json.dumps({"args": QWEN}), timeout=60, allow_redirects=False)
     assert r.status_code == 403, (r.status_code, r.text[:300])
-    r = caller.session.post(url, data=json.dumps({"args": QWEN}), headers=caller.hub.xsrf(caller.session, url),
-                            timeout=60)
+    r = caller.session.post(
+        url, data=json.dumps({"args": QWEN}), headers=caller.hub.xsrf(caller.session, url), timeout=60
+    )
     assert r.status_code == 200, (r.status_code, r.text[:300])

@@ -45,7 +45,8 @@ def test_one_team_ledger_ann_takes_the_gpus_and_cat_sees_none_left(servers):
         r = hub.quota("cat", "POST", "/namespaces/team-alpha/jobs", {"gpus": 1, "args": ["--sleep", "1"]})
         assert r.status_code == 403, r.text
         assert r.json()["message"].startswith(
-            f"exceeded quota: team-quota, requested: {GPU}=1, used: {GPU}=2, limited: {GPU}=2"), r.text
+            f"exceeded quota: team-quota, requested: {GPU}=1, used: {GPU}=2, limited: {GPU}=2"
+        ), r.text
         print(f"\none ledger: cat sees {seen}; her 1-GPU submit: 403 {r.json()['message']}")
     finally:
         hub.quota("ann", "DELETE", f"/namespaces/team-alpha/jobs/{name}")
@@ -62,16 +63,23 @@ def test_a_group_change_on_the_hub_reaches_the_service_within_its_cache_age(serv
     hub, bound = servers, HUB_CACHE_SECONDS + 2.0  # + the polling and a loaded machine's request time
     figures = {}
     try:
-        for change, method, expect in (("added", "POST", {"team-alpha", "team-beta"}),
-                                       ("removed", "DELETE", {"team-alpha"})):
+        for change, method, expect in (
+            ("added", "POST", {"team-alpha", "team-beta"}),
+            ("removed", "DELETE", {"team-alpha"}),
+        ):
             for via in ("server", "service"):  # prime both cached models before the change
                 namespaces(hub, "ann", via)
             r = hub.api(method, "/groups/ml-beta/users", json={"users": ["ann"]})
             assert r.status_code == 200, r.text
             changed = time.monotonic()
             for via in ("server", "service"):
-                wait_for(f"ann {change} in ml-beta, seen through the {via}",
-                         lambda v=via: namespaces(hub, "ann", v) == expect, 3 * bound, hub.log, 0.2)
+                wait_for(
+                    f"ann {change} in ml-beta, seen through the {via}",
+                    lambda v=via, expect=expect: namespaces(hub, "ann", v) == expect,
+                    3 * bound,
+                    hub.log,
+                    0.2,
+                )
                 figures[f"{change}, via {via}"] = round(time.monotonic() - changed, 1)
         print(f"\ngroup change seen after (s, cache_max_age {HUB_CACHE_SECONDS}): {figures}")
         assert max(figures.values()) <= bound, figures
@@ -83,8 +91,9 @@ def test_a_group_change_on_the_hub_reaches_the_service_within_its_cache_age(serv
 
 def test_jobs_outlive_their_owners_server(servers):
     hub = servers
-    name = submit(hub, "ann", "team-alpha", {"generateName": "outlive-", "args": ["--sleep", "600"],
-                                             "resources": SMALL})
+    name = submit(
+        hub, "ann", "team-alpha", {"generateName": "outlive-", "args": ["--sleep", "600"], "resources": SMALL}
+    )
     try:
         wait_phase(hub, "ann", "team-alpha", name, {"Running"})
         hub.stop_server("ann")

@@ -15,12 +15,21 @@ import time
 from pathlib import Path
 
 import pytest
+from hub_pages import (
+    GPU,
+    Rest,
+    api,
+    chromium,
+    gpu_bar,
+    lab_page,
+    open_admin_view,
+    open_sidebar,
+    poll_interval_seconds,
+    server_model,
+)
+from hub_process import wait_for
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
-
-from hub_pages import (GPU, Rest, api, chromium, gpu_bar, lab_page, open_admin_view, open_sidebar,
-                       poll_interval_seconds, server_model)
-from hub_process import wait_for
 
 pytestmark = pytest.mark.ui
 
@@ -28,20 +37,18 @@ MODEL = "Qwen/Qwen2.5-0.5B-Instruct"
 ALPHA, BETA = "team-alpha", "team-beta"
 #: Keeps the fake trainer running for the whole test (it is cancelled at the end).
 RUNNING = ["--model", MODEL, "--sleep", "600"]
-EXCEEDED = re.compile(
-    rf"exceeded quota: [^,]+, requested: {GPU}=1, used: {GPU}=2, limited: {GPU}=2")
+EXCEEDED = re.compile(rf"exceeded quota: [^,]+, requested: {GPU}=1, used: {GPU}=2, limited: {GPU}=2")
 
 
 @pytest.fixture(autouse=True)
 def jp_asyncio_loop():
     """Off: Playwright's sync API runs its own loop in this thread (as in tests/ui/conftest.py)."""
-    yield None
+    return None
 
 
 @pytest.fixture(autouse=True)
 def jp_server_cleanup():
     """Off: the servers here are the hub's subprocesses."""
-    yield
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +74,7 @@ def _no_live_jobs(admin: Rest, namespace: str) -> None:
     def free():
         gpu = admin("GET", f"namespaces/{namespace}/balance").json()["resources"][GPU]
         return gpu["used"] == "0" and gpu
+
     wait_for(f"{namespace} to have no GPU in use", free, 60)
 
 
@@ -121,8 +129,9 @@ def test_adas_edit_in_the_admin_view_reaches_bobs_open_sidebar_within_one_poll(s
     new = str(int(old) + 2)
     before = server_model(hub, "bob")
     reads = []  # bob's sidebar's calls of quota/v1, as Chromium timed them
-    bob = lab_page(browser, hub, "bob",
-                   on_request=lambda request: reads.append(request) if "/quota/v1/" in request.url else None)
+    bob = lab_page(
+        browser, hub, "bob", on_request=lambda request: reads.append(request) if "/quota/v1/" in request.url else None
+    )
     admin = None
     try:
         bar = gpu_bar(open_sidebar(bob), BETA)
@@ -144,17 +153,21 @@ def test_adas_edit_in_the_admin_view_reaches_bobs_open_sidebar_within_one_poll(s
         form.get_by_role("status").filter(has_text="Saved team beta.").wait_for()
         admin.wait_for_function(  # ada's own table of every team's balance reads it again on save
             "([s, h]) => document.querySelector(s)?.dataset.hard === h",
-            arg=[f"#jupyter-quota-admin table[data-namespace='{BETA}'] tr[data-key='{GPU}']", new])
+            arg=[f"#jupyter-quota-admin table[data-namespace='{BETA}'] tr[data-key='{GPU}']", new],
+        )
         panel.screenshot(path=output_dir / "hub-ada-admin-view-saved.png")
         edited_at = _end(put.value.request)
         try:
             bob.wait_for_function(  # polled at each animation frame, so the time is the DOM's
                 "([s, h]) => document.querySelector(s)?.dataset.hard === h",
                 arg=[f"section[data-namespace='{BETA}'] .jp-QuotaBar[data-key='{GPU}']", new],
-                timeout=4 * interval * 1000)
+                timeout=4 * interval * 1000,
+            )
         except PlaywrightTimeout:
-            pytest.fail(f"bob's sidebar still shows a hard GPU limit of {bar.get_attribute('data-hard')} "
-                        f"{4 * interval:.0f} s after ada saved {new} (poll interval {interval:.0f} s)")
+            pytest.fail(
+                f"bob's sidebar still shows a hard GPU limit of {bar.get_attribute('data-hard')} "
+                f"{4 * interval:.0f} s after ada saved {new} (poll interval {interval:.0f} s)"
+            )
         elapsed = time.time() - edited_at
 
         # Playwright reports a finished request asynchronously; the DOM may be ahead of it
@@ -167,9 +180,11 @@ def test_adas_edit_in_the_admin_view_reaches_bobs_open_sidebar_within_one_poll(s
         beta = next(n for n in after[0].namespaces.response().json()["namespaces"] if n["name"] == BETA)
         assert beta["balance"]["resources"][GPU]["hard"] == new  # the very first poll after the edit has it
         slowest = max(r.seconds for r in rounds)
-        print(f"\nada's edit (admin view) -> bob's sidebar: {elapsed:.2f} s (poll interval {interval:.0f} s; "
-              f"bob's first poll after the edit began {after[0].start - edited_at:.2f} s after it and took "
-              f"{after[0].seconds:.2f} s; slowest of his {len(rounds)} polls {slowest:.2f} s)")
+        print(
+            f"\nada's edit (admin view) -> bob's sidebar: {elapsed:.2f} s (poll interval {interval:.0f} s; "
+            f"bob's first poll after the edit began {after[0].start - edited_at:.2f} s after it and took "
+            f"{after[0].seconds:.2f} s; slowest of his {len(rounds)} polls {slowest:.2f} s)"
+        )
         # Lumino's Poll starts a round one interval after the previous round ended; 1 s for the DOM
         assert elapsed <= interval + 2 * slowest + 1.0, (elapsed, interval, slowest)
         bob.locator("#jupyter-quota-sidebar").screenshot(path=output_dir / "hub-bob-sidebar-new-limit.png")

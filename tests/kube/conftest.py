@@ -17,9 +17,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import kubecluster  # noqa: E402
+import kubecluster
 
-from jupyter_quota.backends.kube import KubeBackend  # noqa: E402
+from jupyter_quota.backends.kube import KubeBackend
 
 _counter = itertools.count()
 

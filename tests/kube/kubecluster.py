@@ -45,10 +45,16 @@ SERVICE_ACCOUNT = ServiceAccount("hub", "jhub")
 #: and a single-user pod's account. The API server authorizes with RBAC; the admin (``TOKEN``) is
 #: in ``system:masters``.
 IDENTITIES = {
-    "service": ("jupyter-quota-test-service-token", SERVICE_ACCOUNT.username,
-                "system:serviceaccounts,system:serviceaccounts:jhub,system:authenticated"),
-    "user-pod": ("jupyter-quota-test-user-pod-token", "system:serviceaccount:jhub:default",
-                 "system:serviceaccounts,system:serviceaccounts:jhub,system:authenticated"),
+    "service": (
+        "jupyter-quota-test-service-token",
+        SERVICE_ACCOUNT.username,
+        "system:serviceaccounts,system:serviceaccounts:jhub,system:authenticated",
+    ),
+    "user-pod": (
+        "jupyter-quota-test-user-pod-token",
+        "system:serviceaccount:jhub:default",
+        "system:serviceaccounts,system:serviceaccounts:jhub,system:authenticated",
+    ),
 }
 GPU = "nvidia.com/gpu"
 #: The job command on the test cluster: a POSIX-shell stand-in for ``swift sft`` taking
@@ -118,8 +124,9 @@ class Cluster:
         log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
         log.write(f"\n--- {utcnow()} {shlex.join(args)}\n".encode())
         log.flush()
-        self.procs[name] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                            start_new_session=True)
+        self.procs[name] = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
         log.close()
 
     def terminate(self, name: str, timeout: float = 15.0) -> None:
@@ -190,8 +197,9 @@ class Cluster:
             except KubeError as e:
                 last = str(e)
             time.sleep(0.2)
-        raise ClusterStartError(f"kube-apiserver not ready after {timeout:.0f}s ({last}):\n"
-                                f"{self.log_tail('kube-apiserver')}")
+        raise ClusterStartError(
+            f"kube-apiserver not ready after {timeout:.0f}s ({last}):\n{self.log_tail('kube-apiserver')}"
+        )
 
     def stop(self) -> None:
         if self.agent is not None:
@@ -216,7 +224,9 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
         try:
             cluster.kube().get("/version")
         except KubeError as e:
-            raise ClusterStartError(f"the cluster in JUPYTER_QUOTA_TEST_KUBECONFIG={external} does not answer: {e}")
+            raise ClusterStartError(
+                f"the cluster in JUPYTER_QUOTA_TEST_KUBECONFIG={external} does not answer: {e}"
+            ) from e
         return cluster
     binaries = {c: CACHE / "bin" / c for c in ("kube-apiserver", "kube-controller-manager", "kube-scheduler")}
     missing = [str(p) for p in binaries.values() if not os.access(p, os.X_OK)]
@@ -225,58 +235,103 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
         missing.append("etcd (Debian package etcd-server)")
     if missing:
         raise ClusterStartError(
-            "the Kubernetes test binaries are missing: " + ", ".join(missing) +
-            ". Build them once with `scripts/build-kube.sh` (about 13 minutes on 2 cores), or point "
-            "JUPYTER_QUOTA_TEST_KUBECONFIG at a cluster.")
+            "the Kubernetes test binaries are missing: "
+            + ", ".join(missing)
+            + ". Build them once with `scripts/build-kube.sh` (about 13 minutes on 2 cores), or point "
+            "JUPYTER_QUOTA_TEST_KUBECONFIG at a cluster."
+        )
     workdir = Path(tempfile.mkdtemp(prefix="jq-kube-"))
     cluster = Cluster(workdir, workdir / "kubeconfig")
     atexit.register(cluster.stop)  # even when the run is interrupted, no process is left behind
     t0 = time.monotonic()
     try:
         _certificates(workdir)
-        (workdir / "tokens.csv").write_text(f"{TOKEN},admin,admin-uid,system:masters\n" + "".join(
-            f'{token},{user},{user}-uid,"{groups}"\n' for token, user, groups in IDENTITIES.values()))
+        (workdir / "tokens.csv").write_text(
+            f"{TOKEN},admin,admin-uid,system:masters\n"
+            + "".join(f'{token},{user},{user}-uid,"{groups}"\n' for token, user, groups in IDENTITIES.values())
+        )
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
-        cluster.spawn("etcd", [
-            etcd, "--name", "default", "--data-dir", str(workdir / "etcd"),
-            "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
-            "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
-            "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
-            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
-            "--initial-cluster", f"default=http://127.0.0.1:{peer_port}",
-            "--log-level", "warn",
-        ])
+        cluster.spawn(
+            "etcd",
+            [
+                etcd,
+                "--name",
+                "default",
+                "--data-dir",
+                str(workdir / "etcd"),
+                "--listen-client-urls",
+                f"http://127.0.0.1:{etcd_port}",
+                "--advertise-client-urls",
+                f"http://127.0.0.1:{etcd_port}",
+                "--listen-peer-urls",
+                f"http://127.0.0.1:{peer_port}",
+                "--initial-advertise-peer-urls",
+                f"http://127.0.0.1:{peer_port}",
+                "--initial-cluster",
+                f"default=http://127.0.0.1:{peer_port}",
+                "--log-level",
+                "warn",
+            ],
+        )
         _wait_port(etcd_port, 30, cluster, "etcd")
         cluster.timings["etcd"] = time.monotonic() - t0
-        cluster.spawn("kube-apiserver", [
-            str(binaries["kube-apiserver"]),
-            f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={api_port}",
-            f"--tls-cert-file={workdir / 'server.crt'}", f"--tls-private-key-file={workdir / 'server.key'}",
-            f"--token-auth-file={workdir / 'tokens.csv'}", "--authorization-mode=RBAC",
-            "--service-cluster-ip-range=10.0.0.0/24", "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-account-key-file={workdir / 'sa.pub'}",
-            f"--service-account-signing-key-file={workdir / 'sa.key'}",
-            "--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ResourceQuota,Priority",
-            "--disable-admission-plugins=ServiceAccount",
-            "--kubelet-preferred-address-types=InternalIP", "--v=1",
-        ])
+        cluster.spawn(
+            "kube-apiserver",
+            [
+                str(binaries["kube-apiserver"]),
+                f"--etcd-servers=http://127.0.0.1:{etcd_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--tls-cert-file={workdir / 'server.crt'}",
+                f"--tls-private-key-file={workdir / 'server.key'}",
+                f"--token-auth-file={workdir / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={workdir / 'sa.pub'}",
+                f"--service-account-signing-key-file={workdir / 'sa.key'}",
+                "--enable-admission-plugins=NamespaceLifecycle,LimitRanger,ResourceQuota,Priority",
+                "--disable-admission-plugins=ServiceAccount",
+                "--kubelet-preferred-address-types=InternalIP",
+                "--v=1",
+            ],
+        )
         _write_kubeconfig(cluster.kubeconfig, f"https://127.0.0.1:{api_port}", workdir / "ca.crt")
         for identity, (token, _, _) in IDENTITIES.items():
-            _write_kubeconfig(cluster.kubeconfig_as(identity), f"https://127.0.0.1:{api_port}", workdir / "ca.crt",
-                              token)
+            _write_kubeconfig(
+                cluster.kubeconfig_as(identity), f"https://127.0.0.1:{api_port}", workdir / "ca.crt", token
+            )
         cluster.wait_ready(90)
         cluster.timings["kube-apiserver"] = time.monotonic() - t0
-        cluster.spawn("kube-controller-manager", [
-            str(binaries["kube-controller-manager"]), f"--kubeconfig={cluster.kubeconfig}", "--leader-elect=false",
-            "--controllers=resourcequota,job,garbagecollector,namespace", "--bind-address=127.0.0.1",
-            "--secure-port=0", "--port=0", "--use-service-account-credentials=false",
-            "--resource-quota-sync-period=10s", "--concurrent-resource-quota-syncs=5", "--v=1",
-        ])
-        cluster.spawn("kube-scheduler", [
-            str(binaries["kube-scheduler"]), f"--kubeconfig={cluster.kubeconfig}", "--leader-elect=false",
-            "--bind-address=127.0.0.1", "--secure-port=0", "--port=0", "--v=1",
-        ])
+        cluster.spawn(
+            "kube-controller-manager",
+            [
+                str(binaries["kube-controller-manager"]),
+                f"--kubeconfig={cluster.kubeconfig}",
+                "--leader-elect=false",
+                "--controllers=resourcequota,job,garbagecollector,namespace",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+                "--port=0",
+                "--use-service-account-credentials=false",
+                "--resource-quota-sync-period=10s",
+                "--concurrent-resource-quota-syncs=5",
+                "--v=1",
+            ],
+        )
+        cluster.spawn(
+            "kube-scheduler",
+            [
+                str(binaries["kube-scheduler"]),
+                f"--kubeconfig={cluster.kubeconfig}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                "--secure-port=0",
+                "--port=0",
+                "--v=1",
+            ],
+        )
         kube = cluster.kube()
         if nodes:
             for node in NODES:
@@ -300,8 +355,14 @@ def _stop_keep_logs(cluster: Cluster) -> None:
 def register_node(kube: Kube, name: str, labels: dict, gpus: int, cpu: str = "64", memory: str = "512Gi") -> None:
     """A Node object with ``nvidia.com/gpu`` capacity, Ready, whose kubelet port is closed (no logs)."""
     try:
-        kube.post("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
-            "name": name, "labels": {"kubernetes.io/hostname": name, "type": "simulated", **labels}}})
+        kube.post(
+            "/api/v1/nodes",
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "type": "simulated", **labels}},
+            },
+        )
     except KubeError as e:
         if e.code != 409:
             raise
@@ -310,18 +371,39 @@ def register_node(kube: Kube, name: str, labels: dict, gpus: int, cpu: str = "64
     kube.patch(f"/api/v1/nodes/{name}", {"spec": {"taints": None}})
     resources = {"cpu": cpu, "memory": memory, "pods": "110", GPU: str(gpus)}
     now = utcnow()
-    kube.patch(f"/api/v1/nodes/{name}/status", {"status": {
-        "capacity": resources, "allocatable": resources,
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                        "message": "simulated by the jupyter-quota tests", "lastHeartbeatTime": now,
-                        "lastTransitionTime": now}],
-        "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
-        "daemonEndpoints": {"kubeletEndpoint": {"Port": free_port()}},
-        "nodeInfo": {"kubeletVersion": "v1.20.2-simulated", "architecture": "amd64", "operatingSystem": "linux",
-                     "machineID": name, "systemUUID": name, "bootID": name, "kernelVersion": "",
-                     "osImage": "simulated", "containerRuntimeVersion": "simulated://1",
-                     "kubeProxyVersion": "v1.20.2"},
-    }})
+    kube.patch(
+        f"/api/v1/nodes/{name}/status",
+        {
+            "status": {
+                "capacity": resources,
+                "allocatable": resources,
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "simulated by the jupyter-quota tests",
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                    }
+                ],
+                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": name}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": free_port()}},
+                "nodeInfo": {
+                    "kubeletVersion": "v1.20.2-simulated",
+                    "architecture": "amd64",
+                    "operatingSystem": "linux",
+                    "machineID": name,
+                    "systemUUID": name,
+                    "bootID": name,
+                    "kernelVersion": "",
+                    "osImage": "simulated",
+                    "containerRuntimeVersion": "simulated://1",
+                    "kubeProxyVersion": "v1.20.2",
+                },
+            }
+        },
+    )
 
 
 class NodeAgent:
@@ -365,8 +447,7 @@ class NodeAgent:
             path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
             try:
                 if meta.get("deletionTimestamp"):
-                    self.kube.delete(path, body={"apiVersion": "v1", "kind": "DeleteOptions",
-                                                 "gracePeriodSeconds": 0})
+                    self.kube.delete(path, body={"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
                     self._started.pop(meta["uid"], None)
                     continue
                 phase = status.get("phase", "Pending")
@@ -399,12 +480,26 @@ def fate(pod: dict) -> tuple[float, int]:
 def running_status(pod: dict) -> dict:
     now = utcnow()
     return {
-        "phase": "Running", "startTime": now, "hostIP": "127.0.0.1", "podIP": "10.244.0.10",
-        "conditions": [{"type": t, "status": "True", "lastTransitionTime": now}
-                       for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
-        "containerStatuses": [{"name": c["name"], "ready": True, "restartCount": 0, "image": c.get("image", ""),
-                               "imageID": "", "started": True, "state": {"running": {"startedAt": now}}}
-                              for c in pod["spec"]["containers"]],
+        "phase": "Running",
+        "startTime": now,
+        "hostIP": "127.0.0.1",
+        "podIP": "10.244.0.10",
+        "conditions": [
+            {"type": t, "status": "True", "lastTransitionTime": now}
+            for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+        ],
+        "containerStatuses": [
+            {
+                "name": c["name"],
+                "ready": True,
+                "restartCount": 0,
+                "image": c.get("image", ""),
+                "imageID": "",
+                "started": True,
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in pod["spec"]["containers"]
+        ],
     }
 
 
@@ -413,13 +508,29 @@ def finished_status(pod: dict, code: int) -> dict:
     started = (pod.get("status") or {}).get("startTime") or now
     return {
         "phase": "Succeeded" if code == 0 else "Failed",
-        "conditions": [{"type": t, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
-                       for t in ("Ready", "ContainersReady")],
-        "containerStatuses": [{"name": c["name"], "ready": False, "restartCount": 0, "image": c.get("image", ""),
-                               "imageID": "", "started": False,
-                               "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error",
-                                                        "startedAt": started, "finishedAt": now}}}
-                              for c in pod["spec"]["containers"]],
+        "conditions": [
+            {"type": t, "status": "False", "reason": "PodCompleted", "lastTransitionTime": now}
+            for t in ("Ready", "ContainersReady")
+        ],
+        "containerStatuses": [
+            {
+                "name": c["name"],
+                "ready": False,
+                "restartCount": 0,
+                "image": c.get("image", ""),
+                "imageID": "",
+                "started": False,
+                "state": {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else "Error",
+                        "startedAt": started,
+                        "finishedAt": now,
+                    }
+                },
+            }
+            for c in pod["spec"]["containers"]
+        ],
     }
 
 
@@ -433,10 +544,22 @@ def create_namespace(kube: Kube, name: str) -> None:
 
 def allowed(kube: Kube, namespace: str, group: str, resource: str, subresource: str, verb: str) -> bool:
     """Whether ``kube``'s identity may do ``verb`` (a SelfSubjectAccessReview; "" namespace: cluster-wide)."""
-    review = kube.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {
-        "apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": {"namespace": namespace, "group": group, "resource": resource,
-                                        "subresource": subresource, "verb": verb}}})
+    review = kube.post(
+        "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {
+                "resourceAttributes": {
+                    "namespace": namespace,
+                    "group": group,
+                    "resource": resource,
+                    "subresource": subresource,
+                    "verb": verb,
+                }
+            },
+        },
+    )
     return review["status"].get("allowed", False)
 
 
@@ -445,8 +568,7 @@ def wait_quota_status(kube: Kube, namespace: str, timeout: float = 30.0) -> None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         items = kube.get(f"/api/v1/namespaces/{namespace}/resourcequotas").get("items") or []
-        if all((q.get("status") or {}).get("hard") is not None and "used" in (q.get("status") or {})
-               for q in items):
+        if all((q.get("status") or {}).get("hard") is not None and "used" in (q.get("status") or {}) for q in items):
             return
         time.sleep(0.1)
     raise AssertionError(f"the quota controller never filled the status of the quotas in {namespace}")
@@ -458,15 +580,58 @@ def wait_quota_status(kube: Kube, namespace: str, timeout: float = 30.0) -> None
 def _certificates(workdir: Path) -> None:
     """A CA, a server certificate for 127.0.0.1, and the service-account key pair (openssl)."""
     ext = workdir / "server.ext"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
-                   "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n")
+    ext.write_text(
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+    )
     steps = [
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
-         "-days", "3650", "-subj", "/CN=jupyter-quota-test-ca"],
-        ["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
-         "-subj", "/CN=kube-apiserver"],
-        ["openssl", "x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-         "-out", "server.crt", "-days", "3650", "-extfile", "server.ext"],
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "3650",
+            "-subj",
+            "/CN=jupyter-quota-test-ca",
+        ],
+        [
+            "openssl",
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=kube-apiserver",
+        ],
+        [
+            "openssl",
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "3650",
+            "-extfile",
+            "server.ext",
+        ],
         ["openssl", "genrsa", "-out", "sa.key", "2048"],
         ["openssl", "rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"],
     ]
@@ -505,17 +670,24 @@ def _wait_port(port: int, timeout: float, cluster: Cluster, name: str) -> None:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.1)
-    raise ClusterStartError(f"{name} did not listen on 127.0.0.1:{port} within {timeout:.0f}s:\n"
-                            f"{cluster.log_tail(name)}")
+    raise ClusterStartError(
+        f"{name} did not listen on 127.0.0.1:{port} within {timeout:.0f}s:\n{cluster.log_tail(name)}"
+    )
 
 
 def _wait_controllers(cluster: Cluster, kube: Kube, timeout: float = 60.0) -> None:
     """Until the quota controller fills a probe quota's status (the controller-manager works)."""
     create_namespace(kube, "jq-probe")
     try:
-        kube.post("/api/v1/namespaces/jq-probe/resourcequotas", {
-            "apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "probe"},
-            "spec": {"hard": {"pods": "1"}}})
+        kube.post(
+            "/api/v1/namespaces/jq-probe/resourcequotas",
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": "probe"},
+                "spec": {"hard": {"pods": "1"}},
+            },
+        )
     except KubeError as e:
         if e.code != 409:
             raise
@@ -527,8 +699,9 @@ def _wait_controllers(cluster: Cluster, kube: Kube, timeout: float = 60.0) -> No
         if (quota.get("status") or {}).get("used") is not None:
             return
         time.sleep(0.2)
-    raise ClusterStartError(f"the quota controller did not sync within {timeout:.0f}s:\n"
-                            f"{cluster.log_tail('kube-controller-manager')}")
+    raise ClusterStartError(
+        f"the quota controller did not sync within {timeout:.0f}s:\n{cluster.log_tail('kube-controller-manager')}"
+    )
 
 
 def shared_cluster(config) -> Cluster:
@@ -568,6 +741,24 @@ def cluster_or_fail(config) -> Cluster:
         pytest.fail(f"the Kubernetes test cluster could not start: {e}", pytrace=False)
 
 
-__all__ = ["allowed", "cluster_or_fail", "CACHE", "GPU", "IDENTITIES", "JOB_COMMAND", "SERVICE_ACCOUNT", "JOB_IMAGE", "NODES", "TOKEN", "Cluster", "ClusterStartError",
-           "NodeAgent", "create_namespace", "fate", "register_node", "shared_cluster", "start_cluster",
-           "wait_quota_status"]
+__all__ = [
+    "CACHE",
+    "GPU",
+    "IDENTITIES",
+    "JOB_COMMAND",
+    "JOB_IMAGE",
+    "NODES",
+    "SERVICE_ACCOUNT",
+    "TOKEN",
+    "Cluster",
+    "ClusterStartError",
+    "NodeAgent",
+    "allowed",
+    "cluster_or_fail",
+    "create_namespace",
+    "fate",
+    "register_node",
+    "shared_cluster",
+    "start_cluster",
+    "wait_quota_status",
+]

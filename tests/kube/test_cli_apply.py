@@ -5,12 +5,18 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from jupyter_quota.backends.kube.client import KubeError
 
 
 def run_apply(config_file, *extra):
-    return subprocess.run([sys.executable, "-m", "jupyter_quota", "profiles", "apply", "--config", str(config_file),
-                           *extra], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_quota", "profiles", "apply", "--config", str(config_file), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_dry_run_then_apply_then_nothing_to_do(kube_cluster, namespace_name, tmp_path):
@@ -27,11 +33,9 @@ def test_dry_run_then_apply_then_nothing_to_do(kube_cluster, namespace_name, tmp
     assert f"Namespace {namespace_name}: created (dry run)" in dry.stdout
     assert f"ResourceQuota {namespace_name}/team-quota: created (dry run)" in dry.stdout
     assert "+  hard:" in dry.stdout or "requests.nvidia.com/gpu" in dry.stdout
-    try:
+    with pytest.raises(KubeError) as absent:  # a dry run stores no namespace
         kube_cluster.kube().get(f"/api/v1/namespaces/{namespace_name}")
-        raise AssertionError("a dry run stored the namespace")
-    except KubeError as e:
-        assert e.status == 404
+    assert absent.value.status == 404
 
     first = run_apply(config)
     assert first.returncode == 0, first.stderr
@@ -47,8 +51,10 @@ def test_dry_run_then_apply_then_nothing_to_do(kube_cluster, namespace_name, tmp
 
 def test_no_kubeconfig_is_a_clear_error(tmp_path):
     config = tmp_path / "c.py"
-    config.write_text("c = get_config()\nc.JupyterQuota.kube_config_file = '/nonexistent/kubeconfig'\n"
-                      "c.JupyterQuota.profiles = [{'team': 'x'}]\n")
+    config.write_text(
+        "c = get_config()\nc.JupyterQuota.kube_config_file = '/nonexistent/kubeconfig'\n"
+        "c.JupyterQuota.profiles = [{'team': 'x'}]\n"
+    )
     out = run_apply(config)
     assert out.returncode == 1 and "cannot load the Kubernetes configuration" in out.stderr
     assert "Traceback" not in out.stderr

@@ -16,8 +16,11 @@ from jupyter_quota.backends.kube.client import ns_path
 
 BOUND = str(bounds.MAX_QUANTITY)
 #: Requests for every container, which a quota on requests.cpu and requests.memory asks for
-DEFAULTS = {"limits": [{"type": "Container", "default": {"cpu": "1", "memory": "1Gi"},
-                        "defaultRequest": {"cpu": "1", "memory": "1Gi"}}]}
+DEFAULTS = {
+    "limits": [
+        {"type": "Container", "default": {"cpu": "1", "memory": "1Gi"}, "defaultRequest": {"cpu": "1", "memory": "1Gi"}}
+    ]
+}
 
 
 def test_a_quota_past_int64_written_into_the_cluster_reads_as_the_bound(kube, namespace_name, make_kube_backend):
@@ -39,6 +42,8 @@ def test_a_quota_past_int64_written_into_the_cluster_reads_as_the_bound(kube, na
     assert created["phase"] == "Pending"
     listed = wait(lambda: backend.page_jobs(profile, 10).items, what="the job in the list")
     assert [job["name"] for job in listed] == [created["name"]]
-    used = wait(lambda: backend.balance(profile)["resources"][GPU_KEY]["used"] == "1" and
-                backend.balance(profile)["resources"], what="the job's GPU charged")
+    used = wait(
+        lambda: backend.balance(profile)["resources"][GPU_KEY]["used"] == "1" and backend.balance(profile)["resources"],
+        what="the job's GPU charged",
+    )
     assert used["requests.memory"]["hard"] == BOUND

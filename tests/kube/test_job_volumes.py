@@ -11,12 +11,15 @@ from jupyter_quota import jobspec
 from jupyter_quota.backends.kube import apply_profiles
 
 HOME = {"name": "home", "mountPath": "/home/jovyan", "persistentVolumeClaim": {"claimName": "claim-{username}"}}
-SHARED = {"name": "shared", "mountPath": "/srv/shared", "readOnly": True,
-          "persistentVolumeClaim": {"claimName": "alpha-shared"}}
+SHARED = {
+    "name": "shared",
+    "mountPath": "/srv/shared",
+    "readOnly": True,
+    "persistentVolumeClaim": {"claimName": "alpha-shared"},
+}
 
 
-def test_a_job_of_ann_mounts_her_home_claim_and_her_teams_share(kube, namespace_name,
-                                                                  make_kube_backend):
+def test_a_job_of_ann_mounts_her_home_claim_and_her_teams_share(kube, namespace_name, make_kube_backend):
     profile = team_profile(namespace_name, volumes=[HOME, SHARED])  # any team member may submit; ann does
     apply_profiles([profile], kube)
     kubecluster.wait_quota_status(kube, namespace_name)
@@ -40,6 +43,8 @@ def test_a_job_of_ann_mounts_her_home_claim_and_her_teams_share(kube, namespace_
     while not (pods := kube.get(f"/api/v1/namespaces/{namespace_name}/pods", labelSelector="job-name=tune")["items"]):
         assert time.monotonic() < deadline, "the job controller made no pod"
         time.sleep(0.1)
-    claims = [v["persistentVolumeClaim"]["claimName"] for v in pods[0]["spec"]["volumes"] if "persistentVolumeClaim" in v]
+    claims = [
+        v["persistentVolumeClaim"]["claimName"] for v in pods[0]["spec"]["volumes"] if "persistentVolumeClaim" in v
+    ]
     assert claims == ["claim-ann", "alpha-shared"]
     backend.cancel(profile, "tune", by="ann")

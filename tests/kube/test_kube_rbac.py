@@ -19,14 +19,29 @@ from jupyter_quota.backends.kube import KubeBackend, LogsUnavailable, apply_prof
 
 ACCOUNT = kubecluster.SERVICE_ACCOUNT
 #: Each (group, resource, subresource, verb) the rendered Role grants.
-GRANTED = [(g, r.split("/")[0], (r.split("/") + [""])[1], verb)
-           for rule in rbac.RULES for g in rule["apiGroups"] for r in rule["resources"] for verb in rule["verbs"]]
+GRANTED = [
+    (g, r.split("/")[0], (r.split("/") + [""])[1], verb)
+    for rule in rbac.RULES
+    for g in rule["apiGroups"]
+    for r in rule["resources"]
+    for verb in rule["verbs"]
+]
 #: What the service must not do even in a team namespace.
-NOT_GRANTED = [("batch", "jobs", "", "update"), ("batch", "jobs", "", "patch"), ("", "pods", "", "create"),
-               ("", "pods", "", "delete"), ("", "pods", "exec", "create"), ("", "secrets", "", "get"),
-               ("", "secrets", "", "list"), ("", "resourcequotas", "", "delete"), ("", "limitranges", "", "delete"),
-               ("", "events", "", "create"), ("rbac.authorization.k8s.io", "roles", "", "create"),
-               ("rbac.authorization.k8s.io", "rolebindings", "", "create"), ("", "serviceaccounts", "token", "create")]
+NOT_GRANTED = [
+    ("batch", "jobs", "", "update"),
+    ("batch", "jobs", "", "patch"),
+    ("", "pods", "", "create"),
+    ("", "pods", "", "delete"),
+    ("", "pods", "exec", "create"),
+    ("", "secrets", "", "get"),
+    ("", "secrets", "", "list"),
+    ("", "resourcequotas", "", "delete"),
+    ("", "limitranges", "", "delete"),
+    ("", "events", "", "create"),
+    ("rbac.authorization.k8s.io", "roles", "", "create"),
+    ("rbac.authorization.k8s.io", "rolebindings", "", "create"),
+    ("", "serviceaccounts", "token", "create"),
+]
 
 
 @pytest.fixture
@@ -55,18 +70,23 @@ def test_the_service_account_has_exactly_the_rendered_rights_in_a_team_namespace
         assert not allowed(service, team.namespace, *attrs), attrs
 
 
-def test_the_service_account_can_touch_no_other_namespace_and_nothing_cluster_wide(kube_cluster, team,
-                                                                                   other_namespace):
+def test_the_service_account_can_touch_no_other_namespace_and_nothing_cluster_wide(kube_cluster, team, other_namespace):
     service = kube_cluster.kube_as("service")
     for namespace in (other_namespace, "kube-system", "jhub"):
         for attrs in GRANTED:
             assert not allowed(service, namespace, *attrs), (namespace, attrs)
-    for attrs in [*GRANTED, ("", "namespaces", "", "list"), ("", "nodes", "", "list"),
-                  ("rbac.authorization.k8s.io", "clusterroles", "", "create")]:
+    for attrs in [
+        *GRANTED,
+        ("", "namespaces", "", "list"),
+        ("", "nodes", "", "list"),
+        ("rbac.authorization.k8s.io", "clusterroles", "", "create"),
+    ]:
         assert not allowed(service, "", *attrs), attrs  # "": across all namespaces
     with pytest.raises(errors.QuotaError) as refused:
-        service.post(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{team.namespace}/roles",
-                     rbac.role(team_profile(team.namespace)) | {"metadata": {"name": "more"}})
+        service.post(
+            f"/apis/rbac.authorization.k8s.io/v1/namespaces/{team.namespace}/roles",
+            rbac.role(team_profile(team.namespace)) | {"metadata": {"name": "more"}},
+        )
     assert refused.value.code == 403
 
 
@@ -82,8 +102,13 @@ def test_a_single_user_pods_account_may_do_nothing_in_a_team_namespace(kube_clus
 def test_the_whole_backend_works_with_only_the_team_role(kube_cluster, team):
     """Every call the backend makes (watches per namespace, quota reads, create, get, logs,
     delete) passes with the Role alone; none is refused."""
-    backend = KubeBackend(kube_cluster.kube_as("service"), job_image=kubecluster.JOB_IMAGE, backoff_max=1.0,
-                          namespaced=True, log=logging.getLogger("jupyter_quota.kube.test"))
+    backend = KubeBackend(
+        kube_cluster.kube_as("service"),
+        job_image=kubecluster.JOB_IMAGE,
+        backoff_max=1.0,
+        namespaced=True,
+        log=logging.getLogger("jupyter_quota.kube.test"),
+    )
     backend.start()
     try:
         balance = backend.balance(team)
@@ -101,7 +126,8 @@ def test_the_whole_backend_works_with_only_the_team_role(kube_cluster, team):
         more = type(team)(**{**team.to_json(), "hard": {**team.hard, "requests.nvidia.com/gpu": "3"}})
         backend.apply_profile(more)  # an admin's PUT /profiles: the Role may update the ResourceQuota
         assert backend.cache.wait(
-            lambda: backend.balance(team)["resources"]["requests.nvidia.com/gpu"]["hard"] == "3", 30)
+            lambda: backend.balance(team)["resources"]["requests.nvidia.com/gpu"]["hard"] == "3", 30
+        )
 
         backend.submit(team, build(team, "cancelled", "--sleep", "600"), owner="alice")
         assert backend.cancel(team, "cancelled", "alice")["reason"] == "Cancelled"
@@ -113,8 +139,13 @@ def test_the_whole_backend_works_with_only_the_team_role(kube_cluster, team):
 
 def test_watching_the_whole_cluster_is_refused_to_the_service_account(kube_cluster, team):
     """Why ``kube_watch_scope = "namespaces"`` is the default: a cluster-wide watch needs a ClusterRole."""
-    backend = KubeBackend(kube_cluster.kube_as("service"), job_image=kubecluster.JOB_IMAGE, backoff_max=1.0,
-                          namespaced=False, sync_timeout=5.0)
+    backend = KubeBackend(
+        kube_cluster.kube_as("service"),
+        job_image=kubecluster.JOB_IMAGE,
+        backoff_max=1.0,
+        namespaced=False,
+        sync_timeout=5.0,
+    )
     backend.start()
     try:
         refused = lambda: [e for e in backend.cache.errors().values() if "forbidden" in e]  # noqa: E731

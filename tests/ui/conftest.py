@@ -36,6 +36,7 @@ FAKE_TRAINER = REPO_ROOT / "tests" / "fake_trainer.py"
 SERVER_START_TIMEOUT = 90
 APP_START_TIMEOUT_MS = 90_000
 
+
 @dataclasses.dataclass
 class LabServer:
     """A running ``jupyter lab``: its URL (ending in ``/``), process and log file."""
@@ -80,13 +81,12 @@ def jp_asyncio_loop():
     Playwright's sync API runs its own asyncio loop in this thread; that fixture would pick
     the loop up as "the" loop and fail closing it while it runs. These tests need no loop.
     """
-    yield None
+    return None
 
 
 @pytest.fixture(autouse=True)
 def jp_server_cleanup():
     """Turn off pytest-jupyter's autouse cleanup: the server here is a subprocess."""
-    yield
 
 
 @pytest.fixture(scope="session")

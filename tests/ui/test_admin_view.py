@@ -12,7 +12,6 @@ import re
 import time
 
 import pytest
-
 from quota_ui import ADMIN_ID, api, left_text, open_admin_view, open_sidebar, reload_lab, server_request
 
 pytestmark = pytest.mark.ui
@@ -57,7 +56,9 @@ def test_admin_edits_a_gpu_quota_and_sees_the_api_message(admin_lab_page, admin_
         row = panel.locator(f"table[data-namespace='{NAMESPACE}'] tr[data-key='{GPU}']")
         row.wait_for()
         assert row.get_attribute("data-hard") == old_hard
-        assert panel.locator("table.jp-QuotaAdmin-balance").count() == len(api(page, "GET", "profiles")["body"]["profiles"])
+        assert panel.locator("table.jp-QuotaAdmin-balance").count() == len(
+            api(page, "GET", "profiles")["body"]["profiles"]
+        )
         # A read now cancels the tick the page scheduled before it applied the slow interval.
         with page.expect_response(re.compile(r".*/quota/v1/namespaces(\?.*)?$")):
             panel.get_by_role("button", name="Refresh all balances").click()
@@ -91,8 +92,10 @@ def test_admin_edits_a_gpu_quota_and_sees_the_api_message(admin_lab_page, admin_
             arg=[NAMESPACE, GPU, new_hard],
             timeout=(POLL_INTERVAL_S + SLACK_S) * 1000,
         )
-        print(f"the other sidebar showed the new hard limit {time.monotonic() - saved_at:.1f} s after the save "
-              f"(poll interval {POLL_INTERVAL_S} s)")
+        print(
+            f"the other sidebar showed the new hard limit {time.monotonic() - saved_at:.1f} s after the save "
+            f"(poll interval {POLL_INTERVAL_S} s)"
+        )
         assert viewer_bar.locator(".jp-QuotaBar-text").inner_text() == left_text(GPU, balance)
 
         # A value the API refuses: its message beside the form, the edit kept, nothing stored.

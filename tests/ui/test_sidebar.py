@@ -13,7 +13,6 @@ import json
 import re
 
 import pytest
-
 from quota_ui import NAMESPACE, api, cancel_live_jobs, left_text, open_sidebar, reload_lab
 
 pytestmark = pytest.mark.ui
@@ -116,9 +115,7 @@ def test_launch_from_the_planner_makes_the_job_appear(quota_page, ui_output_dir)
     form = panel.get_by_role("form", name="Plan a fine-tune")
     form.get_by_label("Model").fill(MODEL)
     form.get_by_role("button", name="Estimate and plan").click()
-    page.wait_for_selector(
-        ".jp-QuotaPlan, .jp-QuotaPlanner-unavailable, .jp-QuotaPlanner-error", timeout=30_000
-    )
+    page.wait_for_selector(".jp-QuotaPlan, .jp-QuotaPlanner-unavailable, .jp-QuotaPlanner-error", timeout=30_000)
     form.screenshot(path=ui_output_dir / "sidebar-planner.png")
     if form.locator(".jp-QuotaPlan").count() == 0:
         message = form.locator(".jp-QuotaPlanner-unavailable, .jp-QuotaPlanner-error").first.inner_text()
@@ -141,8 +138,9 @@ def test_model_picker_offers_the_servers_catalog(quota_page):
     models = api(page, "GET", "models")["body"]["models"]
     assert len(models) > 100
     # the form starts from its static list and swaps in the catalog when GET models answers
-    page.wait_for_function("n => document.querySelectorAll('#jp-QuotaPlanner-models option').length === n",
-                           arg=len(models), timeout=30_000)
+    page.wait_for_function(
+        "n => document.querySelectorAll('#jp-QuotaPlanner-models option').length === n", arg=len(models), timeout=30_000
+    )
     options = panel.locator("#jp-QuotaPlanner-models option")
     assert options.first.get_attribute("value") == models[0]["id"]
     vl = panel.locator("#jp-QuotaPlanner-models option[value='Qwen/Qwen-VL-Chat']")

@@ -9,5 +9,12 @@ from .apply import apply_profiles
 from .backend import KubeBackend, LogsUnavailable
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client
 
-__all__ = ["ClusterUnavailable", "Kube", "KubeBackend", "KubeError", "LogsUnavailable", "apply_profiles",
-           "load_api_client"]
+__all__ = [
+    "ClusterUnavailable",
+    "Kube",
+    "KubeBackend",
+    "KubeError",
+    "LogsUnavailable",
+    "apply_profiles",
+    "load_api_client",
+]

@@ -65,8 +65,10 @@ class Turns:
         with self._guard:
             lock = self._locks.setdefault(namespace, threading.Lock())
         if not lock.acquire(timeout=self.turn_timeout):
-            raise AdmissionBusy(f'another submit to namespace "{namespace}" has been waiting for the Kubernetes '
-                                f"API server for over {self.turn_timeout:g} s; try again in a moment")
+            raise AdmissionBusy(
+                f'another submit to namespace "{namespace}" has been waiting for the Kubernetes '
+                f"API server for over {self.turn_timeout:g} s; try again in a moment"
+            )
         try:
             self._settle(namespace)
             yield
@@ -78,7 +80,8 @@ class Turns:
         meta = job.get("metadata") or {}
         if pods > 0:
             self._uncharged.setdefault(namespace, []).append(
-                Created(meta.get("name", ""), meta.get("uid", ""), pods, time.monotonic()))
+                Created(meta.get("name", ""), meta.get("uid", ""), pods, time.monotonic())
+            )
 
     def _settle(self, namespace: str) -> None:
         waiting = self._uncharged.get(namespace) or []
@@ -92,7 +95,8 @@ class Turns:
             raise AdmissionBusy(
                 f'the cluster has not created the pods of job "{first.name}" (submitted '
                 f"{time.monotonic() - first.at:.0f} s ago) yet, so the quota they will use is not known; "
-                "try again in a moment; if this lasts, an admin can check the job controller")
+                "try again in a moment; if this lasts, an admin can check the job controller"
+            )
 
     def _charged(self, namespace: str, created: Created) -> bool:
         """Whether the quota holds what ``created``'s pods use (or they will never use any)."""

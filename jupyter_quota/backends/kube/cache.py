@@ -69,9 +69,20 @@ class Expired(Exception):
 class Reflector:
     """List-and-watch of one kind across all namespaces into a namespace-indexed store."""
 
-    def __init__(self, kube: Kube, kind: str, path: str, *, label_selector: str = "", field_selector: str = "",
-                 watch_timeout: int = 10, stale_after: float = STALE_AFTER, backoff_max: float = 30.0,
-                 log: logging.Logger | None = None, changed: threading.Condition | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        kind: str,
+        path: str,
+        *,
+        label_selector: str = "",
+        field_selector: str = "",
+        watch_timeout: int = 10,
+        stale_after: float = STALE_AFTER,
+        backoff_max: float = 30.0,
+        log: logging.Logger | None = None,
+        changed: threading.Condition | None = None,
+    ):
         self.kube = kube
         self.kind = kind
         self.path = path
@@ -300,27 +311,52 @@ class ClusterCache:
     as the per-namespace Role allows; otherwise one per kind across all namespaces.
     """
 
-    def __init__(self, kube: Kube, *, watch_timeout: int = 10, stale_after: float = STALE_AFTER,
-                 backoff_max: float = 30.0, log: logging.Logger | None = None, kinds: dict | None = None,
-                 namespaced: bool = False):
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        watch_timeout: int = 10,
+        stale_after: float = STALE_AFTER,
+        backoff_max: float = 30.0,
+        log: logging.Logger | None = None,
+        kinds: dict | None = None,
+        namespaced: bool = False,
+    ):
         self.log = log or logging.getLogger(__name__)
         self.changed = threading.Condition()
         self.namespaced = namespaced
         self.watch_timeout = max(1, min(int(watch_timeout), renewal_period(stale_after)))
         if int(watch_timeout) > renewal_period(stale_after):
-            self.log.warning("kube cache: watches are renewed every %ds, not every %ds (kube_watch_timeout), so that "
-                             "a quiet cluster never reads stale (kube_stale_after=%gs)",
-                             renewal_period(stale_after), watch_timeout, stale_after)
+            self.log.warning(
+                "kube cache: watches are renewed every %ds, not every %ds (kube_watch_timeout), so that "
+                "a quiet cluster never reads stale (kube_stale_after=%gs)",
+                renewal_period(stale_after),
+                watch_timeout,
+                stale_after,
+            )
 
         def reflector(kind, group, labels, fields, namespace=None):
-            path = ns_path(namespace, kind, group=group) if namespace else \
-                (f"/apis/{group}/{kind}" if group else f"/api/v1/{kind}")
-            return Reflector(kube, kind, path, label_selector=labels, field_selector=fields,
-                             watch_timeout=watch_timeout, stale_after=stale_after, backoff_max=backoff_max,
-                             log=self.log, changed=self.changed)
+            path = (
+                ns_path(namespace, kind, group=group)
+                if namespace
+                else (f"/apis/{group}/{kind}" if group else f"/api/v1/{kind}")
+            )
+            return Reflector(
+                kube,
+                kind,
+                path,
+                label_selector=labels,
+                field_selector=fields,
+                watch_timeout=watch_timeout,
+                stale_after=stale_after,
+                backoff_max=backoff_max,
+                log=self.log,
+                changed=self.changed,
+            )
 
         self.reflectors = {
-            kind: PerNamespace(kind, lambda ns, spec=(kind, *spec): reflector(*spec, namespace=ns)) if namespaced
+            kind: PerNamespace(kind, lambda ns, spec=(kind, *spec): reflector(*spec, namespace=ns))
+            if namespaced
             else reflector(kind, *spec)
             for kind, spec in (kinds or KINDS).items()
         }
@@ -360,8 +396,11 @@ class ClusterCache:
 
     def errors(self, kinds=None, namespace: str | None = None) -> dict:
         """Why each stale kind is stale, in words for a user."""
-        return {r.kind: r.error or f"no data from the Kubernetes API server for over {r.stale_after:g} s"
-                for r in self._some(kinds, namespace) if r.stale()}
+        return {
+            r.kind: r.error or f"no data from the Kubernetes API server for over {r.stale_after:g} s"
+            for r in self._some(kinds, namespace)
+            if r.stale()
+        }
 
     def wait(self, predicate, timeout: float) -> bool:
         """Block until ``predicate()`` holds (re-checked on every change), or ``timeout`` passes."""
@@ -414,5 +453,3 @@ def _lines(response, heard):
             yield line.strip()
     if buffer.strip():
         yield buffer.strip()
-
-

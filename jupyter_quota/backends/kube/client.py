@@ -129,11 +129,21 @@ class Kube:
     def delete(self, path: str, body: dict | None = None, **query) -> dict:
         return self.request("DELETE", path, body=body, query=query)
 
-    def request(self, method: str, path: str, *, query: dict | None = None, body=None,
-                content_type: str = "application/json", timeout=None, raw: bool = False):
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict | None = None,
+        body=None,
+        content_type: str = "application/json",
+        timeout=None,
+        raw: bool = False,
+    ):
         """One call; raises :class:`KubeError` with the server's Status, or :class:`ClusterUnavailable`."""
-        response = self.open(method, path, query=query, body=body, content_type=content_type,
-                             timeout=timeout or self.request_timeout)
+        response = self.open(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout or self.request_timeout
+        )
         try:
             data = response.data
         except Exception as e:  # noqa: BLE001 - any transport failure mid-body
@@ -146,8 +156,16 @@ class Kube:
             return data.decode("utf-8", "replace")
         return json.loads(data) if data else {}
 
-    def open(self, method: str, path: str, *, query: dict | None = None, body=None,
-             content_type: str = "application/json", timeout=None):
+    def open(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict | None = None,
+        body=None,
+        content_type: str = "application/json",
+        timeout=None,
+    ):
         """The raw urllib3 response, body unread (for watches). Transport errors are ClusterUnavailable."""
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
         headers = {"Accept": "application/json"}
@@ -155,11 +173,16 @@ class Kube:
             headers["Content-Type"] = content_type
         try:
             method_, url, headers, body_, post = self.api_client.param_serialize(
-                method=method, resource_path=path, query_params=params, header_params=headers,
-                body=body, auth_settings=["BearerToken"],
+                method=method,
+                resource_path=path,
+                query_params=params,
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
             )
-            response = self.api_client.call_api(method_, url, header_params=headers, body=body_,
-                                                post_params=post, _request_timeout=timeout)
+            response = self.api_client.call_api(
+                method_, url, header_params=headers, body=body_, post_params=post, _request_timeout=timeout
+            )
         except KubeError:
             raise
         except Exception as e:  # noqa: BLE001 - urllib3/ssl/socket errors all mean "no answer"
@@ -175,8 +198,12 @@ def status_error(code: int, data: bytes | str) -> KubeError:
     except ValueError:
         status = None
     if isinstance(status, dict) and status.get("kind") == "Status":
-        return KubeError(int(status.get("code") or code), status.get("reason") or "", status.get("message") or "",
-                         status.get("details"))
+        return KubeError(
+            int(status.get("code") or code),
+            status.get("reason") or "",
+            status.get("message") or "",
+            status.get("details"),
+        )
     return KubeError(code, "ClusterError", text.strip()[:2000] or f"HTTP {code}")
 
 

@@ -75,18 +75,24 @@ class Policy:
         account = self._account(owner)
         if self.workdir:
             if "{username}" in self.workdir and (owner in ("", ".", "..") or "/" in owner):
-                raise Refused(f"the user name {owner!r} cannot name a directory (JupyterQuota.job_workdir "
-                              "holds {username})")
+                raise Refused(
+                    f"the user name {owner!r} cannot name a directory (JupyterQuota.job_workdir holds {{username}})"
+                )
             home = account.home if account else os.path.expanduser("~")
             workdir = self.workdir.replace("{username}", owner).replace("{home}", home)
         else:
             workdir = account.home if account else (self.server_dir or os.getcwd())
         workdir = os.path.abspath(workdir)
         if not os.path.isdir(workdir):
-            whose = f"the home directory of the account {account.user!r}" if account and not self.workdir else (
-                "JupyterQuota.job_workdir" if self.workdir else "the server's root directory")
-            raise Refused(f"the job's working directory {workdir} ({whose}) does not exist or is not a "
-                          "directory; ask the admin to create it, or to set JupyterQuota.job_workdir")
+            whose = (
+                f"the home directory of the account {account.user!r}"
+                if account and not self.workdir
+                else ("JupyterQuota.job_workdir" if self.workdir else "the server's root directory")
+            )
+            raise Refused(
+                f"the job's working directory {workdir} ({whose}) does not exist or is not a "
+                "directory; ask the admin to create it, or to set JupyterQuota.job_workdir"
+            )
         return Placement(account, workdir)
 
     def _account(self, owner: str) -> Account | None:
@@ -105,12 +111,16 @@ class Policy:
         if entry is not None and server_uid in (0, entry.pw_uid):
             return _account(entry)
         if entry is None:
-            raise Refused(f"user {owner!r} has no account on this machine, and every job runs as its "
-                          "owner's account here (JupyterQuota.job_user = 'owner'); ask the admin to "
-                          "create the account")
-        raise Refused(f"the quota server runs as {_name(server_uid)}, not root, so it "
-                      f"cannot run jobs as {owner!r} (JupyterQuota.job_user = 'owner'); ask the admin "
-                      "to run it as root or set JupyterQuota.job_user = 'auto'")
+            raise Refused(
+                f"user {owner!r} has no account on this machine, and every job runs as its "
+                "owner's account here (JupyterQuota.job_user = 'owner'); ask the admin to "
+                "create the account"
+            )
+        raise Refused(
+            f"the quota server runs as {_name(server_uid)}, not root, so it "
+            f"cannot run jobs as {owner!r} (JupyterQuota.job_user = 'owner'); ask the admin "
+            "to run it as root or set JupyterQuota.job_user = 'auto'"
+        )
 
 
 def job_environment(env: dict[str, str], account: Account | None) -> dict[str, str]:

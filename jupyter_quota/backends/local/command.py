@@ -53,9 +53,11 @@ def _not_found(name: str) -> str:
     where = ", ".join(server_bin_dirs())
     message = f"cannot run {name!r}: not found in the server's environment ({where}) or on PATH"
     if name == "swift":
-        return (f"{message}. Install ms-swift into the server's environment (pip install "
-                "'jupyter_quota[swift]', with torch first on a machine without a GPU), or point "
-                "JupyterQuota.job_command at it")
+        return (
+            f"{message}. Install ms-swift into the server's environment (pip install "
+            "'jupyter_quota[swift]', with torch first on a machine without a GPU), or point "
+            "JupyterQuota.job_command at it"
+        )
     return f"{message}; check JupyterQuota.job_command"
 
 

@@ -36,10 +36,7 @@ def job_json(row: sqlite3.Row) -> dict:
     if row["phase"] == "Running" and row["cancelled_by"]:
         job["reason"] = reasons.TERMINATING
         left = max(0.0, (row["kill_after"] or 0.0) - time.time())
-        job["message"] = (
-            f"cancelled by {row['cancelled_by']}; sent SIGTERM, SIGKILL in {left:.0f}s"
-            " if still running"
-        )
+        job["message"] = f"cancelled by {row['cancelled_by']}; sent SIGTERM, SIGKILL in {left:.0f}s if still running"
     return job
 
 

@@ -30,9 +30,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from ...statedir import storage_error
 
@@ -106,8 +106,7 @@ CREATE INDEX IF NOT EXISTS job_history_by_namespace ON job_history (namespace, f
 _REV = "UPDATE jobs SET rev = (SELECT value FROM meta WHERE key = 'generation') + 1 WHERE id = NEW.id;"
 _TRIGGERS = (
     f"CREATE TRIGGER IF NOT EXISTS jobs_rev_on_insert AFTER INSERT ON jobs BEGIN {_REV} END",
-    f"CREATE TRIGGER IF NOT EXISTS jobs_rev_on_update AFTER UPDATE ON jobs WHEN NEW.rev = OLD.rev"
-    f" BEGIN {_REV} END",
+    f"CREATE TRIGGER IF NOT EXISTS jobs_rev_on_update AFTER UPDATE ON jobs WHEN NEW.rev = OLD.rev BEGIN {_REV} END",
 )
 
 # Ordered migrations: _MIGRATIONS[v] upgrades a ledger from version v to v+1; they run before
@@ -254,8 +253,12 @@ class Ledger:
             if storage_error(e, self._folder) is None or _has_wal(self.path):
                 raise
         if _size(self.path) > 0:
-            con = sqlite3.connect(f"{Path(self.path).absolute().as_uri()}?immutable=1", uri=True,
-                                  isolation_level=None, check_same_thread=False)
+            con = sqlite3.connect(
+                f"{Path(self.path).absolute().as_uri()}?immutable=1",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
         else:
             con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
             self._create_schema(con)
@@ -263,9 +266,7 @@ class Ledger:
         return con, False
 
     def _connect(self) -> sqlite3.Connection:
-        con = sqlite3.connect(
-            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        con = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
         con.row_factory = sqlite3.Row
         con.execute("PRAGMA synchronous = FULL")
         return con
@@ -278,9 +279,7 @@ class Ledger:
         """
         # journal_mode is persistent: recorded in the file for every later connection.
         with _begun(con, "BEGIN IMMEDIATE", ["PRAGMA journal_mode = WAL"]):
-            exists = con.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
-            ).fetchone()
+            exists = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
             version = SCHEMA_VERSION
             if exists:
                 row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
@@ -316,9 +315,7 @@ def generation(con: sqlite3.Connection) -> int:
 
 
 def find(con: sqlite3.Connection, namespace: str, name: str) -> sqlite3.Row | None:
-    return con.execute(
-        "SELECT * FROM jobs WHERE namespace = ? AND name = ?", (namespace, name)
-    ).fetchone()
+    return con.execute("SELECT * FROM jobs WHERE namespace = ? AND name = ?", (namespace, name)).fetchone()
 
 
 def find_id(con: sqlite3.Connection, job_id: int) -> sqlite3.Row | None:
@@ -335,8 +332,8 @@ def live_in_namespace(con: sqlite3.Connection, namespace: str) -> list[sqlite3.R
 def page_in_namespace(con: sqlite3.Connection, namespace: str, limit: int, before: int | None) -> list[sqlite3.Row]:
     """At most ``limit`` jobs of a namespace, newest first, with ids below ``before`` (if given)."""
     return con.execute(
-        "SELECT * FROM jobs INDEXED BY jobs_in_namespace WHERE namespace = ? AND id < ?"
-        " ORDER BY id DESC LIMIT ?", (namespace, _NO_ID if before is None else before, limit)
+        "SELECT * FROM jobs INDEXED BY jobs_in_namespace WHERE namespace = ? AND id < ? ORDER BY id DESC LIMIT ?",
+        (namespace, _NO_ID if before is None else before, limit),
     ).fetchall()
 
 
@@ -358,17 +355,13 @@ def in_phase(con: sqlite3.Connection, phase: str) -> list[sqlite3.Row]:
 
 def live(con: sqlite3.Connection) -> list[sqlite3.Row]:
     """What the scheduler needs of every Pending and Running job, oldest first."""
-    return con.execute(
-        f"SELECT {_SCHEDULING} FROM jobs WHERE phase IN (?, ?) ORDER BY id", LIVE
-    ).fetchall()
+    return con.execute(f"SELECT {_SCHEDULING} FROM jobs WHERE phase IN (?, ?) ORDER BY id", LIVE).fetchall()
 
 
 def changed_since(con: sqlite3.Connection, generation: int) -> list[sqlite3.Row]:
     """What the scheduler needs of every job changed after ``generation``, oldest first."""
     # The index, not a scan in id order (what the planner picks without statistics).
-    rows = con.execute(
-        f"SELECT {_SCHEDULING} FROM jobs INDEXED BY jobs_by_rev WHERE rev > ?", (generation,)
-    ).fetchall()
+    rows = con.execute(f"SELECT {_SCHEDULING} FROM jobs INDEXED BY jobs_by_rev WHERE rev > ?", (generation,)).fetchall()
     return sorted(rows, key=lambda row: row["id"])
 
 

@@ -21,8 +21,8 @@ condition keeps those of kube-scheduler's last attempt.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from ... import quota, reasons
 from . import ledger, scheduler

@@ -147,4 +147,3 @@ def _stat(pid: int) -> list[str] | None:
         return None
     # Field 2 is "(comm)" and comm may hold spaces and parentheses: split after the last ")".
     return raw[raw.rindex(")") + 2 :].split()
-

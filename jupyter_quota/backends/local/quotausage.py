@@ -78,7 +78,7 @@ class QuotaUsage:
 class _Job:
     """What one live job charges: its pod's usage, and which quota scopes select it."""
 
-    __slots__ = ("usage", "selected")
+    __slots__ = ("selected", "usage")
 
     def __init__(self, row: sqlite3.Row, scopes: dict[str, list[dict]]):
         pod = admission.live_pods([row])[0]
@@ -143,7 +143,7 @@ class _Sum:
     rare mixed formats are summed again in id order, from the amounts kept here.
     """
 
-    __slots__ = ("amounts", "value", "formats")
+    __slots__ = ("amounts", "formats", "value")
 
     def __init__(self):
         self.amounts: dict[int, Quantity] = {}

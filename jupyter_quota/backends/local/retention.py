@@ -37,8 +37,9 @@ FINISHED = ("Succeeded", "Failed")
 PRUNED_DIR = ".pruned"  # under state_dir/jobs: the directories of pruned jobs until they are removed
 
 
-def prune(book: ledger.Ledger, state_dir: str, *, keep_seconds: float, keep_count: int, batch: int,
-          log: logging.Logger) -> int:
+def prune(
+    book: ledger.Ledger, state_dir: str, *, keep_seconds: float, keep_count: int, batch: int, log: logging.Logger
+) -> int:
     """Prune up to ``batch`` finished jobs past a limit; return how many were pruned."""
     pruned_dir = os.path.join(state_dir, "jobs", PRUNED_DIR)
     moved: list[tuple[str, str]] = []  # (job directory, where it was moved)
@@ -76,7 +77,8 @@ def _expired(con: sqlite3.Connection, keep_seconds: float, keep_count: int, batc
         cutoff = rfc3339(time.time() - keep_seconds)  # RFC 3339 UTC strings sort as times
         for row in con.execute(
             "SELECT * FROM jobs INDEXED BY jobs_by_finish WHERE finished_at IS NOT NULL AND finished_at < ?"
-            " AND phase IN (?, ?) ORDER BY finished_at LIMIT ?", (cutoff, *FINISHED, batch),
+            " AND phase IN (?, ?) ORDER BY finished_at LIMIT ?",
+            (cutoff, *FINISHED, batch),
         ):
             rows[row["id"]] = row
     if keep_count >= 0:
@@ -125,8 +127,23 @@ def _record(row: sqlite3.Row) -> dict:
     }
 
 
-_KEPT = ("id", "namespace", "name", "team", "owner", "phase", "reason", "message", "exit_code", "gpus",
-         "gpu_indices", "usage", "created_at", "started_at", "finished_at")
+_KEPT = (
+    "id",
+    "namespace",
+    "name",
+    "team",
+    "owner",
+    "phase",
+    "reason",
+    "message",
+    "exit_code",
+    "gpus",
+    "gpu_indices",
+    "usage",
+    "created_at",
+    "started_at",
+    "finished_at",
+)
 _ARCHIVE = (
     f"INSERT OR REPLACE INTO job_history ({', '.join(_KEPT)}, resources, pruned_at)"
     f" VALUES ({', '.join(':' + k for k in _KEPT)}, :resources, :pruned_at)"

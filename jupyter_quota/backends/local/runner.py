@@ -47,7 +47,11 @@ def job_dir(state_dir: str, namespace: str, name: str) -> str:
 
 
 def launch(
-    directory: str, command: list[str], env: dict[str, str], workdir: str, settings: Settings,
+    directory: str,
+    command: list[str],
+    env: dict[str, str],
+    workdir: str,
+    settings: Settings,
     run_as: str | None = None,
 ) -> Launch:
     """Start the supervisor for ``command`` (an argv list), held at its gate.

@@ -94,8 +94,9 @@ def node_allocatable(inventory: dict) -> dict[str, Fraction]:
 
 def _insufficient(wanted: dict, left: dict) -> list[str]:
     """Resources whose request exceeds what is ``left``, sorted as kube-scheduler sorts them."""
-    return sorted(name for name, amount in wanted.items()
-                  if amount > 0 and _tracked(name) and amount > left.get(name, ZERO))
+    return sorted(
+        name for name, amount in wanted.items() if amount > 0 and _tracked(name) and amount > left.get(name, ZERO)
+    )
 
 
 def _tracked(name: str) -> bool:

@@ -81,7 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     problem_end, problem_fd = os.pipe()  # why the child could not start (see ``_start_child``)
     try:
         child = subprocess.Popen(
-            opts.command, stdin=subprocess.DEVNULL, stdout=write_end, stderr=write_end, env=env,
+            opts.command,
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=write_end,
+            env=env,
             preexec_fn=_start_child(cgroup, group, opts.run_as, problem_fd),
         )
     except (OSError, subprocess.SubprocessError) as e:
@@ -213,8 +217,10 @@ def write_exit(path: str, record: dict) -> None:
 
 def _parse(argv: list[str]) -> argparse.Namespace:
     if "--" not in argv or argv.index("--") == len(argv) - 1:
-        sys.exit("usage: supervise --exit-file PATH --log PATH [--log-max-bytes N] [--log-backups K] "
-                 "[--cgroup-file PATH] [--run-as UID:GID:GROUPS] -- COMMAND [ARG...]")
+        sys.exit(
+            "usage: supervise --exit-file PATH --log PATH [--log-max-bytes N] [--log-backups K] "
+            "[--cgroup-file PATH] [--run-as UID:GID:GROUPS] -- COMMAND [ARG...]"
+        )
     split = argv.index("--")
     parser = argparse.ArgumentParser(prog="supervise")
     parser.add_argument("--exit-file", required=True)
@@ -291,8 +297,7 @@ def _start_child(cgroup, group: str | None, run_as: tuple[int, int, list[int]] |
             try:
                 os.chdir(workdir)  # entered as root; the job must be able to enter it too
             except OSError as e:
-                os.write(problem_fd, f"uid {uid} cannot enter the working directory {workdir}: "
-                                     f"{e.strerror}".encode())
+                os.write(problem_fd, f"uid {uid} cannot enter the working directory {workdir}: {e.strerror}".encode())
                 raise
         if prctl is not None:
             prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
