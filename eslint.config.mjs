@@ -18,6 +18,8 @@ export default defineConfig([
       'lib',
       'jupyter_quota',
       'tests',
+      // generated from jupyter_quota/openapi.yaml (npm run gen:types)
+      'src/api.gen.ts',
       '**/__tests__'
     ]
   },

@@ -25,7 +25,6 @@ import os
 import random
 import secrets
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,21 +37,31 @@ from jupyter_quota.backends.local import LocalBackend
 from jupyter_quota.jobspec import build_job, parse_job_request
 from jupyter_quota.profiles import TeamProfile
 
-LIMIT_RANGE = {"limits": [{"type": "Container", "default": {"cpu": "4", "memory": "32Gi"},
-                           "defaultRequest": {"cpu": "2", "memory": "16Gi"}}]}
+LIMIT_RANGE = {
+    "limits": [
+        {
+            "type": "Container",
+            "default": {"cpu": "4", "memory": "32Gi"},
+            "defaultRequest": {"cpu": "2", "memory": "16Gi"},
+        }
+    ]
+}
 HARD = {"requests.nvidia.com/gpu": "100000", "requests.cpu": "1000000", "limits.memory": "100000Ti", "pods": "100000"}
 
 
 def team_profiles(n: int) -> list[dict]:
     owner = getpass.getuser()
-    return [{"team": f"t{i:03d}", "namespace": f"team-{i:03d}", "users": [owner], "hard": HARD,
-             "limitRange": LIMIT_RANGE} for i in range(n)]
+    return [
+        {"team": f"t{i:03d}", "namespace": f"team-{i:03d}", "users": [owner], "hard": HARD, "limitRange": LIMIT_RANGE}
+        for i in range(n)
+    ]
 
 
 def fill_ledger(state: Path, profiles: list[TeamProfile], jobs: int) -> dict:
     # No GPUs in the inventory: GPU jobs stay Pending (Unschedulable), so no process is spawned.
-    backend = LocalBackend(state / "ledger.sqlite3", state, {"source": "declared", "gpus": [], "cpu": "32",
-                                                             "memory": "256Gi"})
+    backend = LocalBackend(
+        state / "ledger.sqlite3", state, {"source": "declared", "gpus": [], "cpu": "32", "memory": "256Gi"}
+    )
     started = time.perf_counter()
     names, took = [], []
     for i in range(jobs):
@@ -67,9 +76,13 @@ def fill_ledger(state: Path, profiles: list[TeamProfile], jobs: int) -> dict:
     for profile, name in names[: (3 * jobs) // 4]:
         backend.cancel(profile, name, "bench")
     backend.close()
-    return {"submissions_per_s": jobs / submit_s, "live_jobs": jobs - (3 * jobs) // 4,
-            "first_per_s": window / sum(took[:window]), "last_per_s": window / sum(took[-window:]),
-            "window": window}
+    return {
+        "submissions_per_s": jobs / submit_s,
+        "live_jobs": jobs - (3 * jobs) // 4,
+        "first_per_s": window / sum(took[:window]),
+        "last_per_s": window / sum(took[-window:]),
+        "window": window,
+    }
 
 
 def start_server(state: Path, root: Path, teams: int, extra_config: str = "") -> tuple[subprocess.Popen, int, str]:
@@ -88,9 +101,19 @@ def start_server(state: Path, root: Path, teams: int, extra_config: str = "") ->
         "c.ServerApp.log_level = 'WARN'\n" + extra_config
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", f"--config={config}", f"--port={port}", "--ip=127.0.0.1",
-         "--ServerApp.port_retries=0", f"--ServerApp.root_dir={root}"],
-        stdout=subprocess.DEVNULL, stderr=open(root / "server.log", "wb"), env={**os.environ, "JUPYTER_TOKEN": token},
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            f"--config={config}",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.root_dir={root}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=open(root / "server.log", "wb"),
+        env={**os.environ, "JUPYTER_TOKEN": token},
     )
     for _ in range(300):
         try:
@@ -146,15 +169,21 @@ def summary(latencies: list[float], elapsed: float, errors: int) -> dict:
     """Requests, requests per second, errors and the p50/p99 latency (ms) of one load run."""
     latencies = sorted(latencies)
     return {
-        "requests": len(latencies), "per_s": len(latencies) / elapsed, "errors": errors,
+        "requests": len(latencies),
+        "per_s": len(latencies) / elapsed,
+        "errors": errors,
         "p50_ms": 1000 * latencies[len(latencies) // 2],
         "p99_ms": 1000 * latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
     }
 
 
 def admission_rate(seconds: float = 2.0) -> dict:
-    profile = TeamProfile(team="alpha", namespace="team-alpha", limitRange=LIMIT_RANGE,
-                          hard={"requests.nvidia.com/gpu": "2", "limits.memory": "128Gi", "requests.cpu": "8"})
+    profile = TeamProfile(
+        team="alpha",
+        namespace="team-alpha",
+        limitRange=LIMIT_RANGE,
+        hard={"requests.nvidia.com/gpu": "2", "limits.memory": "128Gi", "requests.cpu": "8"},
+    )
     live = [quota.job_pod(build_job(profile, parse_job_request({"gpus": 1}, profile), "u", ["x"]))]
     live = [quota.admit_pod(p, [], profile.limit_ranges()) for p in live]
     quotas = [quota.quota_status(q, live, {"count/jobs.batch": 1}) for q in profile.resource_quotas()]
@@ -178,8 +207,9 @@ def balance_growth(state_root: Path) -> list[dict]:
     rows = []
     for live in (0, 10, 100, 1000):
         state = state_root / f"growth-{live}"
-        backend = LocalBackend(state / "ledger.sqlite3", state, {"source": "declared", "gpus": [], "cpu": "8",
-                                                                 "memory": "64Gi"})
+        backend = LocalBackend(
+            state / "ledger.sqlite3", state, {"source": "declared", "gpus": [], "cpu": "8", "memory": "64Gi"}
+        )
         profile = TeamProfile(team="g", namespace="team-g", hard=HARD, limitRange=LIMIT_RANGE)
         for i in range(live):
             request = parse_job_request({"name": f"j{i}", "gpus": 1}, profile)
@@ -214,10 +244,12 @@ def main() -> None:
         profiles = [TeamProfile(**p) for p in team_profiles(args.teams)]
         print(f"filling the ledger: {args.jobs} jobs over {args.teams} namespaces ...", flush=True)
         filled = fill_ledger(state, profiles, args.jobs)
-        print(f"  admissions through the ledger (transaction, fsync, scheduling pass): "
-              f"{filled['submissions_per_s']:.0f}/s on average; first {filled['window']}: "
-              f"{filled['first_per_s']:.0f}/s, last {filled['window']} (behind {args.jobs} Pending jobs): "
-              f"{filled['last_per_s']:.0f}/s")
+        print(
+            f"  admissions through the ledger (transaction, fsync, scheduling pass): "
+            f"{filled['submissions_per_s']:.0f}/s on average; first {filled['window']}: "
+            f"{filled['first_per_s']:.0f}/s, last {filled['window']} (behind {args.jobs} Pending jobs): "
+            f"{filled['last_per_s']:.0f}/s"
+        )
         print(f"  {filled['live_jobs']} live jobs kept, the rest cancelled")
 
         proc, port, token = start_server(state, root, args.teams)
@@ -225,23 +257,28 @@ def main() -> None:
             paths = [f"/quota/v1/namespaces/{p.namespace}/balance" for p in profiles]
             get(http.client.HTTPConnection("127.0.0.1", port), paths[0], token)
             one = load(port, token, paths, args.seconds, args.concurrency)
-            print(f"GET .../namespaces/{{ns}}/balance, {args.concurrency} clients, {args.seconds:.0f}s: "
-                  f"{one['per_s']:.0f} reads/s, p50 {one['p50_ms']:.2f} ms, p99 {one['p99_ms']:.2f} ms, "
-                  f"errors {one['errors']}")
+            print(
+                f"GET .../namespaces/{{ns}}/balance, {args.concurrency} clients, {args.seconds:.0f}s: "
+                f"{one['per_s']:.0f} reads/s, p50 {one['p50_ms']:.2f} ms, p99 {one['p99_ms']:.2f} ms, "
+                f"errors {one['errors']}"
+            )
             every = load(port, token, ["/quota/v1/namespaces"], max(2.0, args.seconds / 3), args.concurrency)
-            print(f"GET .../namespaces ({args.teams} balances per answer): {every['per_s']:.0f} reads/s, "
-                  f"p50 {every['p50_ms']:.2f} ms, p99 {every['p99_ms']:.2f} ms")
+            print(
+                f"GET .../namespaces ({args.teams} balances per answer): {every['per_s']:.0f} reads/s, "
+                f"p50 {every['p50_ms']:.2f} ms, p99 {every['p99_ms']:.2f} ms"
+            )
         finally:
             proc.terminate()
             proc.wait(timeout=30)
 
         rates = admission_rate()
-        print(f"pure admission (quota.admit_job): {rates['admitted']:.0f} admitted/s, "
-              f"{rates['refused']:.0f} refused/s")
+        print(f"pure admission (quota.admit_job): {rates['admitted']:.0f} admitted/s, {rates['refused']:.0f} refused/s")
         print("balance read in-process vs live jobs in the namespace:")
         for row in balance_growth(tmp):
-            print(f"  {row['live_jobs']:5d} live jobs: cached {row['cached_us']:8.1f} us, "
-                  f"recomputed {row['recomputed_us']:10.1f} us, ratio {row['recomputed_us'] / row['cached_us']:6.1f}x")
+            print(
+                f"  {row['live_jobs']:5d} live jobs: cached {row['cached_us']:8.1f} us, "
+                f"recomputed {row['recomputed_us']:10.1f} us, ratio {row['recomputed_us'] / row['cached_us']:6.1f}x"
+            )
 
 
 if __name__ == "__main__":

@@ -20,8 +20,10 @@ def train_container(pod: dict) -> dict:
 def container_resources(container: dict) -> dict:
     """``{"requests", "limits"}`` with every quantity in canonical form."""
     resources = container.get("resources") or {}
-    return {part: {name: _canonical(str(q)) for name, q in (resources.get(part) or {}).items()}
-            for part in ("requests", "limits")}
+    return {
+        part: {name: _canonical(str(q)) for name, q in (resources.get(part) or {}).items()}
+        for part in ("requests", "limits")
+    }
 
 
 def user_args(job: dict) -> list[str]:

@@ -61,8 +61,9 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
         raise InvalidRequest('the body must be a JSON object like {"args": ["--model", "..."], "gpus": 1}')
     unknown = sorted(set(body) - set(REQUEST_FIELDS))
     if unknown:
-        raise InvalidRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; "
-                             f"a job takes {', '.join(REQUEST_FIELDS)}")
+        raise InvalidRequest(
+            f"unknown field(s) {', '.join(map(repr, unknown))}; a job takes {', '.join(REQUEST_FIELDS)}"
+        )
     name = _parse_name(body.get("name"))
     generate_name = _parse_generate_name(body.get("generateName"))
     if not name and not generate_name:
@@ -74,8 +75,10 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
         for part in ("requests", "limits"):
             stated = resources[part].get(profile.gpuResource)
             if stated is not None and Quantity(stated) != Quantity(gpus):
-                raise InvalidRequest(f'"gpus": {gpus} disagrees with resources.{part}["{profile.gpuResource}"]'
-                                     f' = "{stated}"; give one or make them equal')
+                raise InvalidRequest(
+                    f'"gpus": {gpus} disagrees with resources.{part}["{profile.gpuResource}"]'
+                    f' = "{stated}"; give one or make them equal'
+                )
             resources[part][profile.gpuResource] = str(gpus)
     return JobRequest(name=name, args=args, resources=resources, generate_name=generate_name)
 
@@ -118,8 +121,9 @@ class JobSettings:
     cache_volumes: tuple = ()
 
 
-def build_job(profile: TeamProfile, request: JobRequest, owner: str, command: list[str],
-              settings: JobSettings = JobSettings()) -> dict:
+def build_job(
+    profile: TeamProfile, request: JobRequest, owner: str, command: list[str], settings: JobSettings = JobSettings()
+) -> dict:
     """The batch/v1 Job for ``request`` in ``profile``'s namespace, as submitted: no backend changes it.
 
     Raises :class:`InvalidRequest` when a profile volume does not expand for ``owner``.
@@ -209,8 +213,10 @@ def label_value(text: str) -> str:
 def _parse_name(name) -> str:
     name = _name_field(name, '"name"', "a job name")
     if name and not DNS1123_LABEL.fullmatch(name):
-        raise InvalidRequest(f'"name" {_shown(name)} is not a valid job name: use lower-case letters, '
-                             "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-lora-1')")
+        raise InvalidRequest(
+            f'"name" {_shown(name)} is not a valid job name: use lower-case letters, '
+            "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-lora-1')"
+        )
     return name
 
 
@@ -220,8 +226,10 @@ def _parse_generate_name(prefix) -> str:
     prefix = _name_field(prefix, '"generateName"', "a prefix")
     masked = prefix[:-1] + "a" if len(prefix) > 1 and prefix.endswith("-") else prefix
     if prefix and not DNS1123_LABEL.fullmatch(masked):
-        raise InvalidRequest(f'"generateName" {_shown(prefix)} is not a valid generateName: use lower-case '
-                             "letters, digits and '-', starting with a letter or digit (e.g. 'tiny-demo-')")
+        raise InvalidRequest(
+            f'"generateName" {_shown(prefix)} is not a valid generateName: use lower-case '
+            "letters, digits and '-', starting with a letter or digit (e.g. 'tiny-demo-')"
+        )
     return prefix
 
 
@@ -240,8 +248,10 @@ def _parse_args(args) -> list[str]:
     if args is None:
         return []
     if not isinstance(args, list):
-        raise InvalidRequest('"args" must be a list of strings, one argument per item, e.g. '
-                             '["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]')
+        raise InvalidRequest(
+            '"args" must be a list of strings, one argument per item, e.g. '
+            '["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]'
+        )
     if len(args) > MAX_ARGS:
         raise InvalidRequest(f'"args" has {len(args)} items; at most {MAX_ARGS} are accepted')
     total = 0
@@ -252,9 +262,11 @@ def _parse_args(args) -> list[str]:
             raise InvalidRequest(f'"args[{i}]" is {len(arg)} characters; at most {MAX_ARG_CHARS} are accepted')
         bad = next((c for c in arg if ord(c) < 32 or ord(c) == 127), None)
         if bad is not None:
-            raise InvalidRequest(f'"args[{i}]" contains the control character U+{ord(bad):04X}; '
-                                 "arguments are passed as they are, one per item, so no quoting or "
-                                 "newlines are needed")
+            raise InvalidRequest(
+                f'"args[{i}]" contains the control character U+{ord(bad):04X}; '
+                "arguments are passed as they are, one per item, so no quoting or "
+                "newlines are needed"
+            )
         total += len(arg)
     if total > MAX_ARGS_TOTAL:
         raise InvalidRequest(f'"args" total {total} characters; at most {MAX_ARGS_TOTAL} are accepted')
@@ -278,8 +290,9 @@ def _whole_gpus(q: Quantity, what: str, resource: str, kube_sign_check: bool = T
     if kube_sign_check and q.sign() < 0:
         raise InvalidRequest(f"{what} must be greater than or equal to 0")
     if q.milli_value() % 1000 != 0:
-        raise InvalidRequest(f"{what} is not a whole number: GPUs ({resource}) are whole, "
-                             f"1, 2, ... of them, never a fraction")
+        raise InvalidRequest(
+            f"{what} is not a whole number: GPUs ({resource}) are whole, 1, 2, ... of them, never a fraction"
+        )
     n = q.value()
     if n > MAX_GPUS:
         raise InvalidRequest(f"{what} asks for {n} GPUs; at most {MAX_GPUS} are accepted")
@@ -291,7 +304,9 @@ def _parse_resources(resources, gpu_resource: str) -> dict:
     if resources is None:
         return parsed
     if not isinstance(resources, dict):
-        raise InvalidRequest('"resources" must be an object like {"requests": {"cpu": "4"}, "limits": {"memory": "32Gi"}}')
+        raise InvalidRequest(
+            '"resources" must be an object like {"requests": {"cpu": "4"}, "limits": {"memory": "32Gi"}}'
+        )
     unknown = sorted(set(resources) - {"requests", "limits"})
     if unknown:
         raise InvalidRequest(f'"resources" takes "requests" and "limits", not {", ".join(map(repr, unknown))}')
@@ -303,10 +318,13 @@ def _parse_resources(resources, gpu_resource: str) -> dict:
         for key, raw in values.items():
             where = f'resources.{part}["{_clip(str(key))}"]'
             if key not in allowed:
-                raise InvalidRequest(f"{where}: unknown resource {_shown(key)}; a job may ask for "
-                                     f"{', '.join(allowed)}")
-            q = bounds.quantity(raw, where, f"{where}: {_shown(raw)} is not a Kubernetes quantity; write e.g. "
-                                            '"4" or "500m" for CPU, "32Gi" for memory')
+                raise InvalidRequest(f"{where}: unknown resource {_shown(key)}; a job may ask for {', '.join(allowed)}")
+            q = bounds.quantity(
+                raw,
+                where,
+                f"{where}: {_shown(raw)} is not a Kubernetes quantity; write e.g. "
+                '"4" or "500m" for CPU, "32Gi" for memory',
+            )
             if q.sign() < 0:
                 raise InvalidRequest(f"{where}: must be greater than or equal to 0")
             if key == gpu_resource:

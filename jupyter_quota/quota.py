@@ -37,21 +37,58 @@ from . import labels, reasons
 from .errors import AdmissionDenied, Invalid
 from .limitrange import apply_limit_ranges, check_limit_ranges, default_limit_range, validate_limit_range_spec
 from .podresources import (
-    HUGEPAGES_PREFIX, REQUESTS_PREFIX, add, invalid_message, is_terminal, pod_limits, pod_requests, pod_usage,
-    quantity, resource_list, validate_pod_resources,
+    HUGEPAGES_PREFIX,
+    REQUESTS_PREFIX,
+    add,
+    invalid_message,
+    is_terminal,
+    pod_limits,
+    pod_requests,
+    pod_usage,
+    quantity,
+    resource_list,
+    validate_pod_resources,
 )
 from .quantity import Quantity
 from .quotaspec import (
-    CLASS_SUFFIXES, OBJECT_COUNTS, enforced_hard, matching_resources, quota_matches_pod, scope_matches,
-    scope_selectors, tracked_keys, unenforced_keys, validate_quota_spec,
+    CLASS_SUFFIXES,
+    OBJECT_COUNTS,
+    enforced_hard,
+    matching_resources,
+    quota_matches_pod,
+    scope_matches,
+    scope_selectors,
+    tracked_keys,
+    unenforced_keys,
+    validate_quota_spec,
 )
 
 __all__ = [
-    "JobAdmission", "admit_job", "admit_pod", "apply_limit_ranges", "balance", "charge_quotas",
-    "check_limit_ranges", "check_quotas", "constraint_error", "default_limit_range", "forbidden_message",
-    "invalid_message", "is_terminal", "job_pod", "pod_limits", "pod_requests", "pod_usage", "quota_matches_pod",
-    "quota_status", "scope_matches", "tracked_keys", "unenforced_keys", "validate_limit_range_spec",
-    "validate_pod_resources", "validate_quota_spec",
+    "JobAdmission",
+    "admit_job",
+    "admit_pod",
+    "apply_limit_ranges",
+    "balance",
+    "charge_quotas",
+    "check_limit_ranges",
+    "check_quotas",
+    "constraint_error",
+    "default_limit_range",
+    "forbidden_message",
+    "invalid_message",
+    "is_terminal",
+    "job_pod",
+    "pod_limits",
+    "pod_requests",
+    "pod_usage",
+    "quota_matches_pod",
+    "quota_status",
+    "scope_matches",
+    "tracked_keys",
+    "unenforced_keys",
+    "validate_limit_range_spec",
+    "validate_pod_resources",
+    "validate_quota_spec",
 ]
 
 #: the frozen set of keys that force every container to declare them ("it was a mistake")
@@ -69,8 +106,9 @@ class JobAdmission:
     usage: dict = field(default_factory=dict)
 
 
-def admit_pod(pod: dict, quotas: list[dict], limit_ranges: list[dict], *, limited_resources=None,
-              now: datetime | None = None) -> dict:
+def admit_pod(
+    pod: dict, quotas: list[dict], limit_ranges: list[dict], *, limited_resources=None, now: datetime | None = None
+) -> dict:
     """Create-time pipeline: defaulting and LimitRanger mutation, validation, LimitRanger, quota.
 
     Returns the pod as the API server would store it; raises :class:`errors.Invalid` or
@@ -83,8 +121,9 @@ def admit_pod(pod: dict, quotas: list[dict], limit_ranges: list[dict], *, limite
     return pod
 
 
-def admit_job(job: dict, quotas: list[dict], limit_ranges: list[dict], *, limited_resources=None,
-              now: datetime | None = None) -> JobAdmission:
+def admit_job(
+    job: dict, quotas: list[dict], limit_ranges: list[dict], *, limited_resources=None, now: datetime | None = None
+) -> JobAdmission:
     """Admit a batch/v1 Job and the pods its controller starts at once, all or nothing.
 
     The Job itself is charged ``count/jobs.batch`` first (object-count quotas only; a scoped
@@ -100,8 +139,9 @@ def admit_job(job: dict, quotas: list[dict], limit_ranges: list[dict], *, limite
     job_name = meta.get("name") or meta.get("generateName") or ""
     job_usage = {"count/jobs.batch": Quantity(1)}
     try:
-        quotas = _charged(quotas, job_usage, "jobs.batch", _matches_object_count, _job_count_keys,
-                          limited_resources=limited_resources)
+        quotas = _charged(
+            quotas, job_usage, "jobs.batch", _matches_object_count, _job_count_keys, limited_resources=limited_resources
+        )
     except AdmissionDenied as err:
         err.resource, err.name = "jobs.batch", job_name
         raise
@@ -137,11 +177,18 @@ def check_quotas(pod: dict, quotas: list[dict], *, limited_resources=None, now: 
     charge_quotas(pod, quotas, limited_resources=limited_resources, now=now)
 
 
-def charge_quotas(pod: dict, quotas: list[dict], *, limited_resources=None,
-                  now: datetime | None = None) -> list[dict]:
+def charge_quotas(pod: dict, quotas: list[dict], *, limited_resources=None, now: datetime | None = None) -> list[dict]:
     """:func:`check_quotas` returning the quotas with ``status.used`` as admission would write it."""
-    return _charged(quotas, None, "pods", _matches_pod_quota, matching_resources, pod=pod,
-                    limited_resources=limited_resources, now=now)
+    return _charged(
+        quotas,
+        None,
+        "pods",
+        _matches_pod_quota,
+        matching_resources,
+        pod=pod,
+        limited_resources=limited_resources,
+        now=now,
+    )
 
 
 def forbidden_message(kind: str, name: str, err) -> str:
@@ -168,8 +215,7 @@ def job_pod(job: dict, index: int = 0) -> dict:
         pod_meta["namespace"] = meta["namespace"]
     pod_meta["labels"] = {**(pod_meta.get("labels") or {}), labels.BATCH_JOB_NAME: base, labels.JOB_NAME: base}
     if indexed:
-        pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}),
-                                   labels.JOB_COMPLETION_INDEX: str(index)}
+        pod_meta["annotations"] = {**(pod_meta.get("annotations") or {}), labels.JOB_COMPLETION_INDEX: str(index)}
     spec = copy.deepcopy(template.get("spec") or {})
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": spec}
 
@@ -180,8 +226,11 @@ def constraint_error(pod: dict, required: set) -> str:
         return ""
     spec = pod.get("spec") or {}
     level = spec.get("resources") or {}
-    if any(k in ("cpu", "memory") or k.startswith(HUGEPAGES_PREFIX) for part in ("requests", "limits")
-           for k in (level.get(part) or {})):
+    if any(
+        k in ("cpu", "memory") or k.startswith(HUGEPAGES_PREFIX)
+        for part in ("requests", "limits")
+        for k in (level.get(part) or {})
+    ):
         return ""  # pod-level resources lift the per-container requirement
     missing: dict = {}
     for container in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
@@ -194,8 +243,9 @@ def constraint_error(pod: dict, required: set) -> str:
     return "must specify " + "; ".join(f"{k} for: {','.join(sorted(missing[k]))}" for k in sorted(missing))
 
 
-def quota_status(quota: dict, pods: list[dict], object_counts: dict | None = None, *,
-                 now: datetime | None = None) -> dict:
+def quota_status(
+    quota: dict, pods: list[dict], object_counts: dict | None = None, *, now: datetime | None = None
+) -> dict:
     """A copy of ``quota`` with ``status`` as the quota controller's sync would write it.
 
     Pod keys are summed over the scope-matching ``pods`` (terminal pods count only in
@@ -238,8 +288,14 @@ def balance(quotas: list[dict], pod: dict | None = None) -> dict:
         name = (quota.get("metadata") or {}).get("name", "")
         rows = _rows(quota)
         spec = quota.get("spec") or {}
-        listed.append({"name": name, "scopes": list(spec.get("scopes") or []),
-                       "scopeSelector": copy.deepcopy(spec.get("scopeSelector")), "resources": _shown_rows(rows)})
+        listed.append(
+            {
+                "name": name,
+                "scopes": list(spec.get("scopes") or []),
+                "scopeSelector": copy.deepcopy(spec.get("scopeSelector")),
+                "resources": _shown_rows(rows),
+            }
+        )
         warnings += [{"quota": name, **w} for w in unenforced_keys(quota)]
         if not quota_matches_pod(quota, pod):
             continue
@@ -259,12 +315,22 @@ def _charged(quotas, usage, kind, matches, matching, *, pod=None, limited_resour
     if not quotas and not limited_resources:
         return quotas  # checkAttributes: nothing to check, not even the usage
     limited = [r for r in (limited_resources or []) if _limits_resource(r, kind)]
-    limited_scopes = [s for r in (limited_resources or []) for s in (r.get("matchScopes") or [])
-                      if pod is not None and scope_matches(s, pod)]
+    limited_scopes = [
+        s
+        for r in (limited_resources or [])
+        for s in (r.get("matchScopes") or [])
+        if pod is not None and scope_matches(s, pod)
+    ]
     if usage is None:
         usage = pod_usage(pod, now)
-    limited_names = {k for r in limited for k, v in usage.items() if v.sign() > 0
-                     for part in (r.get("matchContains") or []) if part in k}
+    limited_names = {
+        k
+        for r in limited
+        for k, v in usage.items()
+        if v.sign() > 0
+        for part in (r.get("matchContains") or [])
+        if part in k
+    }
     interesting, restricted_all, covered_scopes = [], set(), []
     for i, quota in enumerate(quotas):
         if pod is not None and not _same_namespace(quota, pod):
@@ -282,25 +348,32 @@ def _charged(quotas, usage, kind, matches, matching, *, pod=None, limited_resour
                 raise AdmissionDenied(f"failed quota: {quota_name}: {missing}", reason=reasons.FAILED_QUOTA)
         used = (quota.get("status") or {}).get("used") or {}
         if any(k not in used for k in restricted):
-            raise AdmissionDenied(f"status unknown for quota: {quota_name}, "
-                                  f"resources: {','.join(sorted(restricted))}", reason=reasons.QUOTA_STATUS_UNKNOWN)
+            raise AdmissionDenied(
+                f"status unknown for quota: {quota_name}, resources: {','.join(sorted(restricted))}",
+                reason=reasons.QUOTA_STATUS_UNKNOWN,
+            )
         interesting.append(i)
         restricted_all |= set(restricted)
     negative = sorted(k for k, v in usage.items() if v.sign() < 0)
     if negative:
-        raise AdmissionDenied(f"quota usage is negative for resource(s): {','.join(negative)}",
-                              reason=reasons.QUOTA_USAGE_NEGATIVE)
+        raise AdmissionDenied(
+            f"quota usage is negative for resource(s): {','.join(negative)}", reason=reasons.QUOTA_USAGE_NEGATIVE
+        )
     delta = {k: v for k, v in usage.items() if not v.is_zero()}
     if not delta:
         return quotas
     uncovered = sorted(limited_names - restricted_all)
     if uncovered:
-        raise AdmissionDenied(f"insufficient quota to consume: {','.join(uncovered)}", reason=reasons.INSUFFICIENT_QUOTA)
+        raise AdmissionDenied(
+            f"insufficient quota to consume: {','.join(uncovered)}", reason=reasons.INSUFFICIENT_QUOTA
+        )
     covered = {c.get("scopeName") for c in covered_scopes}
     missing_scopes = [s for s in limited_scopes if s.get("scopeName") not in covered]
     if missing_scopes:
-        raise AdmissionDenied("insufficient quota to match these scopes: "
-                              f"[{' '.join(map(_go_scope, missing_scopes))}]", reason=reasons.INSUFFICIENT_QUOTA)
+        raise AdmissionDenied(
+            f"insufficient quota to match these scopes: [{' '.join(map(_go_scope, missing_scopes))}]",
+            reason=reasons.INSUFFICIENT_QUOTA,
+        )
     out = list(quotas)
     for i in interesting:
         quota = out[i]
@@ -313,7 +386,9 @@ def _charged(quotas, usage, kind, matches, matching, *, pod=None, limited_resour
             raise AdmissionDenied(
                 f"exceeded quota: {(quota.get('metadata') or {}).get('name', '')}, "
                 f"requested: {_pretty(requested, exceeded)}, used: {_pretty(used, exceeded)}, "
-                f"limited: {_pretty(hard, exceeded)}", reason=reasons.EXCEEDED_QUOTA)
+                f"limited: {_pretty(hard, exceeded)}",
+                reason=reasons.EXCEEDED_QUOTA,
+            )
         quota = copy.deepcopy(quota)
         quota.setdefault("status", {})["used"] = {k: str(v) for k, v in new_used.items()}
         out[i] = quota

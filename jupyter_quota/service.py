@@ -29,8 +29,7 @@ class QuotaService:
     def namespaces(self, who: Identity) -> dict:
         return {
             "namespaces": [
-                {"name": p.namespace, "team": p.team, "gpuResource": p.gpuResource,
-                 "balance": self.backend.balance(p)}
+                {"name": p.namespace, "team": p.team, "gpuResource": p.gpuResource, "balance": self.backend.balance(p)}
                 for p in self.registry.teams_of(who)
             ]
         }

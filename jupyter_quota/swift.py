@@ -25,7 +25,7 @@ from typing import Any
 from . import bounds
 from .errors import InvalidRequest
 
-__all__ = ["SftArgs", "parse_sft_args", "check_with_ms_swift", "OLD_MODEL_TYPES"]
+__all__ = ["OLD_MODEL_TYPES", "SftArgs", "check_with_ms_swift", "parse_sft_args"]
 
 #: ms-swift 1.x/2.x ``--model_type`` names (hyphenated) -> the hub id ``--model`` takes in 4.x.
 OLD_MODEL_TYPES: dict[str, str] = {
@@ -108,25 +108,100 @@ _CHOICES: dict[str, tuple] = {
     "lora_dtype": ("bfloat16", "float16", "float32"),
 }
 
-_POSITIVE = {"max_length", "per_device_train_batch_size", "gradient_accumulation_steps", "lora_rank",
-             "lora_alpha", "sequence_parallel_size", "llamapro_num_new_blocks"}
+_POSITIVE = {
+    "max_length",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "lora_rank",
+    "lora_alpha",
+    "sequence_parallel_size",
+    "llamapro_num_new_blocks",
+}
 
 # ms-swift 4.x argument names we know but do not type (dataset, output_dir, ...): passed through,
 # not reported as unknown. Names outside this set and ``_KINDS`` are kept too, and listed.
-_KNOWN_OTHER = frozenset("""
-dataset val_dataset split_dataset_ratio output_dir add_version template system num_train_epochs
-max_steps learning_rate weight_decay warmup_ratio lr_scheduler_type save_steps eval_steps
-logging_steps save_total_limit report_to dataloader_num_workers dataset_num_proc seed
-model_revision model_author model_name use_hf check_model ignore_args_error per_device_eval_batch_size
-fp16 bf16 max_grad_norm truncation_strategy max_pixels streaming lazy_tokenize load_from_cache_file
-columns strict remove_unused_columns logging_first_step save_only_model save_strategy eval_strategy
-tuner_backend lora_bias use_rslora init_weights target_regex freeze_parameters trainable_parameters
-freeze_parameters_ratio loss_scale new_special_tokens task_type num_labels device_map
-max_memory rope_scaling bnb_4bit_quant_storage hub_token push_to_hub gradient_checkpointing_kwargs
-ddp_timeout ddp_backend deepspeed_autotp_size zero_hpz_partition_size packing_length router_aux_loss_coef
-enable_thinking padding_side resume_from_checkpoint adam_beta1 adam_beta2 neftune_noise_alpha
-acc_strategy experts_impl agent_template response_prefix
-""".split())
+_KNOWN_OTHER = frozenset(
+    [
+        "dataset",
+        "val_dataset",
+        "split_dataset_ratio",
+        "output_dir",
+        "add_version",
+        "template",
+        "system",
+        "num_train_epochs",
+        "max_steps",
+        "learning_rate",
+        "weight_decay",
+        "warmup_ratio",
+        "lr_scheduler_type",
+        "save_steps",
+        "eval_steps",
+        "logging_steps",
+        "save_total_limit",
+        "report_to",
+        "dataloader_num_workers",
+        "dataset_num_proc",
+        "seed",
+        "model_revision",
+        "model_author",
+        "model_name",
+        "use_hf",
+        "check_model",
+        "ignore_args_error",
+        "per_device_eval_batch_size",
+        "fp16",
+        "bf16",
+        "max_grad_norm",
+        "truncation_strategy",
+        "max_pixels",
+        "streaming",
+        "lazy_tokenize",
+        "load_from_cache_file",
+        "columns",
+        "strict",
+        "remove_unused_columns",
+        "logging_first_step",
+        "save_only_model",
+        "save_strategy",
+        "eval_strategy",
+        "tuner_backend",
+        "lora_bias",
+        "use_rslora",
+        "init_weights",
+        "target_regex",
+        "freeze_parameters",
+        "trainable_parameters",
+        "freeze_parameters_ratio",
+        "loss_scale",
+        "new_special_tokens",
+        "task_type",
+        "num_labels",
+        "device_map",
+        "max_memory",
+        "rope_scaling",
+        "bnb_4bit_quant_storage",
+        "hub_token",
+        "push_to_hub",
+        "gradient_checkpointing_kwargs",
+        "ddp_timeout",
+        "ddp_backend",
+        "deepspeed_autotp_size",
+        "zero_hpz_partition_size",
+        "packing_length",
+        "router_aux_loss_coef",
+        "enable_thinking",
+        "padding_side",
+        "resume_from_checkpoint",
+        "adam_beta1",
+        "adam_beta2",
+        "neftune_noise_alpha",
+        "acc_strategy",
+        "experts_impl",
+        "agent_template",
+        "response_prefix",
+    ]
+)
 
 _BOOL_TRUE = {"true", "t", "yes", "y", "1", "on"}
 _BOOL_FALSE = {"false", "f", "no", "n", "0", "off"}
@@ -134,10 +209,23 @@ _MAX_TOKEN = 4096
 _FORBIDDEN = re.compile(r"[\x00-\x1f\x7f]")
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_.\-]*$")
 
-_TORCH_DTYPE_ALIASES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "half": "float16",
-                        "float": "float32", "bfloat16": "bfloat16", "float16": "float16", "float32": "float32"}
-_DEEPSPEED_ALIASES = {"default-zero2": "zero2", "default-zero3": "zero3", "zero2-offload": "zero2_offload",
-                      "zero3-offload": "zero3_offload", "default-zero3-offload": "zero3_offload"}
+_TORCH_DTYPE_ALIASES = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "fp32": "float32",
+    "half": "float16",
+    "float": "float32",
+    "bfloat16": "bfloat16",
+    "float16": "float16",
+    "float32": "float32",
+}
+_DEEPSPEED_ALIASES = {
+    "default-zero2": "zero2",
+    "default-zero3": "zero3",
+    "zero2-offload": "zero2_offload",
+    "zero3-offload": "zero3_offload",
+    "default-zero3-offload": "zero3_offload",
+}
 _ATTN_ALIASES = {"flash_attention_2": "flash_attn", "fa2": "flash_attn", "flash_attn2": "flash_attn"}
 
 #: what an older name becomes: (4.x name, raw values) pairs, or None when the name is not an old one
@@ -252,7 +340,7 @@ class SftArgs:
             argv.extend(values)
         return argv
 
-    def replace(self, **changes: Any) -> "SftArgs":
+    def replace(self, **changes: Any) -> SftArgs:
         """A copy with ``changes`` applied (typed fields, validated); they count as explicit."""
         clean: dict[str, Any] = {}
         for name, value in changes.items():
@@ -263,8 +351,9 @@ class SftArgs:
             elif _KINDS[name] == "list":
                 clean[name] = tuple([value] if isinstance(value, str) else value)
             elif isinstance(value, str) or _KINDS[name] == "quant_bits":
-                clean[name] = _convert(name, str(value) if not isinstance(value, bool) else
-                                       ("true" if value else "false"))
+                clean[name] = _convert(
+                    name, str(value) if not isinstance(value, bool) else ("true" if value else "false")
+                )
             else:
                 clean[name] = _convert(name, _render(value))
         return dataclasses.replace(self, explicit=self.explicit | frozenset(clean), **clean)
@@ -331,12 +420,16 @@ def parse_sft_args(argv: list[str] | tuple[str, ...]) -> SftArgs:
             continue
         if name in _KINDS:
             if name == "deepspeed" and len(raw) == 1 and raw[0] in _DEEPSPEED_ALIASES:
-                notes.append(f"--deepspeed {raw[0]} -> --deepspeed {_DEEPSPEED_ALIASES[raw[0]]}: "
-                             "ms-swift 4.x names its shipped DeepSpeed configs zero2, zero3, *_offload")
+                notes.append(
+                    f"--deepspeed {raw[0]} -> --deepspeed {_DEEPSPEED_ALIASES[raw[0]]}: "
+                    "ms-swift 4.x names its shipped DeepSpeed configs zero2, zero3, *_offload"
+                )
                 raw = [_DEEPSPEED_ALIASES[raw[0]]]
             if name == "torch_dtype" and len(raw) == 1 and raw[0] in ("bf16", "fp16", "fp32"):
-                notes.append(f"--torch_dtype {raw[0]} -> --torch_dtype {_TORCH_DTYPE_ALIASES[raw[0]]}: "
-                             "ms-swift 4.x spells dtypes out")
+                notes.append(
+                    f"--torch_dtype {raw[0]} -> --torch_dtype {_TORCH_DTYPE_ALIASES[raw[0]]}: "
+                    "ms-swift 4.x spells dtypes out"
+                )
                 raw = [_TORCH_DTYPE_ALIASES[raw[0]]]
             put(name, raw, key)
         else:
@@ -347,22 +440,24 @@ def parse_sft_args(argv: list[str] | tuple[str, ...]) -> SftArgs:
     if pending_model_type is not None:
         old = pending_model_type
         if "model" in values:
-            notes.append(f"--model_type {old} dropped: it is an ms-swift 1.x/2.x model type and "
-                         f"--model {values['model']} already names the model")
+            notes.append(
+                f"--model_type {old} dropped: it is an ms-swift 1.x/2.x model type and "
+                f"--model {values['model']} already names the model"
+            )
         else:
             values["model"] = OLD_MODEL_TYPES[old.lower()]
-            notes.append(f"--model_type {old} -> --model {values['model']}: ms-swift 1.x/2.x "
-                         "model_type names became hub ids in --model (4.x --model_type is a "
-                         "different, architecture-level name)")
+            notes.append(
+                f"--model_type {old} -> --model {values['model']}: ms-swift 1.x/2.x "
+                "model_type names became hub ids in --model (4.x --model_type is a "
+                "different, architecture-level name)"
+            )
 
     if values.get("attn_impl") in _ATTN_ALIASES:
         values["attn_impl"] = _ATTN_ALIASES[values["attn_impl"]]
     if values.get("quant_bits") is not None and "quant_method" not in values:
         values["quant_method"] = "bnb"
-        notes.append("--quant_bits without --quant_method: assumed --quant_method bnb "
-                     "(ms-swift needs both for QLoRA)")
-    return SftArgs(**values, extra=tuple(extra), unknown=tuple(unknown), notes=tuple(notes),
-                   explicit=frozenset(values))
+        notes.append("--quant_bits without --quant_method: assumed --quant_method bnb (ms-swift needs both for QLoRA)")
+    return SftArgs(**values, extra=tuple(extra), unknown=tuple(unknown), notes=tuple(notes), explicit=frozenset(values))
 
 
 def _translate(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
@@ -404,13 +499,16 @@ def _old_model_type(name: str, raw: list[str], values: dict, notes: list[str]) -
 def _old_train_type(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
     value = _one_value(name, raw).lower()
     if value != "qlora":
-        notes.append(f"--{name} {value} -> --tuner_type {value}: renamed in ms-swift 4.x "
-                     "(--train_type is rejected there)")
+        notes.append(
+            f"--{name} {value} -> --tuner_type {value}: renamed in ms-swift 4.x (--train_type is rejected there)"
+        )
         return [("tuner_type", [value])]
     out = [("tuner_type", ["lora"])]  # and bnb 4-bit, unless the argv already chose otherwise
     out += [(key, [setting]) for key, setting in (("quant_method", "bnb"), ("quant_bits", "4")) if key not in values]
-    notes.append(f"--{name} qlora -> --tuner_type lora --quant_method bnb --quant_bits 4: "
-                 "ms-swift 4.x has no qlora type; QLoRA is LoRA on a bnb-quantized model")
+    notes.append(
+        f"--{name} qlora -> --tuner_type lora --quant_method bnb --quant_bits 4: "
+        "ms-swift 4.x has no qlora type; QLoRA is LoRA on a bnb-quantized model"
+    )
     return out
 
 
@@ -419,12 +517,16 @@ def _old_dtype(name: str, raw: list[str], values: dict, notes: list[str]) -> _Tr
     value = given.lower()
     if value in ("bnb_nf4", "bnb_fp4", "nf4", "fp4", "bnb_int4", "int4"):
         qtype = "fp4" if "fp4" in value else "nf4"
-        notes.append(f"--dtype {given} -> --quant_method bnb --quant_bits 4 --bnb_4bit_quant_type "
-                     f"{qtype}: 4-bit bitsandbytes loading is a quantization, not a dtype, in 4.x")
+        notes.append(
+            f"--dtype {given} -> --quant_method bnb --quant_bits 4 --bnb_4bit_quant_type "
+            f"{qtype}: 4-bit bitsandbytes loading is a quantization, not a dtype, in 4.x"
+        )
         return [("quant_method", ["bnb"]), ("quant_bits", ["4"]), ("bnb_4bit_quant_type", [qtype])]
     if value in ("bnb_int8", "int8", "bnb_8bit"):
-        notes.append(f"--dtype {given} -> --quant_method bnb --quant_bits 8: 8-bit bitsandbytes "
-                     "loading is a quantization, not a dtype, in 4.x")
+        notes.append(
+            f"--dtype {given} -> --quant_method bnb --quant_bits 8: 8-bit bitsandbytes "
+            "loading is a quantization, not a dtype, in 4.x"
+        )
         return [("quant_method", ["bnb"]), ("quant_bits", ["8"])]
     if value == "auto":
         notes.append("--dtype AUTO dropped: ms-swift 4.x reads torch_dtype from config.json by default")
@@ -441,8 +543,7 @@ def _old_quantization_bit(name: str, raw: list[str], values: dict, notes: list[s
     if value == "0":
         notes.append("--quantization_bit 0 dropped: no quantization (the default)")
         return []
-    notes.append(f"--quantization_bit {value} -> --quant_method bnb --quant_bits {value}: "
-                 "renamed in ms-swift 3.x")
+    notes.append(f"--quantization_bit {value} -> --quant_method bnb --quant_bits {value}: renamed in ms-swift 3.x")
     return ([] if "quant_method" in values else [("quant_method", ["bnb"])]) + [("quant_bits", [value])]
 
 
@@ -467,10 +568,15 @@ def _old_use_flash_attn(name: str, raw: list[str], values: dict, notes: list[str
 def _old_lora_target_modules(name: str, raw: list[str], values: dict, notes: list[str]) -> _Translation:
     if not raw:
         raise InvalidRequest("--lora_target_modules needs at least one value")
-    mapped = list(dict.fromkeys("all-linear" if value.upper() in ("ALL", "ALL-LINEAR", "DEFAULT", "AUTO") else value
-                                for value in raw))
-    notes.append(f"--lora_target_modules {' '.join(raw)} -> --target_modules {' '.join(mapped)}: "
-                 "renamed in ms-swift 3.x (ALL/DEFAULT/AUTO became all-linear, the 4.x default)")
+    mapped = list(
+        dict.fromkeys(
+            "all-linear" if value.upper() in ("ALL", "ALL-LINEAR", "DEFAULT", "AUTO") else value for value in raw
+        )
+    )
+    notes.append(
+        f"--lora_target_modules {' '.join(raw)} -> --target_modules {' '.join(mapped)}: "
+        "renamed in ms-swift 3.x (ALL/DEFAULT/AUTO became all-linear, the 4.x default)"
+    )
     return [("target_modules", mapped)]
 
 
@@ -481,9 +587,14 @@ def _old_template_type(name: str, raw: list[str], values: dict, notes: list[str]
 
 
 _OLD_SPELLINGS = {
-    "model_type": _old_model_type, "sft_type": _old_train_type, "train_type": _old_train_type, "dtype": _old_dtype,
-    "quantization_bit": _old_quantization_bit, "bnb_4bit_comp_dtype": _old_bnb_4bit_comp_dtype,
-    "use_flash_attn": _old_use_flash_attn, "lora_target_modules": _old_lora_target_modules,
+    "model_type": _old_model_type,
+    "sft_type": _old_train_type,
+    "train_type": _old_train_type,
+    "dtype": _old_dtype,
+    "quantization_bit": _old_quantization_bit,
+    "bnb_4bit_comp_dtype": _old_bnb_4bit_comp_dtype,
+    "use_flash_attn": _old_use_flash_attn,
+    "lora_target_modules": _old_lora_target_modules,
     "template_type": _old_template_type,
 }
 
@@ -498,11 +609,11 @@ def _split_pairs(tokens: list[str]) -> list[tuple[str, list[str]]]:
                 raise InvalidRequest(f"{token!r} is not an option name (expected --name or --name=value)")
             pairs.append((key, [value] if eq else []))
         elif not pairs:
-            raise InvalidRequest(f"unexpected value {token!r} before any --option; "
-                                 "write swift sft arguments as --name value")
+            raise InvalidRequest(
+                f"unexpected value {token!r} before any --option; write swift sft arguments as --name value"
+            )
         elif token.startswith("-") and len(token) > 1 and not _is_number(token):
-            raise InvalidRequest(f"{token!r}: single-dash options are not swift sft arguments; "
-                                 "use --name value")
+            raise InvalidRequest(f"{token!r}: single-dash options are not swift sft arguments; use --name value")
         else:
             pairs[-1][1].append(token)
     return pairs
@@ -520,8 +631,7 @@ def _check_token(token: Any) -> str:
     if not isinstance(token, str):
         raise InvalidRequest(f"every argument must be a string, got {type(token).__name__}")
     if _FORBIDDEN.search(token):
-        raise InvalidRequest("an argument contains a control character (NUL, newline, ...); "
-                             "remove it")
+        raise InvalidRequest("an argument contains a control character (NUL, newline, ...); remove it")
     if len(token) > _MAX_TOKEN:
         raise InvalidRequest(f"an argument is {len(token)} characters long; at most {_MAX_TOKEN}")
     return token
@@ -578,8 +688,8 @@ def check_with_ms_swift(argv: list[str]) -> str | None:
     the check is skipped, not failed. Importing ms-swift takes several seconds.
     """
     try:
-        from transformers import HfArgumentParser  # type: ignore
         from swift.arguments import SftArguments  # type: ignore
+        from transformers import HfArgumentParser  # type: ignore
     except Exception:  # noqa: BLE001 - ms-swift absent or broken: skip, as documented
         return None
     import contextlib

@@ -21,7 +21,9 @@ const COLUMNS: ReadonlyArray<[string, (ns: INamespaceSummary) => string]> = [
 /**
  * Fetch the namespaces and show what each has left, or the error, in a dialog.
  */
-export async function showBalanceDialog(client: Pick<IQuotaClient, 'namespaces'>): Promise<void> {
+export async function showBalanceDialog(
+  client: Pick<IQuotaClient, 'namespaces'>
+): Promise<void> {
   let body: Widget;
   try {
     const list = await client.namespaces();
@@ -110,10 +112,7 @@ namespace Private {
    * The remaining amount of `key` and a tooltip with hard and used; a dash
    * when no quota limits that key.
    */
-  function remaining(
-    balance: IBalance,
-    key: string
-  ): [string, string] {
+  function remaining(balance: IBalance, key: string): [string, string] {
     const resource = balance.resources[key];
     if (!resource) {
       return ['—', `No quota limits ${key}`];

@@ -20,7 +20,11 @@ export function explainJob(job: IJob): string {
   if (plain) {
     return message ? `${plain}: ${message}` : plain;
   }
-  if (job.phase === 'Failed' && job.exitCode !== undefined && job.exitCode !== null) {
+  if (
+    job.phase === 'Failed' &&
+    job.exitCode !== undefined &&
+    job.exitCode !== null
+  ) {
     const head = `The trainer exited with code ${job.exitCode}`;
     return message ? `${head}: ${message}` : head;
   }
@@ -111,7 +115,12 @@ export function swiftArgs(request: IPlanRequest): string[] {
   } else {
     args.push('--tuner_type', 'lora');
     if (request.tuner !== 'lora') {
-      args.push('--quant_method', 'bnb', '--quant_bits', request.tuner === 'qlora4' ? '4' : '8');
+      args.push(
+        '--quant_method',
+        'bnb',
+        '--quant_bits',
+        request.tuner === 'qlora4' ? '4' : '8'
+      );
     }
   }
   args.push('--max_length', String(request.maxLength));
@@ -132,7 +141,13 @@ export function magicLine(
   plan: Pick<IPlan, 'args' | 'gpus'>,
   asIs = true
 ): string {
-  const head = ['%swift_sft', '--namespace', namespace, '--gpus', String(plan.gpus)];
+  const head = [
+    '%swift_sft',
+    '--namespace',
+    namespace,
+    '--gpus',
+    String(plan.gpus)
+  ];
   if (asIs) {
     head.push('--as-is');
   }
@@ -164,7 +179,8 @@ export function quoteArg(arg: string): string {
  * `gpus: 1 → 2 (spreads the work over 2 GPUs)`; `default` for ms-swift's own.
  */
 export function changeText(change: IPlanChange): string {
-  const shown = (value: IPlanChange['from']) => (value === null ? 'default' : String(value));
+  const shown = (value: IPlanChange['from']) =>
+    value === null ? 'default' : String(value);
   return `${change.field}: ${shown(change.from)} → ${shown(change.to)} (${change.why})`;
 }
 

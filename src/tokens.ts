@@ -54,7 +54,9 @@ export type IJobList = Schemas['JobList'];
  * 1000; the server's `job_list_limit` when absent), after the page whose
  * `metadata.continue` this is.
  */
-export type IJobPage = NonNullable<operations['listJobs']['parameters']['query']>;
+export type IJobPage = NonNullable<
+  operations['listJobs']['parameters']['query']
+>;
 
 /** The largest `limit` the server accepts (`MAX_LIMIT` in `jupyter_quota/paging.py`). */
 export const MAX_JOB_PAGE = 1000;

@@ -128,8 +128,11 @@ def _fill(size: int) -> None:
 def _log_steps(first: int, last: int, total: int) -> None:
     """Steps ``first..last`` of ``total`` as ms-swift 4.6 logs them (values as strings)."""
     for step in range(first, last + 1):
-        print(f"{{'loss': '{2.0 / step:.4g}', 'learning_rate': '1e-04', 'global_step/max_steps': "
-              f"'{step}/{total}', 'elapsed_time': '{step}s', 'remaining_time': '{total - step}s'}}", flush=True)
+        print(
+            f"{{'loss': '{2.0 / step:.4g}', 'learning_rate': '1e-04', 'global_step/max_steps': "
+            f"'{step}/{total}', 'elapsed_time': '{step}s', 'remaining_time': '{total - step}s'}}",
+            flush=True,
+        )
 
 
 def _spawn(kind: str, pid_dir: str) -> None:

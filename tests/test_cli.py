@@ -7,13 +7,13 @@ import subprocess
 import sys
 
 import yaml
-
 from quota_testing import DEMO_CONFIG
 
 
 def run(*args, check=True):
-    return subprocess.run([sys.executable, "-m", "jupyter_quota", *args], capture_output=True, text=True,
-                          check=check, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "jupyter_quota", *args], capture_output=True, text=True, check=check, timeout=60
+    )
 
 
 def test_profiles_render_prints_the_kubernetes_objects():
@@ -65,9 +65,17 @@ c.JupyterQuota.state_dir = {state!r}
 """
 
 TINY_QWEN2 = {
-    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
-    "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 151936,
-    "max_position_embeddings": 32768, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 896,
+    "intermediate_size": 4864,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "vocab_size": 151936,
+    "max_position_embeddings": 32768,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
 }
 
 
@@ -108,8 +116,18 @@ def test_estimate_needs_the_double_dash_and_whole_gpus():
 
 
 def test_plan_classic_scenario_prints_the_command(tmp_path):
-    out = run("plan", "--namespace", "team-gamma", "--config", gamma_config(tmp_path), "--",
-              "--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full").stdout
+    out = run(
+        "plan",
+        "--namespace",
+        "team-gamma",
+        "--config",
+        gamma_config(tmp_path),
+        "--",
+        "--model",
+        "Qwen/Qwen-VL-Chat",
+        "--tuner_type",
+        "full",
+    ).stdout
     assert "team-gamma (team gamma): 1 GPU left, 24 GiB per GPU (21.6 GiB usable" in out
     assert "Recommended: QLoRA" in out
     assert "    swift sft --model Qwen/Qwen-VL-Chat --tuner_type lora --quant_method bnb" in out
@@ -120,13 +138,27 @@ def test_plan_json_and_access_rules(tmp_path):
     import json
 
     config = gamma_config(tmp_path)
-    out = run("plan", "-n", "team-alpha", "--json", "--config", config, "--", "--model",
-              "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048")
+    out = run(
+        "plan",
+        "-n",
+        "team-alpha",
+        "--json",
+        "--config",
+        config,
+        "--",
+        "--model",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "--tuner_type",
+        "full",
+        "--max_length",
+        "2048",
+    )
     body = json.loads(out.stdout)
     assert set(body) >= {"recommended", "candidates", "rejected", "assumptions", "notes"}
     assert body["recommended"]["gpus"] in (1, 2)
-    foreign = run("plan", "-n", "team-beta", "--config", config, "--", "--model", "Qwen/Qwen2.5-7B-Instruct",
-                  check=False)
+    foreign = run(
+        "plan", "-n", "team-beta", "--config", config, "--", "--model", "Qwen/Qwen2.5-7B-Instruct", check=False
+    )
     assert foreign.returncode == 1 and 'may not use namespace "team-beta"' in foreign.stderr
     several = run("plan", "--config", config, "--", "--model", "Qwen/Qwen2.5-7B-Instruct", check=False)
     assert several.returncode == 1 and "--namespace" in several.stderr
@@ -135,7 +167,8 @@ def test_plan_json_and_access_rules(tmp_path):
 def test_python_plan_reads_the_configured_state(tmp_path):
     import jupyter_quota
 
-    result = jupyter_quota.plan(["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"], namespace="team-gamma",
-                                config=gamma_config(tmp_path)).to_json()
+    result = jupyter_quota.plan(
+        ["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"], namespace="team-gamma", config=gamma_config(tmp_path)
+    ).to_json()
     assert result["namespace"] == "team-gamma" and result["gpusFree"] == 1
     assert result["recommended"] is not None

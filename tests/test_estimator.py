@@ -19,34 +19,51 @@ def peak(argv, gpus=1, **kw):
 
 
 def test_breakdown_sums_to_peak_and_json_shape():
-    for argv, gpus in [(BASE, 1), (BASE + ["--tuner_type", "full"], 1),
-                       (BASE + ["--tuner_type", "full", "--deepspeed", "zero3"], 4),
-                       (BASE + ["--quant_method", "bnb", "--quant_bits", "4"], 1),
-                       (["--model", "Qwen/Qwen3-30B-A3B", "--use_liger_kernel", "true"], 2)]:
+    for argv, gpus in [
+        (BASE, 1),
+        (BASE + ["--tuner_type", "full"], 1),
+        (BASE + ["--tuner_type", "full", "--deepspeed", "zero3"], 4),
+        (BASE + ["--quant_method", "bnb", "--quant_bits", "4"], 1),
+        (["--model", "Qwen/Qwen3-30B-A3B", "--use_liger_kernel", "true"], 2),
+    ]:
         est = estimate(argv, gpus)
         assert tuple(est.breakdown) == BREAKDOWN_KEYS
         assert all(isinstance(v, int) and v >= 0 for v in est.breakdown.values())
         assert sum(est.breakdown.values()) == est.peak_bytes_per_gpu
         data = est.to_json()
-        assert set(data) >= {"peakBytesPerGpu", "peakGibPerGpu", "breakdown", "assumptions",
-                             "model", "gpus", "args"}
-        assert data["peakGibPerGpu"] == round(est.peak_bytes_per_gpu / 1024 ** 3, 2)
+        assert set(data) >= {"peakBytesPerGpu", "peakGibPerGpu", "breakdown", "assumptions", "model", "gpus", "args"}
+        assert data["peakGibPerGpu"] == round(est.peak_bytes_per_gpu / 1024**3, 2)
         assert data["args"] == est.args.to_argv() and data["gpus"] == gpus
         json.dumps(data)
 
 
 def test_accepts_sftargs_and_old_names():
-    old = estimate("--model_type qwen-vl-chat --sft_type qlora --dtype bnb_nf4 --batch_size 2".split())
-    new = estimate(parse_sft_args("--model Qwen/Qwen-VL-Chat --quant_method bnb --quant_bits 4 "
-                                  "--per_device_train_batch_size 2".split()))
+    old = estimate(["--model_type", "qwen-vl-chat", "--sft_type", "qlora", "--dtype", "bnb_nf4", "--batch_size", "2"])
+    new = estimate(
+        parse_sft_args(
+            [
+                "--model",
+                "Qwen/Qwen-VL-Chat",
+                "--quant_method",
+                "bnb",
+                "--quant_bits",
+                "4",
+                "--per_device_train_batch_size",
+                "2",
+            ]
+        )
+    )
     assert old.peak_bytes_per_gpu == new.peak_bytes_per_gpu
     assert any("--sft_type qlora" in a for a in old.assumptions)
 
 
-@pytest.mark.parametrize("key,small,large", [
-    ("--max_length", "1024", "4096"),
-    ("--per_device_train_batch_size", "1", "4"),
-])
+@pytest.mark.parametrize(
+    "key,small,large",
+    [
+        ("--max_length", "1024", "4096"),
+        ("--per_device_train_batch_size", "1", "4"),
+    ],
+)
 def test_more_tokens_more_memory(key, small, large):
     assert peak(BASE + [key, small]) < peak(BASE + [key, large])
 
@@ -90,7 +107,7 @@ def test_zero3_over_four_gpus_beats_ddp_for_full():
 
 def test_liger_and_modules_to_save():
     assert peak(BASE + ["--use_liger_kernel", "true"]) < peak(BASE)
-    assert peak(BASE + ["--modules_to_save", "embed_tokens", "lm_head"]) > peak(BASE) + 2 ** 33
+    assert peak(BASE + ["--modules_to_save", "embed_tokens", "lm_head"]) > peak(BASE) + 2**33
     assert peak(BASE + ["--lora_rank", "64"]) > peak(BASE)
     assert peak(BASE + ["--target_modules", "q_proj", "v_proj"]) < peak(BASE)
 
@@ -101,9 +118,9 @@ def test_qlora_keeps_quantized_linear_inputs():
     off = ["--gradient_checkpointing", "false"]
     q4 = ["--quant_method", "bnb", "--quant_bits", "4"]
     lora, qlora = estimate(BASE + off), estimate(BASE + off + q4)
-    assert qlora.breakdown["activations"] > lora.breakdown["activations"] + 2 ** 30
+    assert qlora.breakdown["activations"] > lora.breakdown["activations"] + 2**30
     on_lora, on_q = estimate(BASE), estimate(BASE + q4)
-    assert 0 <= on_q.breakdown["activations"] - on_lora.breakdown["activations"] < 2 ** 28
+    assert 0 <= on_q.breakdown["activations"] - on_lora.breakdown["activations"] < 2**28
 
 
 def test_zero3_lora_counts_the_frozen_base_once():
@@ -111,11 +128,12 @@ def test_zero3_lora_counts_the_frozen_base_once():
     single = estimate(lora).breakdown
     zero3 = estimate(lora + ["--deepspeed", "zero3"], 2).breakdown
     assert zero3["weights"] == single["weights"]
-    assert zero3["gradients"] < 2 ** 30
+    assert zero3["gradients"] < 2**30
 
 
 def test_estimate_is_fast_and_repeatable():
     import time
+
     argv = ["--model", "Qwen/Qwen3-30B-A3B", "--max_length", "2048"]
     first = estimate(argv, 2)
     start = time.perf_counter()
@@ -130,8 +148,10 @@ def test_moe_and_vlm():
     assert moe.model.num_experts == 128 and moe.model.params > 30e9
     vlm = resolve_model("Qwen/Qwen-VL-Chat")
     assert vlm.vision_params > 1.5e9
-    assert estimate(["--model", "Qwen/Qwen2.5-VL-7B-Instruct"]).breakdown["weights"] > \
-        estimate(["--model", "Qwen/Qwen2.5-7B-Instruct"]).breakdown["weights"]
+    assert (
+        estimate(["--model", "Qwen/Qwen2.5-VL-7B-Instruct"]).breakdown["weights"]
+        > estimate(["--model", "Qwen/Qwen2.5-7B-Instruct"]).breakdown["weights"]
+    )
 
 
 def test_bnb_quantizes_qwen_vl_vision_linears_but_keeps_other_vision_towers_16_bit():
@@ -162,23 +182,48 @@ def test_cpu_mode_has_no_cuda_overhead():
 
 
 def test_catalog_names():
-    for name in ("Qwen/Qwen2.5-7B-Instruct", "qwen/qwen2.5-7b-instruct", "Qwen2.5-7B-Instruct",
-                 "Qwen/Qwen-VL-Chat", "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-8B"):
+    for name in (
+        "Qwen/Qwen2.5-7B-Instruct",
+        "qwen/qwen2.5-7b-instruct",
+        "Qwen2.5-7B-Instruct",
+        "Qwen/Qwen-VL-Chat",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "Qwen/Qwen3-8B",
+    ):
         assert resolve_model(name).num_layers > 0
     assert 7.5e9 < resolve_model("Qwen/Qwen2.5-7B-Instruct").params < 7.7e9
     assert 8.0e9 < resolve_model("meta-llama/Llama-3.1-8B").params < 8.1e9
     for name in names():  # every catalog entry is readable
         assert resolve_model(name).params > 1e8
     families = " ".join(names()).lower()
-    for family in ("qwen2.5-0.5b", "qwen2.5-72b", "qwen3-30b-a3b", "qwen2.5-vl", "qwen-vl-chat",
-                   "llama-3", "mistral", "gemma", "glm-4", "internlm", "deepseek-r1-distill"):
+    for family in (
+        "qwen2.5-0.5b",
+        "qwen2.5-72b",
+        "qwen3-30b-a3b",
+        "qwen2.5-vl",
+        "qwen-vl-chat",
+        "llama-3",
+        "mistral",
+        "gemma",
+        "glm-4",
+        "internlm",
+        "deepseek-r1-distill",
+    ):
         assert family in families
 
 
 def _tiny_config(**over):
-    cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 4,
-           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000,
-           "tie_word_embeddings": False, "torch_dtype": "float32"}
+    cfg = {
+        "model_type": "llama",
+        "hidden_size": 256,
+        "intermediate_size": 512,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 1000,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float32",
+    }
     cfg.update(over)
     return cfg
 
@@ -194,8 +239,11 @@ def test_local_config_folder(tmp_path):
 
 
 def test_nested_text_config_and_moe_keys(tmp_path):
-    cfg = {"model_type": "vlm", "text_config": _tiny_config(num_local_experts=4, num_experts_per_tok=2),
-           "vision_config": {"depth": 2, "embed_dim": 64, "mlp_ratio": 4, "hidden_size": 256}}
+    cfg = {
+        "model_type": "vlm",
+        "text_config": _tiny_config(num_local_experts=4, num_experts_per_tok=2),
+        "vision_config": {"depth": 2, "embed_dim": 64, "mlp_ratio": 4, "hidden_size": 256},
+    }
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     spec = resolve_model(str(tmp_path))
     assert spec.num_experts == 4 and spec.vision_params > 0
@@ -234,7 +282,7 @@ def test_calibration_within_stated_tolerance():
         argv, gpus, tags = cal.row_to_argv(row)
         if {"unmodelled", "weak"} & set(tags) or row["source"].startswith("pytorch"):
             continue
-        measured = float(row["measured_gib_per_gpu"]) * 1024 ** 3
+        measured = float(row["measured_gib_per_gpu"]) * 1024**3
         errors.append(estimate(argv, gpus).peak_bytes_per_gpu / measured - 1)
     assert len(errors) >= 30
     median, p90, under = cal.summary(errors)
@@ -250,8 +298,9 @@ def test_lora_on_qwen_1_names_counts_fused_qkv_once_and_attn_c_proj_only():
     h, i = spec.hidden_size, spec.intermediate_size
     assert (h, i) == (4096, 11008)
     expected = 64 * 32 * ((h + 3 * h) + (h + h) + 2 * (h + i))
-    notes = estimate(["--model", "Qwen/Qwen-VL-Chat", "--lora_rank", "64",
-                      "--target_modules", "c_attn", "attn.c_proj", "w1", "w2"]).assumptions
+    notes = estimate(
+        ["--model", "Qwen/Qwen-VL-Chat", "--lora_rank", "64", "--target_modules", "c_attn", "attn.c_proj", "w1", "w2"]
+    ).assumptions
     assert f"{expected / 1e6:.1f}M adapter parameters" in " ".join(notes)
     assert not any("not recognised" in n for n in notes)
     # a bare c_proj is a suffix of the MLP's down projection too (PEFT matches suffixes)
@@ -269,9 +318,18 @@ def test_fsdp_is_estimated_as_ddp_and_says_so():
 
 # -- hub ids outside the catalog: local caches, then the hub when enabled (never the network here) ---
 
-TINY_QWEN2 = {"model_type": "qwen2", "hidden_size": 896, "num_hidden_layers": 24, "num_attention_heads": 14,
-              "num_key_value_heads": 2, "intermediate_size": 4864, "vocab_size": 151936,
-              "tie_word_embeddings": True, "torch_dtype": "bfloat16", "max_position_embeddings": 32768}
+TINY_QWEN2 = {
+    "model_type": "qwen2",
+    "hidden_size": 896,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "intermediate_size": 4864,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+    "max_position_embeddings": 32768,
+}
 
 
 @pytest.fixture
@@ -323,8 +381,9 @@ def test_an_uncached_hub_id_says_how_to_fetch_it_and_fetches_only_when_enabled(h
     assert resolve_model("acme/fetched").source == "config.json from the hub"
 
 
-@pytest.mark.parametrize("name", ["../../etc/passwd", "acme/../../x", "..acme/x", "acme/x/y", "acme", "a" * 200 + "/b",
-                                  "acme/x;rm -rf /"])
+@pytest.mark.parametrize(
+    "name", ["../../etc/passwd", "acme/../../x", "..acme/x", "acme/x/y", "acme", "a" * 200 + "/b", "acme/x;rm -rf /"]
+)
 def test_hostile_or_malformed_names_never_reach_a_cache_path_or_the_hub(hub_env, monkeypatch, name):
     import huggingface_hub
 

@@ -27,6 +27,14 @@ def test_every_estimate_is_bit_for_bit_the_recorded_one(golden, tmp_path):
         breakdown = [result["breakdown"][key] for key in BREAKDOWN_KEYS]
         assumptions = [notes[i] for i in row["assumptions"]]
         if breakdown != row["breakdown"] or result["assumptions"] != assumptions:
-            differ.append((row["argv"], row["gpus"], row["device"], breakdown, row["breakdown"],
-                           [a for a in result["assumptions"] if a not in assumptions]))
+            differ.append(
+                (
+                    row["argv"],
+                    row["gpus"],
+                    row["device"],
+                    breakdown,
+                    row["breakdown"],
+                    [a for a in result["assumptions"] if a not in assumptions],
+                )
+            )
     assert not differ, f"{len(differ)} of {len(golden['cases'])} cases differ; first: {differ[:3]}"

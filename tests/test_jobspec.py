@@ -198,13 +198,24 @@ def test_the_servers_settings_are_part_of_the_one_build(profile):
     assert (plain["spec"]["backoffLimit"], "ttlSecondsAfterFinished" in plain["spec"]) == (0, False)
     assert "image" not in pod["containers"][0] and "volumes" not in pod and "volumeMounts" not in pod["containers"][0]
 
-    job = build_job(team, request, "ann", ["swift", "sft"], JobSettings(
-        image="swift:4", backoff_limit=2, ttl_seconds_after_finished=0, mounts=True, cache_volumes=(shadowed, cache)))
+    job = build_job(
+        team,
+        request,
+        "ann",
+        ["swift", "sft"],
+        JobSettings(
+            image="swift:4", backoff_limit=2, ttl_seconds_after_finished=0, mounts=True, cache_volumes=(shadowed, cache)
+        ),
+    )
     pod = job["spec"]["template"]["spec"]
     assert (job["spec"]["backoffLimit"], job["spec"]["ttlSecondsAfterFinished"]) == (2, 0)
     assert pod["containers"][0]["image"] == "swift:4"
-    assert pod["volumes"] == [{"name": "home", "persistentVolumeClaim": {"claimName": "claim-ann"}},
-                              {"name": "hf-cache", "emptyDir": {}}]
-    assert pod["containers"][0]["volumeMounts"] == [{"name": "home", "mountPath": "/home/jovyan"},
-                                                    {"name": "hf-cache", "mountPath": "/cache"}]
+    assert pod["volumes"] == [
+        {"name": "home", "persistentVolumeClaim": {"claimName": "claim-ann"}},
+        {"name": "hf-cache", "emptyDir": {}},
+    ]
+    assert pod["containers"][0]["volumeMounts"] == [
+        {"name": "home", "mountPath": "/home/jovyan"},
+        {"name": "hf-cache", "mountPath": "/cache"},
+    ]
     assert home["persistentVolumeClaim"]["claimName"] == "claim-{username}"  # the profile's entry is kept

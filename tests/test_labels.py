@@ -64,9 +64,9 @@ def reasons_spelled_again(path: Path, values: set[str]) -> list[str]:
     """``reason="X"`` and ``reason = "X"`` in ``path`` with X one of ``values``."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.keyword) and node.arg == "reason":
-            value = node.value
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "reason" for t in node.targets):
+        if (isinstance(node, ast.keyword) and node.arg == "reason") or (
+            isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "reason" for t in node.targets)
+        ):
             value = node.value
         else:
             continue
@@ -78,16 +78,23 @@ def reasons_spelled_again(path: Path, values: set[str]) -> list[str]:
 def test_every_reason_code_comes_from_the_reasons_module():
     values = set(constants(reasons).values())
     home = Path(reasons.__file__).resolve()
-    assert [hit for path in sorted(PACKAGE.rglob("*.py")) if path != home
-            for hit in reasons_spelled_again(path, values)] == []
+    assert [
+        hit for path in sorted(PACKAGE.rglob("*.py")) if path != home for hit in reasons_spelled_again(path, values)
+    ] == []
 
 
 def test_the_check_finds_a_key_spelled_outside_the_labels_module(tmp_path):
     """The scan sees a key in code, and skips one in a docstring."""
     module = tmp_path / "m.py"
-    module.write_text('"""Docs may name jupyter-quota/team."""\nKEY = "jupyter-quota/team"\n'
-                      'SELECTOR = f"app.kubernetes.io/managed-by={1}"\n')
+    module.write_text(
+        '"""Docs may name jupyter-quota/team."""\nKEY = "jupyter-quota/team"\n'
+        'SELECTOR = f"app.kubernetes.io/managed-by={1}"\n'
+    )
     assert [text for _, text in code_strings(module)] == ["jupyter-quota/team", "app.kubernetes.io/managed-by="]
-    module.write_text('raise AdmissionDenied("no", reason="ExceededQuota")\nreason = "Cancelled"\nscope = "Terminating"\n')
+    module.write_text(
+        'raise AdmissionDenied("no", reason="ExceededQuota")\nreason = "Cancelled"\nscope = "Terminating"\n'
+    )
     assert sorted(reasons_spelled_again(module, set(constants(reasons).values()))) == [
-        "m.py:1: 'ExceededQuota'", "m.py:2: 'Cancelled'"]
+        "m.py:1: 'ExceededQuota'",
+        "m.py:2: 'Cancelled'",
+    ]

@@ -22,8 +22,10 @@ from jupyter_quota.magics.magics import split_arguments, translation_text
 from jupyter_quota.swift import parse_sft_args
 
 GENERATED = "[bcdfghjklmnpqrstvwxz2456789]{5}"  # Kubernetes' generateName suffix
-TUTORIAL = ("swift sft --model_type qwen-vl-chat --sft_type qlora --dtype bnb_nf4 --dataset my_custom_data "
-            "--batch_size 2 --use_flash_attn true --output_dir ./finetuned-model")
+TUTORIAL = (
+    "swift sft --model_type qwen-vl-chat --sft_type qlora --dtype bnb_nf4 --dataset my_custom_data "
+    "--batch_size 2 --use_flash_attn true --output_dir ./finetuned-model"
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +46,7 @@ def server(tmp_path_factory):
 @pytest.fixture
 def magics(ip, server):
     """A fresh QuotaMagics on the shell, talking to the real server (ms-swift's check off: slow)."""
+
     def connect_fn():
         return QuotaClient(f"http://127.0.0.1:{server.port}/", server.token, "test")
 
@@ -61,15 +64,23 @@ def _no_server():
 # -- help and arguments ---------------------------------------------------------------------------
 def test_help_lists_the_options_and_the_swift_arguments(ip):
     text = ip.object_inspect_text("%swift_sft")
-    for expected in ("%swift_sft [--namespace NS] [--gpus N] [--dry-run] [--as-is]", "--name NAME",
-                     "SWIFT_SFT_ARGS", "--sft_type qlora", "job.wait()", "NAME-xxxxx"):
+    for expected in (
+        "%swift_sft [--namespace NS] [--gpus N] [--dry-run] [--as-is]",
+        "--name NAME",
+        "SWIFT_SFT_ARGS",
+        "--sft_type qlora",
+        "job.wait()",
+        "NAME-xxxxx",
+    ):
         assert expected in text
     assert "%quota [namespace]" in ip.object_inspect_text("%quota")
 
 
 def test_split_arguments_takes_the_magic_options_anywhere():
-    ours, theirs = split_arguments("--gpus 2 swift sft --model m --dry_run --namespace=team-a",
-                                   "# the data\n--dataset a.jsonl b.jsonl \\\n  --name my-job\n--as-is\n")
+    ours, theirs = split_arguments(
+        "--gpus 2 swift sft --model m --dry_run --namespace=team-a",
+        "# the data\n--dataset a.jsonl b.jsonl \\\n  --name my-job\n--as-is\n",
+    )
     assert ours == ["--gpus", "2", "--dry-run", "--namespace", "team-a", "--name", "my-job", "--as-is"]
     assert theirs == ["swift", "sft", "--model", "m", "--dataset", "a.jsonl", "b.jsonl"]
     assert split_arguments("--model m -- --name x")[1] == ["--model", "m", "--name", "x"]
@@ -82,15 +93,19 @@ def test_split_arguments_takes_the_magic_options_anywhere():
 def test_tutorial_command_translation_is_printed_in_full():
     text = translation_text(parse_sft_args(TUTORIAL.split()))
     assert text.splitlines()[0] == "Translated from older ms-swift names:"
-    for note in ("--sft_type qlora -> --tuner_type lora --quant_method bnb --quant_bits 4",
-                 "--dtype bnb_nf4 -> --quant_method bnb --quant_bits 4 --bnb_4bit_quant_type nf4",
-                 "--batch_size -> --per_device_train_batch_size", "--use_flash_attn true -> --attn_impl flash_attn",
-                 "--model_type qwen-vl-chat -> --model Qwen/Qwen-VL-Chat"):
+    for note in (
+        "--sft_type qlora -> --tuner_type lora --quant_method bnb --quant_bits 4",
+        "--dtype bnb_nf4 -> --quant_method bnb --quant_bits 4 --bnb_4bit_quant_type nf4",
+        "--batch_size -> --per_device_train_batch_size",
+        "--use_flash_attn true -> --attn_impl flash_attn",
+        "--model_type qwen-vl-chat -> --model Qwen/Qwen-VL-Chat",
+    ):
         assert note in text
     assert text.splitlines()[-1] == (
         "  swift sft --model Qwen/Qwen-VL-Chat --tuner_type lora --quant_method bnb --quant_bits 4 "
         "--bnb_4bit_quant_type nf4 --per_device_train_batch_size 2 --attn_impl flash_attn "
-        "--dataset my_custom_data --output_dir ./finetuned-model")
+        "--dataset my_custom_data --output_dir ./finetuned-model"
+    )
 
 
 def test_bad_swift_arguments_are_one_line_not_a_traceback(magics, ip):
@@ -116,9 +131,11 @@ def test_no_server_says_how_to_fix(ip):
 def test_server_is_found_from_jupyterhub_then_runtime_files():
     hub = connect(environ={"JUPYTERHUB_SERVICE_URL": "http://0.0.0.0:8888/user/ada/", "JUPYTERHUB_API_TOKEN": "t"})
     assert hub.api_url == "http://127.0.0.1:8888/user/ada/quota/v1" and hub.token == "t"
-    servers = [{"pid": 10, "url": "http://localhost:1/", "root_dir": "/srv"},
-               {"pid": 11, "url": "http://localhost:2/", "root_dir": "/srv/ada"},
-               {"pid": 12, "url": "http://localhost:3/", "root_dir": "/other"}]
+    servers = [
+        {"pid": 10, "url": "http://localhost:1/", "root_dir": "/srv"},
+        {"pid": 11, "url": "http://localhost:2/", "root_dir": "/srv/ada"},
+        {"pid": 12, "url": "http://localhost:3/", "root_dir": "/other"},
+    ]
     assert pick_server(servers, "/srv/ada/project", ppid=1)["pid"] == 11  # the deepest root
     assert pick_server(servers, "/srv/ada/project", ppid=12)["pid"] == 12  # the kernel's parent wins
     assert pick_server(servers, "/elsewhere", ppid=1) is None
@@ -172,8 +189,9 @@ def test_plan_that_cannot_fit_is_refused_before_submitting(magics, ip):
 
 def test_launch_returns_a_job_handle_that_follows_it(magics, ip, server):
     with capture_output():
-        job = ip.run_cell_magic("swift_sft", "--name magic-job",
-                                "--model Qwen/Qwen2.5-0.5B-Instruct\n--dataset d.jsonl --max_steps 3\n")
+        job = ip.run_cell_magic(
+            "swift_sft", "--name magic-job", "--model Qwen/Qwen2.5-0.5B-Instruct\n--dataset d.jsonl --max_steps 3\n"
+        )
     assert isinstance(job, Job) and re.fullmatch(f"magic-job-{GENERATED}", job.name) and magics.last_job is job
     assert job.wait(timeout=60, interval=0.2) == "Succeeded"
     assert job.status == "Succeeded"
@@ -193,9 +211,15 @@ def test_the_same_name_runs_again_as_a_prefix(magics, ip, server):
 
 
 # -- displays -------------------------------------------------------------------------------------
-BALANCE = {"namespace": "team-alpha", "team": "alpha", "stale": False,
-           "resources": {"limits.memory": {"hard": "128Gi", "used": "96Gi", "remaining": "32Gi"},
-                         "requests.nvidia.com/gpu": {"hard": "2", "used": "1", "remaining": "1"}}}
+BALANCE = {
+    "namespace": "team-alpha",
+    "team": "alpha",
+    "stale": False,
+    "resources": {
+        "limits.memory": {"hard": "128Gi", "used": "96Gi", "remaining": "32Gi"},
+        "requests.nvidia.com/gpu": {"hard": "2", "used": "1", "remaining": "1"},
+    },
+}
 
 
 def test_balance_text_and_html():
@@ -215,8 +239,14 @@ class _LogClient:
         self.cancelled = False
 
     def job(self, namespace, name):
-        return {"name": name, "namespace": namespace, "phase": self.phase, "createdAt": "2026-01-01T00:00:00Z",
-                "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:16Z"}
+        return {
+            "name": name,
+            "namespace": namespace,
+            "phase": self.phase,
+            "createdAt": "2026-01-01T00:00:00Z",
+            "startedAt": "2026-01-01T00:00:00Z",
+            "finishedAt": "2026-01-01T00:00:16Z",
+        }
 
     def logs(self, namespace, name, tail_lines=None):
         return self.log
@@ -278,8 +308,9 @@ def test_loss_plot_takes_new_steps_in_place_throttled():
 
 def test_the_job_without_a_widget_is_text_with_its_last_losses(ip):
     job = Job(_LogClient(), "team-alpha", "tiny").refresh()
-    assert str(job) == ("job team-alpha/tiny: Succeeded, step 3/3, loss 6.085\n"
-                        "loss by step (last 3 of 3): 1: 6.015, 2: 6.009, 3: 6.085")
+    assert str(job) == (
+        "job team-alpha/tiny: Succeeded, step 3/3, loss 6.085\nloss by step (last 3 of 3): 1: 6.015, 2: 6.009, 3: 6.085"
+    )
     with capture_output() as out:  # a terminal IPython: no kernel, so no widget
         display(job)
     assert [o.data for o in out.outputs] == [{"text/plain": str(job)}]

@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 import yaml
+from openapi_contract import assert_matches
 from openapi_spec_validator import validate
 
 import jupyter_quota
 from jupyter_quota.handlers import ROUTES
 from jupyter_quota.jobspec import REQUEST_FIELDS
-from openapi_contract import assert_matches
 
 SPEC = Path(jupyter_quota.__file__).parent / "openapi.yaml"
 VERBS = ("get", "post", "put", "delete", "patch")
@@ -69,9 +69,14 @@ def test_spec_ships_in_the_package():
 
 
 async def test_real_responses_match_their_schemas(api):
-    reads = [("NamespaceList", ("namespaces",)), ("Balance", ("namespaces", "team-alpha", "balance")),
-             ("JobList", ("namespaces", "team-alpha", "jobs")), ("Identity", ("identity",)),
-             ("Inventory", ("inventory",)), ("ModelList", ("models",))]
+    reads = [
+        ("NamespaceList", ("namespaces",)),
+        ("Balance", ("namespaces", "team-alpha", "balance")),
+        ("JobList", ("namespaces", "team-alpha", "jobs")),
+        ("Identity", ("identity",)),
+        ("Inventory", ("inventory",)),
+        ("ModelList", ("models",)),
+    ]
     for schema, path in reads:
         status, body = await api("GET", *path)
         assert status == 200, (path, body)
@@ -99,5 +104,15 @@ def test_a_body_with_a_key_the_spec_does_not_name_fails_the_check():
     import pytest
 
     with pytest.raises(AssertionError, match="peak_bytes_per_gpu"):
-        assert_matches("Breakdown", {"weights": 1, "gradients": 0, "optimizer": 0, "activations": 0, "logits": 0,
-                                     "overhead": 0, "peak_bytes_per_gpu": 1})
+        assert_matches(
+            "Breakdown",
+            {
+                "weights": 1,
+                "gradients": 0,
+                "optimizer": 0,
+                "activations": 0,
+                "logits": 0,
+                "overhead": 0,
+                "peak_bytes_per_gpu": 1,
+            },
+        )

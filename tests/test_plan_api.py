@@ -8,7 +8,6 @@ from __future__ import annotations
 import getpass
 
 import pytest
-
 from openapi_contract import assert_matches
 from quota_testing import QUOTA_MODES, demo_config
 
@@ -51,9 +50,14 @@ QWEN_VL_FULL = ["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"]
 
 
 async def test_estimate_answers_the_design_shape(api):
-    status, body = await api("POST", "estimate", body={"args": ["--model", "Qwen/Qwen2.5-7B-Instruct",
-                                                                "--tuner_type", "lora", "--max_length", "2048"],
-                                                       "gpus": 1})
+    status, body = await api(
+        "POST",
+        "estimate",
+        body={
+            "args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora", "--max_length", "2048"],
+            "gpus": 1,
+        },
+    )
     assert status == 200, body
     assert_matches("Estimate", body)
     assert {"peakBytesPerGpu", "peakGibPerGpu", "breakdown", "assumptions"} <= set(body)
@@ -67,19 +71,22 @@ async def test_estimate_gpus_default_to_one_and_older_names_work(api):
     assert body["gpus"] == 1
 
 
-@pytest.mark.parametrize("body, words", [
-    ({"args": "--model Qwen/Qwen2.5-7B-Instruct"}, "list of strings"),
-    ({"args": ["--model", 7]}, "must be a string"),
-    ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "gpus": 0.5}, "whole"),
-    ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "gpus": -1}, "at least 1"),
-    ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "gpus": 0}, "at least 1"),
-    ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "gpus": True}, "whole number"),
-    ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "extra": 1}, "unknown field"),
-    ({"gpus": 1}, '"args" is required'),
-    (["--model", "x"], "JSON object"),
-    ({"args": ["--model", "nobody/no-such-model-13b"]}, "nobody/no-such-model-13b"),
-    ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--max_length", "many"]}, "max_length"),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ({"args": "--model Qwen/Qwen2.5-7B-Instruct"}, "list of strings"),
+        ({"args": ["--model", 7]}, "must be a string"),
+        ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "gpus": 0.5}, "whole"),
+        ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "gpus": -1}, "at least 1"),
+        ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "gpus": 0}, "at least 1"),
+        ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "gpus": True}, "whole number"),
+        ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "extra": 1}, "unknown field"),
+        ({"gpus": 1}, '"args" is required'),
+        (["--model", "x"], "JSON object"),
+        ({"args": ["--model", "nobody/no-such-model-13b"]}, "nobody/no-such-model-13b"),
+        ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--max_length", "many"]}, "max_length"),
+    ],
+)
 async def test_estimate_bad_input_is_400(api, body, words):
     status, answer = await api("POST", "estimate", body=body)
     assert status == 400, answer
@@ -108,9 +115,13 @@ async def test_plan_classic_scenario_on_one_free_24gib_gpu(api):
 
 
 async def test_plan_7b_full_on_team_alpha(api):
-    status, body = await api("POST", "namespaces", "team-alpha", "plan",
-                             body={"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full",
-                                            "--max_length", "2048"]})
+    status, body = await api(
+        "POST",
+        "namespaces",
+        "team-alpha",
+        "plan",
+        body={"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"]},
+    )
     assert status == 200, body
     assert_matches("PlanResult", body)  # offload plans (hostMemory) and rejected summaries (no resources)
     assert body["gpusFree"] == 2 and body["recommended"] is not None
@@ -118,15 +129,24 @@ async def test_plan_7b_full_on_team_alpha(api):
     # DeepSpeed CPU offload fits the GPU but its host memory does not fit team-alpha's 128Gi
     offload = [r for r in body["rejected"] if "offload" in r["plan"]["summary"]]
     assert offload and all(r["plan"]["hostMemory"] for r in offload)
-    assert any(r["reason"].startswith("zero2_offload needs ") and "GiB of host memory" in r["reason"]
-               and r["reason"].endswith("the pod may have at most 128Gi (the LimitRange's max) and team-alpha has "
-                                        "128Gi of limits.memory left") for r in offload), offload
+    assert any(
+        r["reason"].startswith("zero2_offload needs ")
+        and "GiB of host memory" in r["reason"]
+        and r["reason"].endswith(
+            "the pod may have at most 128Gi (the LimitRange's max) and team-alpha has 128Gi of limits.memory left"
+        )
+        for r in offload
+    ), offload
 
 
 async def test_plan_7b_full_with_offload_where_the_pod_may_hold_its_host_memory(api):
-    status, body = await api("POST", "namespaces", "team-delta", "plan",
-                             body={"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full",
-                                            "--max_length", "2048"]})
+    status, body = await api(
+        "POST",
+        "namespaces",
+        "team-delta",
+        "plan",
+        body={"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"]},
+    )
     assert status == 200, body
     best = body["recommended"]
     args = best["args"]
@@ -140,8 +160,13 @@ async def test_a_plan_submits_as_it_is(api):
     """The recommended plan's args and resources are a job the namespace admits."""
     status, body = await api("POST", "namespaces", "team-gamma", "plan", body={"args": QWEN_VL_FULL})
     best = body["recommended"]
-    status, job = await api("POST", "namespaces", "team-gamma", "jobs",
-                            body={"args": best["args"], "gpus": best["gpus"], "resources": best["resources"]})
+    status, job = await api(
+        "POST",
+        "namespaces",
+        "team-gamma",
+        "jobs",
+        body={"args": best["args"], "gpus": best["gpus"], "resources": best["resources"]},
+    )
     assert status == 201, job
     status, again = await api("POST", "namespaces", "team-gamma", "plan", body={"args": QWEN_VL_FULL})
     assert status == 200 and again["gpusFree"] == 0 and again["recommended"] is None
@@ -158,13 +183,16 @@ async def test_plan_foreign_and_unknown_namespaces(api):
     assert status == 404
 
 
-@pytest.mark.parametrize("body, words", [
-    ({"args": "--model Qwen/Qwen-VL-Chat"}, "list of strings"),
-    ({"args": QWEN_VL_FULL, "gpus": 1.5}, "whole"),
-    ({"args": QWEN_VL_FULL, "gpus": -2}, "at least 1"),
-    ({"args": ["--model", "nobody/no-such-model-13b"]}, "nobody/no-such-model-13b"),
-    ({"args": QWEN_VL_FULL, "namespace": "x"}, "unknown field"),
-])
+@pytest.mark.parametrize(
+    "body, words",
+    [
+        ({"args": "--model Qwen/Qwen-VL-Chat"}, "list of strings"),
+        ({"args": QWEN_VL_FULL, "gpus": 1.5}, "whole"),
+        ({"args": QWEN_VL_FULL, "gpus": -2}, "at least 1"),
+        ({"args": ["--model", "nobody/no-such-model-13b"]}, "nobody/no-such-model-13b"),
+        ({"args": QWEN_VL_FULL, "namespace": "x"}, "unknown field"),
+    ],
+)
 async def test_plan_bad_input_is_400(api, body, words):
     status, answer = await api("POST", "namespaces", "team-alpha", "plan", body=body)
     assert status == 400, answer

@@ -24,12 +24,20 @@ from jupyter_quota.swift import parse_sft_args
 
 GIB = 1024**3
 GPU = "requests.nvidia.com/gpu"
-LIMIT_RANGE = {"limits": [{"type": "Container", "default": {"cpu": "4", "memory": "32Gi"},
-                           "defaultRequest": {"cpu": "2", "memory": "16Gi"},
-                           "max": {"cpu": "16", "memory": "128Gi"}}]}
+LIMIT_RANGE = {
+    "limits": [
+        {
+            "type": "Container",
+            "default": {"cpu": "4", "memory": "32Gi"},
+            "defaultRequest": {"cpu": "2", "memory": "16Gi"},
+            "max": {"cpu": "16", "memory": "128Gi"},
+        }
+    ]
+}
 
 
 # -- a stand-in estimator with round numbers ---------------------------------------------------------
+
 
 @dataclass
 class FakeEstimate:
@@ -40,9 +48,15 @@ class FakeEstimate:
     model: object = None  # .params: what the planner reads for an offload plan's host memory
 
     def to_json(self):
-        return {"peakBytesPerGpu": self.peak_bytes_per_gpu,
-                "peakGibPerGpu": round(self.peak_bytes_per_gpu / GIB, 2), "breakdown": self.breakdown,
-                "assumptions": self.assumptions, "model": None, "gpus": self.gpus, "args": []}
+        return {
+            "peakBytesPerGpu": self.peak_bytes_per_gpu,
+            "peakGibPerGpu": round(self.peak_bytes_per_gpu / GIB, 2),
+            "breakdown": self.breakdown,
+            "assumptions": self.assumptions,
+            "model": None,
+            "gpus": self.gpus,
+            "args": [],
+        }
 
 
 #: model -> billions of parameters; the fake's GiB figures are multiples of it
@@ -69,15 +83,27 @@ def fake_estimate(args, gpus):
         weights = 0 if stage == 3 else weights
     activations = args.per_device_train_batch_size * GIB * (1 if args.gradient_checkpointing else 4)
     activations *= 2 if args.attn_impl == "eager" else 1
-    parts = {"weights": int(weights), "gradients": int(gradients), "optimizer": int(optimizer),
-             "activations": int(activations), "logits": 0, "overhead": GIB}
+    parts = {
+        "weights": int(weights),
+        "gradients": int(gradients),
+        "optimizer": int(optimizer),
+        "activations": int(activations),
+        "logits": 0,
+        "overhead": GIB,
+    }
     return FakeEstimate(sum(parts.values()), parts, gpus, model=SimpleNamespace(params=p))
 
 
 def profile(gpus="2", memory="80Gi", **extra):
     hard = {GPU: gpus, "limits.memory": "128Gi", "requests.cpu": "8", **extra.pop("hard", {})}
-    return TeamProfile(team="t", namespace="team-t", hard=hard, limitRange=extra.pop("limitRange", LIMIT_RANGE),
-                       gpuMemory=memory, **extra)
+    return TeamProfile(
+        team="t",
+        namespace="team-t",
+        hard=hard,
+        limitRange=extra.pop("limitRange", LIMIT_RANGE),
+        gpuMemory=memory,
+        **extra,
+    )
 
 
 def balance_of(p: TeamProfile, used: dict | None = None) -> dict:
@@ -146,14 +172,18 @@ def test_reasons_carry_numbers_when_the_team_lacks_gpus():
     change = best["changes"][0]
     assert (change["field"], change["from"], change["to"]) == ("method", "full fine-tune", "LoRA")
     assert change["why"] == method + "; with CPU offload " + next(
-        r["reason"] for r in result["rejected"] if r["reason"].startswith("zero2_offload needs 168 GiB of host memory"))
+        r["reason"] for r in result["rejected"] if r["reason"].startswith("zero2_offload needs 168 GiB of host memory")
+    )
 
 
 def test_nothing_bigger_than_eight_gpus_is_reported_with_both_ends():
     result = run(["--model", "fake/30b", "--tuner_type", "full"], profile(memory="24Gi"))
     full = next(r["reason"] for r in result["rejected"] if r["reason"].startswith("full fine-tune"))
-    assert re.fullmatch(r"full fine-tune needs 242 GiB per GPU on 1 GPU and [\d.]+ GiB even on 8 GPUs with zero3; "
-                        r"a GPU has 24 GiB \(21.6 GiB with the 10% margin\)", full), full
+    assert re.fullmatch(
+        r"full fine-tune needs 242 GiB per GPU on 1 GPU and [\d.]+ GiB even on 8 GPUs with zero3; "
+        r"a GPU has 24 GiB \(21.6 GiB with the 10% margin\)",
+        full,
+    ), full
 
 
 # -- ranking ----------------------------------------------------------------------------------------
@@ -172,12 +202,16 @@ def test_qlora_8_and_4_bit_share_a_quality_tier_so_speed_picks_4_bit():
     assert method["why"].startswith("LoRA needs ")
     assert "; full fine-tune needs 6 GPUs x 42 GiB with zero3; team-t has 1 GPU left; " in method["why"]
     assert round(peak_gib(eight)) == 32
-    assert method["why"].endswith("; QLoRA 8-bit also fits (32 GiB per GPU) but trains to the same quality "
-                                  "(QLoRA paper: 4-bit NF4 matches 16-bit adapters) and more slowly")
+    assert method["why"].endswith(
+        "; QLoRA 8-bit also fits (32 GiB per GPU) but trains to the same quality "
+        "(QLoRA paper: 4-bit NF4 matches 16-bit adapters) and more slowly"
+    )
 
 
 def test_qlora_8_bit_asked_and_fitting_is_kept():
-    result = run(["--model", "fake/30b", "--quant_method", "bnb", "--quant_bits", "8"], profile(memory="48Gi", gpus="1"))
+    result = run(
+        ["--model", "fake/30b", "--quant_method", "bnb", "--quant_bits", "8"], profile(memory="48Gi", gpus="1")
+    )
     assert result["recommended"]["changes"] == []
     assert argv_value(result["recommended"]["args"], "--quant_bits") == "8"
 
@@ -193,8 +227,21 @@ def test_checkpointing_off_is_kept_when_it_fits_and_turned_on_when_not():
     fits = run(["--model", "fake/1b", "--gradient_checkpointing", "false", "--per_device_train_batch_size", "2"])
     assert fits["recommended"]["changes"] == []
     # 30b QLoRA 4-bit: 15 + 1 GiB + 2 samples x 4 GiB activations = 24 > 21.6: checkpointing goes on
-    tight = run(["--model", "fake/30b", "--quant_method", "bnb", "--quant_bits", "4",
-                 "--gradient_checkpointing", "false", "--per_device_train_batch_size", "2"], profile(memory="24Gi"))
+    tight = run(
+        [
+            "--model",
+            "fake/30b",
+            "--quant_method",
+            "bnb",
+            "--quant_bits",
+            "4",
+            "--gradient_checkpointing",
+            "false",
+            "--per_device_train_batch_size",
+            "2",
+        ],
+        profile(memory="24Gi"),
+    )
     best = tight["recommended"]
     changed = {c["field"]: c for c in best["changes"]}
     assert "method" not in changed
@@ -203,8 +250,19 @@ def test_checkpointing_off_is_kept_when_it_fits_and_turned_on_when_not():
 
 
 def test_eager_attention_is_replaced_when_it_does_not_fit():
-    result = run(["--model", "fake/7b", "--attn_impl", "eager", "--gradient_checkpointing", "false",
-                  "--per_device_train_batch_size", "2"], profile(memory="24Gi"))
+    result = run(
+        [
+            "--model",
+            "fake/7b",
+            "--attn_impl",
+            "eager",
+            "--gradient_checkpointing",
+            "false",
+            "--per_device_train_batch_size",
+            "2",
+        ],
+        profile(memory="24Gi"),
+    )
     # 14 + 1 + 2 x 4 x 2 = 31 GiB eager; sdpa 23 GiB; checkpointing 17 GiB
     best = result["recommended"]
     assert "method" not in [c["field"] for c in best["changes"]]
@@ -232,8 +290,10 @@ def test_effective_batch_is_kept_across_gpu_counts():
     result = run(["--model", "fake/1b", "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "4"])
     assert result["request"]["effectiveBatch"] == 16
     for p in result["candidates"]:
-        b, a = int(argv_value(p["args"], "--per_device_train_batch_size")), \
-            int(argv_value(p["args"], "--gradient_accumulation_steps"))
+        b, a = (
+            int(argv_value(p["args"], "--per_device_train_batch_size")),
+            int(argv_value(p["args"], "--gradient_accumulation_steps")),
+        )
         assert b * a * p["gpus"] == p["effectiveBatch"] == 16, p["summary"]
 
 
@@ -279,7 +339,8 @@ def test_cpu_quota_spent_refuses_with_the_api_servers_text():
     assert result["recommended"] is None
     assert result["rejected"][0]["reason"] == (
         "the pod would be refused: exceeded quota: team-quota, requested: requests.cpu=2, used: requests.cpu=7, "
-        "limited: requests.cpu=8")
+        "limited: requests.cpu=8"
+    )
 
 
 def test_no_free_gpu_means_no_plan_and_says_so():
@@ -342,9 +403,14 @@ def test_parsed_args_work_too():
 
 def gamma_profile() -> TeamProfile:
     """The test profile beside the demo teams: one free 24 GiB GPU."""
-    return TeamProfile(team="gamma", namespace="team-gamma", hard={GPU: "1", "requests.cpu": "8",
-                                                                   "limits.memory": "64Gi"},
-                       limitRange=LIMIT_RANGE, gpuModel="RTX 4090", gpuMemory="24Gi")
+    return TeamProfile(
+        team="gamma",
+        namespace="team-gamma",
+        hard={GPU: "1", "requests.cpu": "8", "limits.memory": "64Gi"},
+        limitRange=LIMIT_RANGE,
+        gpuModel="RTX 4090",
+        gpuMemory="24Gi",
+    )
 
 
 def test_classic_qwen_vl_full_on_one_24gib_gpu_is_refused_and_qlora_4_bit_is_recommended():
@@ -364,8 +430,10 @@ def test_classic_qwen_vl_full_on_one_24gib_gpu_is_refused_and_qlora_4_bit_is_rec
     why = best["changes"][0]["why"]
     assert best["changes"][0]["field"] == "method" and why.startswith(full + "; with CPU offload zero")
     assert re.search(r"; with CPU offload zero[23]_offload needs [\d.]+ GiB of host memory \(DeepSpeed's estimate", why)
-    assert ("the pod may have at most 128Gi (the LimitRange's max) and team-gamma has 64Gi of limits.memory left; "
-            "LoRA needs ") in why
+    assert (
+        "the pod may have at most 128Gi (the LimitRange's max) and team-gamma has 64Gi of limits.memory left; "
+        "LoRA needs "
+    ) in why
     eight_bit = [c for c in result["candidates"] if argv_value(c["args"], "--quant_bits") == "8"]
     assert eight_bit and peak_gib(eight_bit[0]) <= 24 * 0.9 and peak_gib(best) < peak_gib(eight_bit[0])
     assert best["resources"]["requests"]["nvidia.com/gpu"] == "1"
@@ -380,8 +448,9 @@ def test_a_model_whose_code_ignores_attn_impl_gets_no_attention_changes():
     assert plans and not any("--attn_impl" in c["args"] for c in plans)
     assert not any("flash_attn" in r["reason"] for r in result["rejected"])
     # a model that honours it still gets flash_attn in its leanest variant
-    other = plan(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full"],
-                 context_from_balance(balance_of(p), p)).to_json()
+    other = plan(
+        ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full"], context_from_balance(balance_of(p), p)
+    ).to_json()
     assert any(argv_value(r["plan"]["args"], "--attn_impl") == "flash_attn" for r in other["rejected"])
 
 
@@ -389,8 +458,10 @@ def test_7b_full_fine_tune_on_team_alpha_gets_a_fitting_plan():
     from quota_testing import demo_config
 
     alpha = TeamProfile(**demo_config().JupyterQuota.profiles[0])
-    result = plan(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"],
-                  context_from_balance(balance_of(alpha), alpha)).to_json()
+    result = plan(
+        ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"],
+        context_from_balance(balance_of(alpha), alpha),
+    ).to_json()
     best = result["recommended"]
     assert best is not None and peak_gib(best) <= 80 * 0.9
     assert best["gpus"] <= 2
@@ -399,8 +470,9 @@ def test_7b_full_fine_tune_on_team_alpha_gets_a_fitting_plan():
 
 def test_python_entry_point_with_a_balance():
     p = gamma_profile()
-    result = jupyter_quota.plan("--model Qwen/Qwen2.5-0.5B-Instruct --tuner_type full", balance=balance_of(p),
-                                profile=p)
+    result = jupyter_quota.plan(
+        "--model Qwen/Qwen2.5-0.5B-Instruct --tuner_type full", balance=balance_of(p), profile=p
+    )
     assert result.to_json()["recommended"]["changes"] == []
     assert "Recommended:" in str(result)
     est = jupyter_quota.estimate(["--model", "Qwen/Qwen2.5-0.5B-Instruct"], gpus=1).to_json()
@@ -429,8 +501,11 @@ def roomy(memory_max="256Gi", limits_memory="256Gi", **hard):
 
 
 def offload_reasons(result) -> dict:
-    return {argv_value(r["plan"]["args"], "--deepspeed"): r["reason"] for r in result["rejected"]
-            if "offload" in str(argv_value(r["plan"]["args"], "--deepspeed"))}
+    return {
+        argv_value(r["plan"]["args"], "--deepspeed"): r["reason"]
+        for r in result["rejected"]
+        if "offload" in str(argv_value(r["plan"]["args"], "--deepspeed"))
+    }
 
 
 def test_offload_is_chosen_for_a_full_fine_tune_when_host_memory_fits():
@@ -460,10 +535,13 @@ def test_offload_is_refused_with_numbers_when_the_pod_may_not_have_the_memory():
     assert reasons["zero2_offload"] == (
         "zero2_offload needs 168 GiB of host memory (DeepSpeed's estimate for ZeRO-2 with optimizer offload: "
         "7.52B parameters x max(4 x 1 GPU, 16) = 16 bytes x 1.5); the pod may have at most 128Gi (the "
-        "LimitRange's max) and team-t has 128Gi of limits.memory left")
-    assert reasons["zero3_offload"].startswith("zero3_offload needs 189 GiB of host memory (DeepSpeed's estimate "
-                                               "for ZeRO-3 with parameter and optimizer offload: 7.52B parameters x "
-                                               "18 bytes x 1.5)")
+        "LimitRange's max) and team-t has 128Gi of limits.memory left"
+    )
+    assert reasons["zero3_offload"].startswith(
+        "zero3_offload needs 189 GiB of host memory (DeepSpeed's estimate "
+        "for ZeRO-3 with parameter and optimizer offload: 7.52B parameters x "
+        "18 bytes x 1.5)"
+    )
     best = result["recommended"]
     assert argv_value(best["args"], "--tuner_type") == "lora"
     assert "with CPU offload " + reasons["zero2_offload"] in best["changes"][0]["why"]
@@ -474,7 +552,8 @@ def test_offload_counts_what_the_quota_has_left():
     # zero2_offload (168 GiB)? no; with 70Gi taken (186Gi left) zero2 fits and zero3 (189) does not
     short = run(FULL_7B, roomy(), used={"limits.memory": "100Gi"})
     assert offload_reasons(short)["zero2_offload"].endswith(
-        "the pod may have at most 256Gi (the LimitRange's max) and team-t has 156Gi of limits.memory left")
+        "the pod may have at most 256Gi (the LimitRange's max) and team-t has 156Gi of limits.memory left"
+    )
     assert argv_value(short["recommended"]["args"], "--tuner_type") == "lora"
     split = run(FULL_7B, roomy(), used={"limits.memory": "70Gi"})
     assert argv_value(split["recommended"]["args"], "--deepspeed") == "zero2_offload"
@@ -482,7 +561,8 @@ def test_offload_counts_what_the_quota_has_left():
     # a requests.memory quota is read too
     requests = run(FULL_7B, roomy(**{"requests.memory": "160Gi"}))
     assert offload_reasons(requests)["zero2_offload"].endswith(
-        "team-t has 256Gi of limits.memory and 160Gi of requests.memory left")
+        "team-t has 256Gi of limits.memory and 160Gi of requests.memory left"
+    )
 
 
 def test_offload_is_tried_only_when_no_plain_strategy_fits():
@@ -494,8 +574,11 @@ def test_offload_is_tried_only_when_no_plain_strategy_fits():
     # and only for a full fine-tune: LoRA asked on the fake 30b (fits nowhere; QLoRA does) gets no
     # LoRA offload plan
     lora = run(["--model", "fake/30b"], profile(memory="48Gi", gpus="1", hard={"limits.memory": "2Ti"}))
-    assert not any("offload" in str(argv_value(c["args"], "--deepspeed")) for c in lora["candidates"]
-                   if argv_value(c["args"], "--tuner_type") != "full")
+    assert not any(
+        "offload" in str(argv_value(c["args"], "--deepspeed"))
+        for c in lora["candidates"]
+        if argv_value(c["args"], "--tuner_type") != "full"
+    )
 
 
 def test_full_with_offload_ranks_above_lora_and_after_plain_at_equal_method():
@@ -503,8 +586,9 @@ def test_full_with_offload_ranks_above_lora_and_after_plain_at_equal_method():
     from jupyter_quota.planner.search import Evaluated, Search
 
     result = run(FULL_7B, roomy())
-    methods = [(argv_value(c["args"], "--tuner_type"), argv_value(c["args"], "--deepspeed"))
-               for c in result["candidates"]]
+    methods = [
+        (argv_value(c["args"], "--tuner_type"), argv_value(c["args"], "--deepspeed")) for c in result["candidates"]
+    ]
     first_lora = methods.index(next(m for m in methods if m[0] == "lora"))
     assert all(m[0] == "full" and "offload" in m[1] for m in methods[:first_lora])
     # at equal method, an added offload ranks after any plain plan, even one that changes more
@@ -512,10 +596,16 @@ def test_full_with_offload_ranks_above_lora_and_after_plain_at_equal_method():
     asked = parse_sft_args(FULL_7B)
     search = Search(asked, 1, context_from_balance(balance_of(p), p), fake_estimate)
     full = methods_for(asked)[0]
-    plain = Evaluated(asked.replace(deepspeed="zero3", per_device_train_batch_size=1, gradient_accumulation_steps=8),
-                      2, full, BatchSplit(1, 8, True), fake_estimate(asked, 2))
-    offload = Evaluated(asked.replace(deepspeed="zero2_offload"), 1, full, BatchSplit(1, 16, True),
-                        fake_estimate(asked, 1))
+    plain = Evaluated(
+        asked.replace(deepspeed="zero3", per_device_train_batch_size=1, gradient_accumulation_steps=8),
+        2,
+        full,
+        BatchSplit(1, 8, True),
+        fake_estimate(asked, 2),
+    )
+    offload = Evaluated(
+        asked.replace(deepspeed="zero2_offload"), 1, full, BatchSplit(1, 16, True), fake_estimate(asked, 1)
+    )
     for ev in (plain, offload):
         search._finish(ev)
     assert len(plain.changes) > len(offload.changes) and plain.key < offload.key
@@ -553,10 +643,12 @@ def test_7b_full_on_team_alpha_offload_needs_more_host_memory_than_the_demo_allo
     argv = ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--max_length", "2048"]
     result = plan(argv, context_from_balance(balance_of(alpha), alpha)).to_json()
     reasons = offload_reasons(result)
-    m = re.fullmatch(r"zero2_offload needs ([\d.]+) GiB of host memory \(DeepSpeed's estimate for ZeRO-2 with "
-                     r"optimizer offload: 7.62B parameters x max\(4 x 1 GPU, 16\) = 16 bytes x 1.5\); the pod may "
-                     r"have at most 128Gi \(the LimitRange's max\) and team-alpha has 128Gi of limits.memory left",
-                     reasons["zero2_offload"])
+    m = re.fullmatch(
+        r"zero2_offload needs ([\d.]+) GiB of host memory \(DeepSpeed's estimate for ZeRO-2 with "
+        r"optimizer offload: 7.62B parameters x max\(4 x 1 GPU, 16\) = 16 bytes x 1.5\); the pod may "
+        r"have at most 128Gi \(the LimitRange's max\) and team-alpha has 128Gi of limits.memory left",
+        reasons["zero2_offload"],
+    )
     assert m and float(m.group(1)) > 128, reasons
     assert reasons["zero3_offload"].startswith("zero3_offload needs ")
     best = result["recommended"]
@@ -565,8 +657,11 @@ def test_7b_full_on_team_alpha_offload_needs_more_host_memory_than_the_demo_allo
 
     # the same team with 256Gi for a pod and in its quota: full fine-tune with zero2_offload
     demo = demo_config().JupyterQuota.profiles[0]
-    limit_range = {"limits": [{**demo["limitRange"]["limits"][0],
-                               "max": {**demo["limitRange"]["limits"][0]["max"], "memory": "256Gi"}}]}
+    limit_range = {
+        "limits": [
+            {**demo["limitRange"]["limits"][0], "max": {**demo["limitRange"]["limits"][0]["max"], "memory": "256Gi"}}
+        ]
+    }
     big = TeamProfile(**{**demo, "limitRange": limit_range, "hard": {**demo["hard"], "limits.memory": "256Gi"}})
     context = context_from_balance(balance_of(big), big)
     best = plan(argv, context).to_json()["recommended"]
@@ -575,6 +670,7 @@ def test_7b_full_on_team_alpha_offload_needs_more_host_memory_than_the_demo_allo
     assert peak_gib(best) <= 80 * 0.9
     need = float(m.group(1))
     assert best["resources"]["limits"]["memory"] == best["resources"]["requests"]["memory"] == f"{int(-(-need // 1))}Gi"
-    job = build_job(big, JobRequest(name="check", args=best["args"], resources=best["resources"]), "u",
-                    ["swift", "sft"])
+    job = build_job(
+        big, JobRequest(name="check", args=best["args"], resources=best["resources"]), "u", ["swift", "sft"]
+    )
     quota.admit_job(job, list(context.quotas), list(context.limit_ranges))

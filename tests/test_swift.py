@@ -121,8 +121,9 @@ RENAMES = [
 @pytest.mark.parametrize("dashes", [False, True])
 def test_plain_renames_keep_their_values_under_the_new_name(old, values, new, expected, dashes):
     spelled = old.replace("_", "-") if dashes else old
-    args = parse_sft_args(["--model", "m", f"--{spelled}", *values] if old != "model_id_or_path"
-                          else [f"--{spelled}", *values])
+    args = parse_sft_args(
+        ["--model", "m", f"--{spelled}", *values] if old != "model_id_or_path" else [f"--{spelled}", *values]
+    )
     held = dict(args.extra)[new] if new not in SftArgs.__dataclass_fields__ else getattr(args, new)
     assert held == expected
     assert f"--{old} -> --{new}: renamed in ms-swift 3.x" in args.notes
@@ -137,26 +138,32 @@ def test_every_plain_rename_has_a_case():
     assert {(old, new) for old, _, new, _ in RENAMES} == set(_RENAMED.items())
 
 
-@pytest.mark.parametrize("argv,words", [
-    (["--model_id_or_path"], "--model_id_or_path takes one value, got 0"),
-    (["--batch_size", "2", "4"], "--batch_size takes one value, got 2: 2 4"),
-    (["--batch-size", "0"], "--batch-size 0: must be at least 1"),
-    (["--eval_batch_size"], "--eval_batch_size takes one value, got 0"),
-    (["--lora_modules_to_save"], "--lora_modules_to_save needs at least one value"),
-    (["--use_liger", "maybe"], "--use_liger 'maybe': expected true or false"),
-    (["--use_liger", "true", "false"], "--use_liger takes one value, got 2"),
-])
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (["--model_id_or_path"], "--model_id_or_path takes one value, got 0"),
+        (["--batch_size", "2", "4"], "--batch_size takes one value, got 2: 2 4"),
+        (["--batch-size", "0"], "--batch-size 0: must be at least 1"),
+        (["--eval_batch_size"], "--eval_batch_size takes one value, got 0"),
+        (["--lora_modules_to_save"], "--lora_modules_to_save needs at least one value"),
+        (["--use_liger", "maybe"], "--use_liger 'maybe': expected true or false"),
+        (["--use_liger", "true", "false"], "--use_liger takes one value, got 2"),
+    ],
+)
 def test_plain_renames_check_values_as_the_new_name_does(argv, words):
     with pytest.raises(InvalidRequest) as info:
         parse_sft_args(argv)
     assert words in info.value.message
 
 
-@pytest.mark.parametrize("old,field,note,current", [
-    (["--lora_dtype", "AUTO"], "lora_dtype", "--lora_dtype AUTO dropped: 4.x default", "float32"),
-    (["--lora_dtype", "auto"], "lora_dtype", "--lora_dtype AUTO dropped: 4.x default", "float32"),
-    (["--max_length", "-1"], "max_length", "--max_length -1 dropped: 'no limit' is the 4.x default", "512"),
-])
+@pytest.mark.parametrize(
+    "old,field,note,current",
+    [
+        (["--lora_dtype", "AUTO"], "lora_dtype", "--lora_dtype AUTO dropped: 4.x default", "float32"),
+        (["--lora_dtype", "auto"], "lora_dtype", "--lora_dtype AUTO dropped: 4.x default", "float32"),
+        (["--max_length", "-1"], "max_length", "--max_length -1 dropped: 'no limit' is the 4.x default", "512"),
+    ],
+)
 def test_older_values_that_4x_no_longer_takes_are_dropped_with_a_note(old, field, note, current):
     args = parse_sft_args(["--model", "m", *old])
     assert getattr(args, field) is None and old[0] not in args.to_argv()

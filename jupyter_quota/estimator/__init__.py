@@ -15,7 +15,7 @@ from ..swift import SftArgs, parse_sft_args
 from .memory import GIB, compute
 from .model import ModelSpec, resolve_model
 
-__all__ = ["estimate", "Estimate", "ModelSpec", "resolve_model", "BREAKDOWN_KEYS"]
+__all__ = ["BREAKDOWN_KEYS", "Estimate", "ModelSpec", "estimate", "resolve_model"]
 
 BREAKDOWN_KEYS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
 
@@ -69,10 +69,19 @@ def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") 
         # what FSDP saves depends on accelerate's fp32 upcast of trainable parameters, the reshard
         # settings and the trainer's own mixed precision, which differ between releases and frameworks
         # (docs/estimator.md §9)
-        assumptions.append("--fsdp: FSDP is not modelled; estimated as DDP (every GPU holds the whole "
-                           "model). Measured FSDP LoRA runs in the calibration file lie from 30% below to "
-                           "30% above that figure: a rough guide only; --deepspeed zero2/zero3 is modelled")
+        assumptions.append(
+            "--fsdp: FSDP is not modelled; estimated as DDP (every GPU holds the whole "
+            "model). Measured FSDP LoRA runs in the calibration file lie from 30% below to "
+            "30% above that figure: a rough guide only; --deepspeed zero2/zero3 is modelled"
+        )
     if args.unknown:
         assumptions.append(f"not modelled (passed through): {', '.join('--' + u for u in args.unknown)}")
-    return Estimate(peak_bytes_per_gpu=sum(breakdown.values()), breakdown=breakdown,
-                    assumptions=assumptions, model=spec, args=args, gpus=gpus, device=device)
+    return Estimate(
+        peak_bytes_per_gpu=sum(breakdown.values()),
+        breakdown=breakdown,
+        assumptions=assumptions,
+        model=spec,
+        args=args,
+        gpus=gpus,
+        device=device,
+    )

@@ -21,15 +21,19 @@ def activations(run: Run, notes: list[str]) -> int:
         # recomputed layer and the logits path do not coexist: count the larger of the two.
         recomputed_layer = layer_per_token * tokens + transient
         total = spec.num_layers * tokens * hidden * dtype_bytes + max(0, recomputed_layer - _logits_bytes(run))
-        notes.append("gradient checkpointing on (ms-swift default): one saved input per layer plus "
-                     "one layer recomputed at a time (after the logits path is freed)")
+        notes.append(
+            "gradient checkpointing on (ms-swift default): one saved input per layer plus "
+            "one layer recomputed at a time (after the logits path is freed)"
+        )
     else:
         total = spec.num_layers * layer_per_token * tokens + transient + tokens * hidden * dtype_bytes
         notes.append("gradient checkpointing off: every layer keeps its activations")
     if spec.vision_params:
         total += _vision_activation_bytes(run)
-        notes.append("vision tower: one image of 1024 patches per sample"
-                     + ("; trained (freeze_vit false)" if run.train_vit else "; frozen (ms-swift default)"))
+        notes.append(
+            "vision tower: one image of 1024 patches per sample"
+            + ("; trained (freeze_vit false)" if run.train_vit else "; frozen (ms-swift default)")
+        )
     return total
 
 
@@ -37,8 +41,10 @@ def _attention_kernel(run: Run, notes: list[str]) -> str:
     """The attention implementation that runs: --attn_impl, sdpa by default, eager where the model's
     own code knows no other (docs/estimator.md §5.1)."""
     if run.spec.eager_attention_only:
-        notes.append(f"attention: {run.spec.name}'s own modeling code computes it with matmul and softmax "
-                     "(eager) whatever --attn_impl says")
+        notes.append(
+            f"attention: {run.spec.name}'s own modeling code computes it with matmul and softmax "
+            "(eager) whatever --attn_impl says"
+        )
         return "eager"
     if run.args.attn_impl is None:
         notes.append("attn_impl not given: sdpa assumed (ms-swift reads it from config.json)")
@@ -59,8 +65,11 @@ def _layer_activation_bytes(run: Run, kernel: str) -> int:
         attention += (4 + 1 + dtype_bytes) * spec.num_heads * run.seq_len  # float32 softmax, dropout mask, probs
     if spec.is_moe:
         top_k = max(1, spec.num_experts_per_tok)
-        mlp = top_k * (4 * dtype_bytes * spec.moe_intermediate_size + 2 * dtype_bytes * hidden) \
-            + 8 * spec.num_experts + 4 * dtype_bytes * spec.shared_expert_intermediate_size
+        mlp = (
+            top_k * (4 * dtype_bytes * spec.moe_intermediate_size + 2 * dtype_bytes * hidden)
+            + 8 * spec.num_experts
+            + 4 * dtype_bytes * spec.shared_expert_intermediate_size
+        )
     else:
         mlp = ((3 if liger else 4) if full else 3) * dtype_bytes * spec.intermediate_size
     total = 2 * norm + attention + mlp
@@ -105,13 +114,17 @@ def logits(run: Run, notes: list[str]) -> int:
         notes.append("use_liger_kernel: fused linear cross-entropy, logits computed in chunks")
         return logits
     tokens, vocab = run.tokens, run.spec.vocab_size
-    notes.append(f"logits and loss: {tokens} x {vocab} logits ({logits / (tokens * vocab):.0f} bytes per "
-                 "logit: the logits, their float32 log-softmax and its gradient"
-                 + (", the float32 upcast and the 16-bit gradient)" if run.dtype_bytes < 4 else ")"))
+    notes.append(
+        f"logits and loss: {tokens} x {vocab} logits ({logits / (tokens * vocab):.0f} bytes per "
+        "logit: the logits, their float32 log-softmax and its gradient"
+        + (", the float32 upcast and the 16-bit gradient)" if run.dtype_bytes < 4 else ")")
+    )
     if not run.spec.vision_params:
-        notes.append("ms-swift computes logits only for the tokens that carry a label "
-                     "(use_logits_to_keep), so counting every token is an upper bound when "
-                     "prompts are not trained on")
+        notes.append(
+            "ms-swift computes logits only for the tokens that carry a label "
+            "(use_logits_to_keep), so counting every token is an upper bound when "
+            "prompts are not trained on"
+        )
     return logits
 
 

@@ -13,10 +13,14 @@ from .model import ModelSpec
 
 ROLE_NAMES = {
     # role: the module names that select it (HF, Qwen-1, ChatGLM, InternLM2 spellings)
-    "q": {"q_proj", "query", "wq"}, "k": {"k_proj", "key", "wk"}, "v": {"v_proj", "value", "wv"},
+    "q": {"q_proj", "query", "wq"},
+    "k": {"k_proj", "key", "wk"},
+    "v": {"v_proj", "value", "wv"},
     "qkv": {"c_attn", "query_key_value", "wqkv", "qkv_proj", "qkv"},
     "o": {"o_proj", "c_proj", "dense", "wo", "out_proj"},  # Qwen-1/GPT-2 c_proj: see _roles_of
-    "gate": {"gate_proj", "w1", "w3"}, "up": {"up_proj"}, "gateup": {"dense_h_to_4h", "gate_up_proj"},
+    "gate": {"gate_proj", "w1", "w3"},
+    "up": {"up_proj"},
+    "gateup": {"dense_h_to_4h", "gate_up_proj"},
     "down": {"down_proj", "w2", "dense_4h_to_h"},
 }
 ALL_LINEAR = ("q", "k", "v", "o", "gate", "up", "down")
@@ -64,8 +68,13 @@ def attention_dims(spec: ModelSpec, roles: frozenset[str]) -> tuple[tuple[int, i
     """(fan_in, fan_out, count) of each LoRA-wrapped attention linear of one layer."""
     hidden = spec.hidden_size
     q_width, kv_width = spec.num_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
-    shapes = (("q", hidden, q_width), ("k", hidden, kv_width), ("v", hidden, kv_width),
-              ("qkv", hidden, q_width + 2 * kv_width), ("o", q_width, hidden))
+    shapes = (
+        ("q", hidden, q_width),
+        ("k", hidden, kv_width),
+        ("v", hidden, kv_width),
+        ("qkv", hidden, q_width + 2 * kv_width),
+        ("o", q_width, hidden),
+    )
     return tuple((fan_in, fan_out, 1) for role, fan_in, fan_out in shapes if role in roles)
 
 
@@ -81,8 +90,12 @@ def mlp_dims(spec: ModelSpec, roles: frozenset[str], moe: bool) -> tuple[tuple[i
             widths.append((spec.shared_expert_intermediate_size, 1))
     dims = []
     for width, count in widths:
-        for role, fan_in, fan_out in (("gate", hidden, width), ("up", hidden, width), ("gateup", hidden, 2 * width),
-                                      ("down", width, hidden)):
+        for role, fan_in, fan_out in (
+            ("gate", hidden, width),
+            ("up", hidden, width),
+            ("gateup", hidden, 2 * width),
+            ("down", width, hidden),
+        ):
             if role in roles:
                 dims.append((fan_in, fan_out, count))
     return tuple(dims)
@@ -93,7 +106,8 @@ def adapter_params(spec: ModelSpec, roles: frozenset[str], rank: int) -> int:
     """LoRA parameters over all layers: ``rank * (fan_in + fan_out)`` per wrapped linear."""
     attention = sum(count * (fan_in + fan_out) for fan_in, fan_out, count in attention_dims(spec, roles))
     dense = sum(count * (fan_in + fan_out) for fan_in, fan_out, count in mlp_dims(spec, roles, False))
-    moe = sum(count * (fan_in + fan_out) for fan_in, fan_out, count in mlp_dims(spec, roles, True)) \
-        if spec.is_moe else 0
+    moe = (
+        sum(count * (fan_in + fan_out) for fan_in, fan_out, count in mlp_dims(spec, roles, True)) if spec.is_moe else 0
+    )
     moe_layers = max(0, spec.num_layers - spec.num_dense_layers) if spec.is_moe else 0
     return rank * (spec.num_layers * attention + (spec.num_layers - moe_layers) * dense + moe_layers * moe)

@@ -21,7 +21,7 @@ from .activations import activations, logits
 from .model import ModelSpec
 from .run import Run, describe_run
 
-GIB = 1024 ** 3
+GIB = 1024**3
 
 
 class ModelStates(NamedTuple):
@@ -63,6 +63,7 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
 
 # -- weights, gradients, optimizer states -------------------------------------------------------
 
+
 def _replica_states(run: Run, notes: list[str]) -> ModelStates:
     """One whole replica's weights, gradients and optimizer states (docs/estimator.md §3, §4.1):
     what DDP holds on every GPU, and what ZeRO splits."""
@@ -83,14 +84,19 @@ def _base_weight_bytes(run: Run, notes: list[str]) -> float:
     linear = spec.linear_params
     rest = spec.llm_params - linear  # embeddings, lm_head, norms, biases
     vision_16 = spec.vision_params - (spec.vision_linear_params if spec.vision_quantized else 0)
-    stays = ("embeddings, lm_head and norms stay 16-bit, and the vision tower's linears are quantized too "
-             "(ms-swift's Qwen-VL loader skips only lm_head and attn_pool.attn)" if spec.vision_quantized
-             else "embeddings, lm_head, norms and the vision tower stay 16-bit")
+    stays = (
+        "embeddings, lm_head and norms stay 16-bit, and the vision tower's linears are quantized too "
+        "(ms-swift's Qwen-VL loader skips only lm_head and attn_pool.attn)"
+        if spec.vision_quantized
+        else "embeddings, lm_head, norms and the vision tower stay 16-bit"
+    )
     double = run.args.bnb_4bit_use_double_quant
     if bits == 4:
         per_weight = 0.5 + (1 / 64 + 4 / (64 * 256) if double else 4 / 64)
-        notes.append(f"bnb 4-bit {run.args.bnb_4bit_quant_type}{' with double quantization' if double else ''}: "
-                     f"{per_weight:.3f} bytes per decoder linear weight; {stays}")
+        notes.append(
+            f"bnb 4-bit {run.args.bnb_4bit_quant_type}{' with double quantization' if double else ''}: "
+            f"{per_weight:.3f} bytes per decoder linear weight; {stays}"
+        )
     else:
         per_weight = bits / 8 + 4 / spec.hidden_size
         notes.append(f"bnb {bits}-bit: {per_weight:.3f} bytes per decoder linear weight; {stays}")
@@ -114,15 +120,19 @@ def _weights(run: Run, replica: ModelStates, notes: list[str]) -> float:
         return replica.weights
     largest = run.spec.largest_layer_params
     if run.offload:
-        notes.append("DeepSpeed ZeRO-3 with parameter and optimizer offload: the GPU holds only "
-                     "gathered layers (4 x largest layer, DeepSpeed's estimate)")
+        notes.append(
+            "DeepSpeed ZeRO-3 with parameter and optimizer offload: the GPU holds only "
+            "gathered layers (4 x largest layer, DeepSpeed's estimate)"
+        )
         return 2 * largest * run.dtype_bytes
     if run.full:
         return replica.weights / run.shards + 2 * largest * run.dtype_bytes
-    notes.append("ZeRO-3 with a frozen base: the base weights are counted whole, since "
-                 "DeepSpeed keeps gathered parameters live (ms-swift's zero3.json sets "
-                 "stage3_max_live_parameters and max_reuse_distance to 1e9); measured "
-                 "LoRA runs save little under ZeRO-3")
+    notes.append(
+        "ZeRO-3 with a frozen base: the base weights are counted whole, since "
+        "DeepSpeed keeps gathered parameters live (ms-swift's zero3.json sets "
+        "stage3_max_live_parameters and max_reuse_distance to 1e9); measured "
+        "LoRA runs save little under ZeRO-3"
+    )
     return replica.weights
 
 
@@ -131,8 +141,10 @@ def _gradients(run: Run, replica: ModelStates, notes: list[str]) -> float:
     trainable, dtype_bytes, shards = run.trainable, run.dtype_bytes, run.shards
     if run.zero_stage == 0:
         if run.gpus > 1:
-            notes.append(f"DDP over {run.gpus} GPUs: every GPU holds the whole model, gradients and "
-                         "optimizer, plus DDP's gradient buckets (one more gradient copy)")
+            notes.append(
+                f"DDP over {run.gpus} GPUs: every GPU holds the whole model, gradients and "
+                "optimizer, plus DDP's gradient buckets (one more gradient copy)"
+            )
             return replica.gradients + replica.gradients
         return replica.gradients
     if run.zero_stage in (1, 2):
@@ -155,22 +167,29 @@ def _optimizer_states(run: Run, replica: ModelStates, notes: list[str]) -> float
     shards = run.shards
     if run.zero_stage in (1, 2):
         if run.offload:
-            notes.append(f"DeepSpeed ZeRO-{run.zero_stage} with optimizer offload: optimizer states and fp32 "
-                         "master weights in CPU memory")
+            notes.append(
+                f"DeepSpeed ZeRO-{run.zero_stage} with optimizer offload: optimizer states and fp32 "
+                "master weights in CPU memory"
+            )
             return 0
-        notes.append(f"DeepSpeed ZeRO-{run.zero_stage} over {run.gpus} GPU(s): fp32 master weights and AdamW "
-                     f"states (12 bytes/param) split {shards} ways, as DeepSpeed's own estimate "
-                     "(estimate_zero2_model_states_mem_needs)")
+        notes.append(
+            f"DeepSpeed ZeRO-{run.zero_stage} over {run.gpus} GPU(s): fp32 master weights and AdamW "
+            f"states (12 bytes/param) split {shards} ways, as DeepSpeed's own estimate "
+            "(estimate_zero2_model_states_mem_needs)"
+        )
         return 12 * run.trainable / shards
     if run.offload:
         return 0
-    notes.append(f"DeepSpeed ZeRO-3 over {run.gpus} GPU(s): parameters, gradients and optimizer "
-                 f"states split {shards} ways, plus gathered layers (DeepSpeed's "
-                 "estimate_zero3_model_states_mem_needs)")
+    notes.append(
+        f"DeepSpeed ZeRO-3 over {run.gpus} GPU(s): parameters, gradients and optimizer "
+        f"states split {shards} ways, plus gathered layers (DeepSpeed's "
+        "estimate_zero3_model_states_mem_needs)"
+    )
     return 12 * run.trainable / shards
 
 
 # -- the optimizer step and overhead ------------------------------------------------------------
+
 
 def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
     """AdamW's parameter-sized buffer at the optimizer step, where the GPU runs the step
@@ -183,8 +202,10 @@ def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
         return 0.0
     step = local_params * (run.dtype_bytes if run.full else 4)
     if step > terms.activations + terms.logits:
-        notes.append("peak at the optimizer step: one parameter-sized buffer for AdamW "
-                     "(torch's foreach path; the fused kernel needs none, so this keeps a margin)")
+        notes.append(
+            "peak at the optimizer step: one parameter-sized buffer for AdamW "
+            "(torch's foreach path; the fused kernel needs none, so this keeps a margin)"
+        )
     return step
 
 
@@ -193,15 +214,19 @@ def _overhead(run: Run, terms: Terms, notes: list[str]) -> float:
     overhead = _deepspeed_buffer_bytes(run)
     if run.quant_bits:
         overhead += run.spec.hidden_size * run.mlp_width * run.dtype_bytes  # one dequantized weight at a time
-        notes.append("bitsandbytes keeps each quantized linear's input for its backward pass "
-                     "(a frozen 16-bit linear keeps none): counted in the activations")
+        notes.append(
+            "bitsandbytes keeps each quantized linear's input for its backward pass "
+            "(a frozen 16-bit linear keeps none): counted in the activations"
+        )
     if run.cuda:
         dynamic = terms.activations + terms.logits
         overhead += 0.35 * GIB + 0.10 * dynamic + 0.02 * (terms.weights + terms.gradients + terms.optimizer)
         if run.gpus > 1:
             overhead += 0.25 * GIB
-        notes.append("overhead: cuBLAS/NCCL workspaces and caching-allocator fragmentation "
-                     "(reserved memory, as ms-swift logs it; the CUDA context is not included)")
+        notes.append(
+            "overhead: cuBLAS/NCCL workspaces and caching-allocator fragmentation "
+            "(reserved memory, as ms-swift logs it; the CUDA context is not included)"
+        )
     return overhead
 
 

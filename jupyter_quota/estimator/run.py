@@ -83,9 +83,21 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
     train_vit = not args.freeze_vit and spec.vision_params > 0
     trained = _trained_parameters(spec, args, tuner, full, train_vit, dtype, notes)
     stage, offload = args.deepspeed_stage
-    return Run(spec=spec, args=args, gpus=gpus, cuda=device != "cpu", dtype_bytes=4 if dtype == "float32" else 2,
-               seq_len=seq_len, tuner=tuner, full=full, quant_bits=quant_bits, train_vit=train_vit,
-               zero_stage=stage, offload=offload, **trained._asdict())
+    return Run(
+        spec=spec,
+        args=args,
+        gpus=gpus,
+        cuda=device != "cpu",
+        dtype_bytes=4 if dtype == "float32" else 2,
+        seq_len=seq_len,
+        tuner=tuner,
+        full=full,
+        quant_bits=quant_bits,
+        train_vit=train_vit,
+        zero_stage=stage,
+        offload=offload,
+        **trained._asdict(),
+    )
 
 
 def _tokens_per_sample(spec: ModelSpec, args: SftArgs, notes: list[str]) -> int:
@@ -94,9 +106,11 @@ def _tokens_per_sample(spec: ModelSpec, args: SftArgs, notes: list[str]) -> int:
     max_length = args.max_length
     if max_length is None:
         max_length = DEFAULT_TOKENS
-        notes.append(f"--max_length not given: ms-swift truncates at the model's maximum "
-                     f"({spec.max_position_embeddings}); estimated for {DEFAULT_TOKENS}-token "
-                     "samples (memory follows the longest sample; pass --max_length to bound it)")
+        notes.append(
+            f"--max_length not given: ms-swift truncates at the model's maximum "
+            f"({spec.max_position_embeddings}); estimated for {DEFAULT_TOKENS}-token "
+            "samples (memory follows the longest sample; pass --max_length to bound it)"
+        )
     seq_len = max(1, math.ceil(max_length / max(1, args.sequence_parallel_size)))
     batch = args.per_device_train_batch_size
     if args.packing:
@@ -118,16 +132,19 @@ class Trained(NamedTuple):
     trainable: int
 
 
-def _trained_parameters(spec: ModelSpec, args: SftArgs, tuner: str, full: bool, train_vit: bool, dtype: str,
-                        notes: list[str]) -> Trained:
+def _trained_parameters(
+    spec: ModelSpec, args: SftArgs, tuner: str, full: bool, train_vit: bool, dtype: str, notes: list[str]
+) -> Trained:
     """What the tuner trains: every parameter, or LoRA adapters, trainable copies of embeddings or
     lm_head (modules_to_save) and LLaMA Pro's new blocks (docs/estimator.md §2.2, §2.3)."""
     if full:
         trainable = spec.llm_params + (spec.vision_params if train_vit else 0)
         if tuner != "full":
             notes.append(f"tuner_type {tuner}: estimated as a full fine-tune (upper bound)")
-        notes.append(f"full fine-tune: {trainable / 1e9:.2f}B trainable parameters in {dtype}, "
-                     "AdamW states in the parameter dtype (no fp32 master copy, as in HF Trainer)")
+        notes.append(
+            f"full fine-tune: {trainable / 1e9:.2f}B trainable parameters in {dtype}, "
+            "AdamW states in the parameter dtype (no fp32 master copy, as in HF Trainer)"
+        )
         return Trained(frozenset(), 0, 0, 0, trainable)
     roles = lora_roles(args.target_modules, notes)
     lora_params = adapter_params(spec, roles, args.lora_rank)
@@ -140,13 +157,16 @@ def _trained_parameters(spec: ModelSpec, args: SftArgs, tuner: str, full: bool, 
         notes.append(f"tuner_type {tuner}: estimated as LoRA of the same rank")
     saved_params = _saved_module_params(spec, args.modules_to_save)
     if saved_params:
-        notes.append(f"modules_to_save: {saved_params / 1e6:.0f}M parameters trained in full "
-                     "(PEFT keeps a trainable copy beside the frozen original)")
-    notes.append(f"{tuner}: rank {args.lora_rank} on {', '.join(args.target_modules)}: "
-                 f"{lora_params / 1e6:.1f}M adapter parameters in float32 (PEFT upcasts adapters "
-                 "of 16-bit models)")
-    return Trained(roles, lora_params, saved_params, new_block_params,
-                   lora_params + saved_params + new_block_params)
+        notes.append(
+            f"modules_to_save: {saved_params / 1e6:.0f}M parameters trained in full "
+            "(PEFT keeps a trainable copy beside the frozen original)"
+        )
+    notes.append(
+        f"{tuner}: rank {args.lora_rank} on {', '.join(args.target_modules)}: "
+        f"{lora_params / 1e6:.1f}M adapter parameters in float32 (PEFT upcasts adapters "
+        "of 16-bit models)"
+    )
+    return Trained(roles, lora_params, saved_params, new_block_params, lora_params + saved_params + new_block_params)
 
 
 def _saved_module_params(spec: ModelSpec, modules: tuple[str, ...]) -> int:

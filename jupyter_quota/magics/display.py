@@ -12,8 +12,17 @@ from ..planner.report import command_line
 from ..quantity import Quantity
 
 #: resources listed first, in this order; the rest follow alphabetically
-_ORDER = ("requests.nvidia.com/gpu", "requests.cpu", "cpu", "limits.cpu", "requests.memory", "memory",
-          "limits.memory", "pods", "count/jobs.batch")
+_ORDER = (
+    "requests.nvidia.com/gpu",
+    "requests.cpu",
+    "cpu",
+    "limits.cpu",
+    "requests.memory",
+    "memory",
+    "limits.memory",
+    "pods",
+    "count/jobs.batch",
+)
 
 
 def in_kernel() -> bool:
@@ -39,8 +48,10 @@ def publish(bundle: dict, widget=None) -> None:
 # -- balance -------------------------------------------------------------------------------------
 def show_balance(balance: dict) -> None:
     """Display one namespace's balance (``GET .../balance``)."""
-    publish({"text/plain": balance_text(balance), "text/html": balance_html(balance)},
-            balance_widget(balance) if in_kernel() else None)
+    publish(
+        {"text/plain": balance_text(balance), "text/html": balance_html(balance)},
+        balance_widget(balance) if in_kernel() else None,
+    )
 
 
 def balance_rows(balance: dict) -> list[dict]:
@@ -50,9 +61,15 @@ def balance_rows(balance: dict) -> list[dict]:
     rows = []
     for name in names:
         item = resources[name] or {}
-        rows.append({"resource": name, "hard": item.get("hard", ""), "used": item.get("used", "0"),
-                     "remaining": item.get("remaining", ""),
-                     "fraction": _fraction(item.get("used"), item.get("hard"))})
+        rows.append(
+            {
+                "resource": name,
+                "hard": item.get("hard", ""),
+                "used": item.get("used", "0"),
+                "remaining": item.get("remaining", ""),
+                "fraction": _fraction(item.get("used"), item.get("hard")),
+            }
+        )
     return rows
 
 
@@ -70,8 +87,7 @@ def balance_text(balance: dict) -> str:
     width = max(len(r["resource"]) for r in rows)
     for r in rows:
         bar = _text_bar(r["fraction"])
-        lines.append(f"  {r['resource']:<{width}}  {bar}  {r['used']} of {r['hard']} used, "
-                     f"{r['remaining']} left")
+        lines.append(f"  {r['resource']:<{width}}  {bar}  {r['used']} of {r['hard']} used, {r['remaining']} left")
     if balance.get("observedAt"):
         lines.append(f"  observed at {balance['observedAt']}")
     return "\n".join(lines)
@@ -83,15 +99,21 @@ def balance_html(balance: dict) -> str:
     for r in rows:
         pct = 0 if r["fraction"] is None else round(r["fraction"] * 100)
         color = "#d9534f" if pct >= 90 else ("#f0ad4e" if pct >= 70 else "#5cb85c")
-        bar = (f'<div style="width:12em;height:0.9em;background:#e6e6e6;border-radius:3px">'
-               f'<div style="width:{pct}%;height:100%;background:{color};border-radius:3px"></div></div>')
-        cells.append(f"<tr><td><code>{_e(r['resource'])}</code></td><td>{bar}</td>"
-                     f"<td style='text-align:right'>{_e(r['used'])}</td><td style='text-align:right'>"
-                     f"{_e(r['hard'])}</td><td style='text-align:right'><b>{_e(r['remaining'])}</b></td></tr>")
+        bar = (
+            f'<div style="width:12em;height:0.9em;background:#e6e6e6;border-radius:3px">'
+            f'<div style="width:{pct}%;height:100%;background:{color};border-radius:3px"></div></div>'
+        )
+        cells.append(
+            f"<tr><td><code>{_e(r['resource'])}</code></td><td>{bar}</td>"
+            f"<td style='text-align:right'>{_e(r['used'])}</td><td style='text-align:right'>"
+            f"{_e(r['hard'])}</td><td style='text-align:right'><b>{_e(r['remaining'])}</b></td></tr>"
+        )
     body = "".join(cells) or "<tr><td colspan=5>no quota: nothing is limited</td></tr>"
-    return (f"<div class='jq-balance'><b>{_e(balance_title(balance))}</b><table>"
-            "<thead><tr><th>resource</th><th></th><th>used</th><th>hard</th><th>left</th></tr></thead>"
-            f"<tbody>{body}</tbody></table></div>")
+    return (
+        f"<div class='jq-balance'><b>{_e(balance_title(balance))}</b><table>"
+        "<thead><tr><th>resource</th><th></th><th>used</th><th>hard</th><th>left</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 def balance_widget(balance: dict):
@@ -104,13 +126,18 @@ def balance_widget(balance: dict):
     for r in balance_rows(balance):
         pct = 0.0 if r["fraction"] is None else r["fraction"] * 100
         style = "danger" if pct >= 90 else ("warning" if pct >= 70 else "success")
-        bar = w.FloatProgress(value=pct, min=0, max=100, bar_style=style,
-                              layout=w.Layout(width="14em"), description_allow_html=False)
-        rows.append(w.HBox([
-            w.HTML(f"<code>{_e(r['resource'])}</code>", layout=w.Layout(width="16em")),
-            bar,
-            w.HTML(f"&nbsp;{_e(r['used'])} of {_e(r['hard'])} used, <b>{_e(r['remaining'])}</b> left"),
-        ]))
+        bar = w.FloatProgress(
+            value=pct, min=0, max=100, bar_style=style, layout=w.Layout(width="14em"), description_allow_html=False
+        )
+        rows.append(
+            w.HBox(
+                [
+                    w.HTML(f"<code>{_e(r['resource'])}</code>", layout=w.Layout(width="16em")),
+                    bar,
+                    w.HTML(f"&nbsp;{_e(r['used'])} of {_e(r['hard'])} used, <b>{_e(r['remaining'])}</b> left"),
+                ]
+            )
+        )
     if len(rows) == 1:
         rows.append(w.HTML("no quota: nothing is limited"))
     return w.VBox(rows)
@@ -127,36 +154,51 @@ def show_plan(result: dict) -> None:
 def plan_html(result: dict) -> str:
     request = result.get("request") or {}
     est = request.get("estimate") or {}
-    parts = [f"<div class='jq-plan'><b>{_e(result.get('namespace'))}</b> (team {_e(result.get('team'))}): "
-             f"{_e(result.get('gpusFree'))} GPU(s) left, {_e(result.get('gpuMemory'))} per GPU "
-             f"({_e(result.get('usableGpuMemory'))} usable)<br>"
-             f"As written: {_e(request.get('gpus'))} GPU(s), estimated "
-             f"<b>{est.get('peakGibPerGpu', 0):.1f} GiB</b> per GPU"]
+    parts = [
+        f"<div class='jq-plan'><b>{_e(result.get('namespace'))}</b> (team {_e(result.get('team'))}): "
+        f"{_e(result.get('gpusFree'))} GPU(s) left, {_e(result.get('gpuMemory'))} per GPU "
+        f"({_e(result.get('usableGpuMemory'))} usable)<br>"
+        f"As written: {_e(request.get('gpus'))} GPU(s), estimated "
+        f"<b>{est.get('peakGibPerGpu', 0):.1f} GiB</b> per GPU"
+    ]
     best = result.get("recommended")
     if best is None:
         parts.append("<p><b style='color:#d9534f'>Nothing fits now.</b></p>")
     else:
         parts.append(f"<p><b>Recommended:</b> {_e(best['summary'])}</p>")
         if best.get("changes"):
-            rows = "".join(f"<tr><td><code>{_e(c['field'])}</code></td><td>{_e(_shown(c['from']))}</td>"
-                           f"<td>{_e(_shown(c['to']))}</td><td>{_e(c['why'])}</td></tr>" for c in best["changes"])
-            parts.append("<table><thead><tr><th>changed</th><th>from</th><th>to</th><th>why</th></tr></thead>"
-                         f"<tbody>{rows}</tbody></table>")
+            rows = "".join(
+                f"<tr><td><code>{_e(c['field'])}</code></td><td>{_e(_shown(c['from']))}</td>"
+                f"<td>{_e(_shown(c['to']))}</td><td>{_e(c['why'])}</td></tr>"
+                for c in best["changes"]
+            )
+            parts.append(
+                "<table><thead><tr><th>changed</th><th>from</th><th>to</th><th>why</th></tr></thead>"
+                f"<tbody>{rows}</tbody></table>"
+            )
         else:
             parts.append("<p>Your request fits as written: nothing changed.</p>")
         res = best.get("resources") or {}
-        parts.append(f"<p>Pod resources: requests <code>{_e(_quantities(res.get('requests')))}</code>, "
-                     f"limits <code>{_e(_quantities(res.get('limits')))}</code></p>")
+        parts.append(
+            f"<p>Pod resources: requests <code>{_e(_quantities(res.get('requests')))}</code>, "
+            f"limits <code>{_e(_quantities(res.get('limits')))}</code></p>"
+        )
         parts.append(f"<pre>{_e(command_line(best['args'], best['gpus']))}</pre>")
     if result.get("rejected"):
         items = "".join(f"<li>{_e(r['plan']['summary'])}<br><i>{_e(r['reason'])}</i></li>" for r in result["rejected"])
         parts.append(f"<details><summary>Rejected ({len(result['rejected'])})</summary><ul>{items}</ul></details>")
     if result.get("notes"):
-        parts.append("<details open><summary>Notes</summary><ul>"
-                     + "".join(f"<li>{_e(n)}</li>" for n in result["notes"]) + "</ul></details>")
+        parts.append(
+            "<details open><summary>Notes</summary><ul>"
+            + "".join(f"<li>{_e(n)}</li>" for n in result["notes"])
+            + "</ul></details>"
+        )
     if result.get("assumptions"):
-        parts.append("<details><summary>Assumptions</summary><ul>"
-                     + "".join(f"<li>{_e(a)}</li>" for a in result["assumptions"]) + "</ul></details>")
+        parts.append(
+            "<details><summary>Assumptions</summary><ul>"
+            + "".join(f"<li>{_e(a)}</li>" for a in result["assumptions"])
+            + "</ul></details>"
+        )
     parts.append("</div>")
     return "".join(parts)
 

@@ -94,7 +94,7 @@ class Job:
                 raise TimeoutError(f"job {self.namespace}/{self.name} is still {self.phase} after {timeout:g}s")
             time.sleep(interval or self.interval)
 
-    def refresh(self) -> "Job":
+    def refresh(self) -> Job:
         """Read the job and its log tail from the server, update the progress and the widget."""
         with self._lock:
             try:
@@ -108,16 +108,15 @@ class Job:
         return self
 
     # -- following ------------------------------------------------------------------------------
-    def follow(self) -> "Job":
+    def follow(self) -> Job:
         """Refresh in a daemon thread until the job ends (idempotent)."""
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._poll, name=f"jupyter-quota-follow-{self.name}",
-                                            daemon=True)
+            self._thread = threading.Thread(target=self._poll, name=f"jupyter-quota-follow-{self.name}", daemon=True)
             self._thread.start()
         return self
 
     @property
-    def widget(self) -> "JobWidget":
+    def widget(self) -> JobWidget:
         if self._widget is None:
             self._widget = JobWidget(self)
         return self._widget
@@ -196,11 +195,19 @@ class JobWidget:
         self.stats = w.HTML()
         self.loss_plot = LossPlot()
         self.log = w.HTML()
-        self.cancel_button = w.Button(description="Cancel", button_style="danger", icon="stop",
-                                      tooltip="Cancel this job (SIGTERM, then SIGKILL)")
+        self.cancel_button = w.Button(
+            description="Cancel", button_style="danger", icon="stop", tooltip="Cancel this job (SIGTERM, then SIGKILL)"
+        )
         self.cancel_button.on_click(self._on_cancel)
-        self.box = w.VBox([self.header, w.HBox([self.progress, self.stats]), self.loss_plot.figure,
-                           w.HBox([self.cancel_button]), self.log])
+        self.box = w.VBox(
+            [
+                self.header,
+                w.HBox([self.progress, self.stats]),
+                self.loss_plot.figure,
+                w.HBox([self.cancel_button]),
+                self.log,
+            ]
+        )
         job._listeners.append(lambda _job: self.update())
         self.update()
 
@@ -214,8 +221,10 @@ class JobWidget:
         detail += f"<br><small>{_e(message)}</small>" if message else ""
         if job.error:
             detail += f"<br><small style='color:#d9534f'>{_e(job.error)}</small>"
-        self.header.value = (f"<b>{_e(job.namespace)}/{_e(job.name)}</b> "
-                             f"<span style='color:{color};font-weight:bold'>{_e(phase)}</span>{detail}")
+        self.header.value = (
+            f"<b>{_e(job.namespace)}/{_e(job.name)}</b> "
+            f"<span style='color:{color};font-weight:bold'>{_e(phase)}</span>{detail}"
+        )
         if p.max_steps:
             self.progress.max = p.max_steps
             self.progress.value = min(p.step or 0, p.max_steps)
@@ -237,8 +246,10 @@ class JobWidget:
         self.loss_plot.update(p.steps, p.losses)
         if job.done:
             self.loss_plot.flush()  # the final picture at once, not a throttle's delay later
-        self.log.value = ("<pre style='max-height:16em;overflow:auto;font-size:85%;margin:0'>"
-                          f"{_e(screen_lines(job.log_tail, SHOWN_LOG_LINES))}</pre>")
+        self.log.value = (
+            "<pre style='max-height:16em;overflow:auto;font-size:85%;margin:0'>"
+            f"{_e(screen_lines(job.log_tail, SHOWN_LOG_LINES))}</pre>"
+        )
         self.cancel_button.disabled = job.done
 
     def _on_cancel(self, _button) -> None:

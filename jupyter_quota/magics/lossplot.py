@@ -30,14 +30,22 @@ class LossPlot:
         self.line = bq.Lines(x=[], y=[], scales=scales, colors=[COLOR], stroke_width=1.5)
         # The line's own tooltip names the whole curve; the points carry one per step.
         self.points = bq.Scatter(
-            x=[], y=[], scales=scales, colors=[COLOR], default_size=16,
-            tooltip=bq.Tooltip(fields=["x", "y"], labels=["step", "loss"], formats=["d", ".4g"]))
+            x=[],
+            y=[],
+            scales=scales,
+            colors=[COLOR],
+            default_size=16,
+            tooltip=bq.Tooltip(fields=["x", "y"], labels=["step", "loss"], formats=["d", ".4g"]),
+        )
         self.x_axis = bq.Axis(scale=scales["x"], label="step", tick_format="d", num_ticks=6)
-        axes = [self.x_axis,
-                bq.Axis(scale=scales["y"], label="loss", side="left", tick_format=".3~g")]
-        self.figure = bq.Figure(marks=[self.line, self.points], axes=axes, title=WAITING,
-                                fig_margin={"top": 30, "bottom": 40, "left": 60, "right": 20},
-                                layout=w.Layout(width="480px", height="240px"))
+        axes = [self.x_axis, bq.Axis(scale=scales["y"], label="loss", side="left", tick_format=".3~g")]
+        self.figure = bq.Figure(
+            marks=[self.line, self.points],
+            axes=axes,
+            title=WAITING,
+            fig_margin={"top": 30, "bottom": 40, "left": 60, "right": 20},
+            layout=w.Layout(width="480px", height="240px"),
+        )
         self._lock = threading.Lock()
         self._shown: tuple = ((), ())
         self._latest: tuple = ((), ())

@@ -50,17 +50,24 @@ class PlanContext:
 
     def memory_phrase(self) -> str:
         """``a GPU has 80 GiB (72 GiB with the 10% margin)``."""
-        return (f"a GPU has {gib(self.gpu_memory)} GiB ({gib(self.usable_bytes)} GiB with the "
-                f"{self.margin * 100:g}% margin)")
+        return (
+            f"a GPU has {gib(self.gpu_memory)} GiB ({gib(self.usable_bytes)} GiB with the "
+            f"{self.margin * 100:g}% margin)"
+        )
 
     def remaining_phrase(self) -> str:
         """``team-alpha has 1 GPU left`` (the UI's word for what the quota has remaining)."""
         return f"{self.namespace} has {self.gpus_remaining} GPU{'' if self.gpus_remaining == 1 else 's'} left"
 
 
-def context_from_balance(balance: dict, profile: TeamProfile | dict | None = None, *,
-                         inventory: dict | None = None, gpu_memory: str | int | None = None,
-                         margin: float = DEFAULT_MARGIN) -> PlanContext:
+def context_from_balance(
+    balance: dict,
+    profile: TeamProfile | dict | None = None,
+    *,
+    inventory: dict | None = None,
+    gpu_memory: str | int | None = None,
+    margin: float = DEFAULT_MARGIN,
+) -> PlanContext:
     """The planning context of one namespace.
 
     ``balance`` is what ``GET /namespaces/{ns}/balance`` returns (``quotas`` with hard/used per
@@ -75,8 +82,9 @@ def context_from_balance(balance: dict, profile: TeamProfile | dict | None = Non
         raise InvalidRequest(f"the safety margin must be from 0 to 1 (e.g. 0.1 for 10%), not {margin!r}")
     profile = _profile(balance, profile)
     namespace, team = profile.namespace, profile.team
-    assumptions = [f"a plan fits when its estimated peak is at most the GPU's memory less a "
-                   f"{margin * 100:g}% safety margin"]
+    assumptions = [
+        f"a plan fits when its estimated peak is at most the GPU's memory less a {margin * 100:g}% safety margin"
+    ]
     memory, source = _gpu_memory(profile, inventory, gpu_memory)
     assumptions.append(f"GPU memory {gib(memory)} GiB per GPU ({source})")
 
@@ -95,13 +103,24 @@ def context_from_balance(balance: dict, profile: TeamProfile | dict | None = Non
     gpus = ceiling
     if gpu_key in remaining:
         gpus = min(ceiling, int(math.floor(remaining[gpu_key].as_fraction())))
-        assumptions.append(f"{gpus} GPU{'s' if gpus != 1 else ''} left: {gpu_key} has "
-                           f"{remaining[gpu_key]} remaining; {why}")
+        assumptions.append(
+            f"{gpus} GPU{'s' if gpus != 1 else ''} left: {gpu_key} has {remaining[gpu_key]} remaining; {why}"
+        )
     else:
         assumptions.append(f"no quota on {gpu_key}: up to {ceiling} GPUs ({why})")
-    return PlanContext(namespace=namespace, team=team, profile=profile, gpu_memory=memory, gpus_remaining=max(0, gpus),
-                       quotas=quotas, limit_ranges=limit_ranges, remaining=remaining, margin=margin,
-                       gpu_ceiling=max(1, ceiling), assumptions=tuple(assumptions))
+    return PlanContext(
+        namespace=namespace,
+        team=team,
+        profile=profile,
+        gpu_memory=memory,
+        gpus_remaining=max(0, gpus),
+        quotas=quotas,
+        limit_ranges=limit_ranges,
+        remaining=remaining,
+        margin=margin,
+        gpu_ceiling=max(1, ceiling),
+        assumptions=tuple(assumptions),
+    )
 
 
 def gib(n: float) -> float:
@@ -130,15 +149,17 @@ def _gpu_memory(profile: TeamProfile, inventory, override) -> tuple[int, str]:
         value = override if isinstance(override, int) else Quantity(str(override)).value()
         return _positive(value, "the given gpu_memory"), "as given"
     if profile.gpuMemory:
-        return _positive(Quantity(profile.gpuMemory).value(), "gpuMemory"), \
-            f"from team {profile.team}'s profile: gpuMemory {profile.gpuMemory}"
+        return _positive(
+            Quantity(profile.gpuMemory).value(), "gpuMemory"
+        ), f"from team {profile.team}'s profile: gpuMemory {profile.gpuMemory}"
     sizes = [Quantity(g["memory"]).value() for g in (inventory or {}).get("gpus") or [] if g.get("memory")]
     if sizes:
         return _positive(min(sizes), "the inventory's GPU memory"), "the smallest GPU of the machine's inventory"
     raise InvalidRequest(
         f"the GPU memory of namespace {profile.namespace} is unknown: team {profile.team}'s profile has no "
         "gpuMemory and the inventory lists none; a hub admin sets gpuMemory (e.g. '80Gi') in the profile",
-        reason="GpuMemoryUnknown")
+        reason="GpuMemoryUnknown",
+    )
 
 
 def _positive(value: int, what: str) -> int:
@@ -160,12 +181,15 @@ def _quotas_with_status(balance: dict, namespace: str) -> list[dict]:
             spec["scopes"] = list(q["scopes"])
         if q.get("scopeSelector"):
             spec["scopeSelector"] = q["scopeSelector"]
-        quotas.append({
-            "apiVersion": "v1", "kind": "ResourceQuota",
-            "metadata": {"name": q.get("name") or "team-quota", "namespace": namespace},
-            "spec": spec,
-            "status": {"hard": dict(spec["hard"]), "used": {k: str(r.get("used", "0")) for k, r in rows.items()}},
-        })
+        quotas.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": q.get("name") or "team-quota", "namespace": namespace},
+                "spec": spec,
+                "status": {"hard": dict(spec["hard"]), "used": {k: str(r.get("used", "0")) for k, r in rows.items()}},
+            }
+        )
     return quotas
 
 
@@ -173,13 +197,22 @@ def _limit_ranges(balance: dict, namespace: str) -> list[dict]:
     spec = balance.get("limitRange")
     if not spec:
         return []
-    return [{"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "team-limits", "namespace": namespace},
-             "spec": spec}]
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "LimitRange",
+            "metadata": {"name": "team-limits", "namespace": namespace},
+            "spec": spec,
+        }
+    ]
 
 
 def _remaining(balance: dict) -> dict:
-    return {k: Quantity(str(r["remaining"])) for k, r in (balance.get("resources") or {}).items()
-            if isinstance(r, dict) and "remaining" in r}
+    return {
+        k: Quantity(str(r["remaining"]))
+        for k, r in (balance.get("resources") or {}).items()
+        if isinstance(r, dict) and "remaining" in r
+    }
 
 
 def _hard(balance: dict, key: str) -> int | None:

@@ -23,8 +23,11 @@ def estimate_text(estimate: dict, notes=()) -> str:
     gpus = estimate.get("gpus") or 1
     model = estimate.get("model")
     name = model.get("name") if isinstance(model, dict) else model
-    lines = [f"{name or 'model'} on {gpus} GPU{'s' if gpus != 1 else ''}: "
-             f"peak {_gib(estimate['peakBytesPerGpu'])} GiB per GPU", ""]
+    lines = [
+        f"{name or 'model'} on {gpus} GPU{'s' if gpus != 1 else ''}: "
+        f"peak {_gib(estimate['peakBytesPerGpu'])} GiB per GPU",
+        "",
+    ]
     lines += _breakdown_table(estimate, indent="  ")
     lines += _bullets("notes", notes)
     lines += _bullets("assumptions", estimate.get("assumptions") or [])
@@ -33,14 +36,18 @@ def estimate_text(estimate: dict, notes=()) -> str:
 
 def plan_text(result: dict) -> str:
     """The recommended plan as a command, the alternatives as a table, the rejected with reasons."""
-    lines = [f"{result['namespace']} (team {result['team']}): {result['gpusFree']} GPU"
-             f"{'s' if result['gpusFree'] != 1 else ''} left, {_gi(result['gpuMemory'])} per GPU "
-             f"({_gi(result['usableGpuMemory'])} usable with the {result['margin'] * 100:g}% margin)"]
+    lines = [
+        f"{result['namespace']} (team {result['team']}): {result['gpusFree']} GPU"
+        f"{'s' if result['gpusFree'] != 1 else ''} left, {_gi(result['gpuMemory'])} per GPU "
+        f"({_gi(result['usableGpuMemory'])} usable with the {result['margin'] * 100:g}% margin)"
+    ]
     request = result["request"]
-    lines.append(f"request: {shlex.join(request['args'])} on {request['gpus']} GPU"
-                 f"{'s' if request['gpus'] != 1 else ''} "
-                 f"(estimated {request['estimate']['peakGibPerGpu']:.1f} GiB per GPU, effective batch "
-                 f"{request['effectiveBatch']})")
+    lines.append(
+        f"request: {shlex.join(request['args'])} on {request['gpus']} GPU"
+        f"{'s' if request['gpus'] != 1 else ''} "
+        f"(estimated {request['estimate']['peakGibPerGpu']:.1f} GiB per GPU, effective batch "
+        f"{request['effectiveBatch']})"
+    )
     lines.append("")
     best = result["recommended"]
     if best is None:
@@ -55,8 +62,9 @@ def plan_text(result: dict) -> str:
         lines += _breakdown_table(best["estimate"], indent="  ")
         res = best["resources"] or {}
         lines.append("")
-        lines.append(f"  pod resources: requests {_quantities(res.get('requests'))}; "
-                     f"limits {_quantities(res.get('limits'))}")
+        lines.append(
+            f"  pod resources: requests {_quantities(res.get('requests'))}; limits {_quantities(res.get('limits'))}"
+        )
         lines.append("")
         lines.append("  command:")
         lines.append(f"    {command_line(best['args'], best['gpus'])}")

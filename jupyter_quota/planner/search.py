@@ -31,8 +31,18 @@ from typing import NamedTuple
 from ..errors import InvalidRequest
 from .context import MAX_PLAN_GPUS, PlanContext, gib
 from .options import (
-    ATTENTION, OFFLOAD, BatchSplit, Method, Request, batch_options, is_offload, methods_for, offload_applies,
-    relative_step_time, request_of, strategies_for,
+    ATTENTION,
+    OFFLOAD,
+    BatchSplit,
+    Method,
+    Request,
+    batch_options,
+    is_offload,
+    methods_for,
+    offload_applies,
+    relative_step_time,
+    request_of,
+    strategies_for,
 )
 from .resources import Admission, offload_host_bytes
 
@@ -118,8 +128,9 @@ class Search:
                 self._search_method(method)
             except InvalidRequest as e:
                 base = self._with_method(method)
-                self.summaries.append(Evaluated(base, 1, method, BatchSplit(1, 1, True), None,
-                                                reason=f"{method.label}: {e.message}"))
+                self.summaries.append(
+                    Evaluated(base, 1, method, BatchSplit(1, 1, True), None, reason=f"{method.label}: {e.message}")
+                )
                 continue
             if not any(e.method.name == method.name for e in self.fitting):
                 self.summaries.append(self._method_summary(method))
@@ -130,14 +141,16 @@ class Search:
         """The request exactly as given; errors here (an unknown model) are the caller's 400."""
         r = self.request
         method = methods_for(self.asked)[0]
-        ev = Evaluated(self.asked, r.gpus, method, BatchSplit(r.batch, r.accumulation, True),
-                       self._estimate(self.asked, r.gpus))
+        ev = Evaluated(
+            self.asked, r.gpus, method, BatchSplit(r.batch, r.accumulation, True), self._estimate(self.asked, r.gpus)
+        )
         refusal = self._admit(ev)
         if ev.peak > self.context.usable_bytes:
             ev.reason = f"needs {gib(ev.peak)} GiB per GPU; {self.context.memory_phrase()}"
         elif r.gpus > self.context.gpus_remaining:
-            ev.reason = (f"asks for {r.gpus} GPU{'s' if r.gpus != 1 else ''}; {self.context.remaining_phrase()}"
-                         + (f" (the pod would be refused: {refusal})" if refusal else ""))
+            ev.reason = f"asks for {r.gpus} GPU{'s' if r.gpus != 1 else ''}; {self.context.remaining_phrase()}" + (
+                f" (the pod would be refused: {refusal})" if refusal else ""
+            )
         elif refusal:
             ev.reason = refusal
         self._finish(ev)
@@ -189,10 +202,15 @@ class Search:
         lean = self._variant(base, lean_batch, True, self.lean_attention)
         lean_ev = Evaluated(lean, gpus, method, lean_batch, self._estimate(lean, gpus))
         if lean_ev.peak > self.context.usable_bytes:
-            kernel = ", gradient checkpointing and flash_attn" if self.lean_attention == "flash_attn" else \
-                " and gradient checkpointing"
-            lean_ev.reason = (f"needs {gib(lean_ev.peak)} GiB per GPU even with a micro-batch of "
-                              f"{lean_batch.per_device}{kernel}; {self.context.memory_phrase()}")
+            kernel = (
+                ", gradient checkpointing and flash_attn"
+                if self.lean_attention == "flash_attn"
+                else " and gradient checkpointing"
+            )
+            lean_ev.reason = (
+                f"needs {gib(lean_ev.peak)} GiB per GPU even with a micro-batch of "
+                f"{lean_batch.per_device}{kernel}; {self.context.memory_phrase()}"
+            )
             lean_ev.resources, _ = self.admission.resources(gpus)
             return lean_ev
         if is_offload(base.deepspeed):
@@ -222,8 +240,11 @@ class Search:
         attention = self.attention_options
         variants = []
         for batch, ckpt, attn in itertools.product(batches, checkpointing, attention):
-            changes = ((batch.per_device, batch.accumulation) != (r.batch, r.accumulation)) \
-                + (ckpt != r.checkpointing) + (attn != r.attention)
+            changes = (
+                ((batch.per_device, batch.accumulation) != (r.batch, r.accumulation))
+                + (ckpt != r.checkpointing)
+                + (attn != r.attention)
+            )
             args = self._variant(base, batch, ckpt, attn)
             order = VariantOrder(changes, not batch.exact, relative_step_time(args, gpus, batch.per_device))
             variants.append((order, args, batch))
@@ -243,8 +264,9 @@ class Search:
                 # DDP keeps a whole replica per GPU, ZeRO-3 holds less than ZeRO-2
                 strategies = [s for s in strategies if s is not None][-1:] or strategies
             lean_batch = min(batch_options(self.request, gpus))
-            lean_args = [self._variant(base.replace(deepspeed=s), lean_batch, True, self.lean_attention)
-                         for s in strategies]
+            lean_args = [
+                self._variant(base.replace(deepspeed=s), lean_batch, True, self.lean_attention) for s in strategies
+            ]
             evs = [Evaluated(a, gpus, method, lean_batch, self._estimate(a, gpus)) for a in lean_args]
             best = min(evs, key=lambda e: e.peak)
             first = first or best
@@ -252,19 +274,26 @@ class Search:
                 if gpus <= self.context.gpus_remaining:
                     # it fits in memory on GPUs the team has: the pod itself was refused
                     refusal = self._admit(best)
-                    best.reason = (f"{method.label}: {refusal}" if refusal else
-                                   f"{method.label}: no variant closer to the request fits")
+                    best.reason = (
+                        f"{method.label}: {refusal}"
+                        if refusal
+                        else f"{method.label}: no variant closer to the request fits"
+                    )
                 else:
                     best.resources, _ = self.admission.resources(gpus)
-                    best.reason = (f"{method.label} needs {gpus} GPU{'s' if gpus != 1 else ''} x "
-                                   f"{gib(best.peak)} GiB{_strategy_suffix(best.args)}; "
-                                   f"{self.context.remaining_phrase()}")
+                    best.reason = (
+                        f"{method.label} needs {gpus} GPU{'s' if gpus != 1 else ''} x "
+                        f"{gib(best.peak)} GiB{_strategy_suffix(best.args)}; "
+                        f"{self.context.remaining_phrase()}"
+                    )
                 self._finish(best)
                 return best
         last = best
         first.resources, _ = self.admission.resources(1)
-        first.reason = (f"{method.label} needs {gib(first.peak)} GiB per GPU on 1 GPU and {gib(last.peak)} GiB "
-                        f"even on {MAX_PLAN_GPUS} GPUs{_strategy_suffix(last.args)}; {self.context.memory_phrase()}")
+        first.reason = (
+            f"{method.label} needs {gib(first.peak)} GiB per GPU on 1 GPU and {gib(last.peak)} GiB "
+            f"even on {MAX_PLAN_GPUS} GPUs{_strategy_suffix(last.args)}; {self.context.memory_phrase()}"
+        )
         self._finish(first)
         return first
 
@@ -274,9 +303,12 @@ class Search:
         return self.asked.replace(**dict(method.changes)) if method.changes else self.asked
 
     def _variant(self, base, batch: BatchSplit, checkpointing, attention):
-        return base.replace(per_device_train_batch_size=batch.per_device,
-                            gradient_accumulation_steps=batch.accumulation,
-                            gradient_checkpointing=checkpointing, attn_impl=attention)
+        return base.replace(
+            per_device_train_batch_size=batch.per_device,
+            gradient_accumulation_steps=batch.accumulation,
+            gradient_checkpointing=checkpointing,
+            attn_impl=attention,
+        )
 
     def _host_short(self, ev: Evaluated) -> str | None:
         """For an offload plan: its host memory (DeepSpeed's estimate) and why the pod cannot have it."""
@@ -310,11 +342,16 @@ class Search:
         ev.changes = changes_from(self, ev)
         ev.speed = relative_step_time(ev.args, ev.gpus, ev.batch.per_device) / self._speed_of_asked
         r = self.request
-        ev.key = Rank(tier_distance=abs(ev.method.tier - r.tier), method_changed=bool(ev.method.changes),
-                      offload_added=is_offload(ev.args.deepspeed) and not is_offload(r.deepspeed),
-                      batch_inexact=not ev.batch.exact,
-                      settings_changed=sum(1 for c in ev.changes if c["field"] != "method"),
-                      tier=ev.method.tier, speed=ev.speed, gpus=ev.gpus)
+        ev.key = Rank(
+            tier_distance=abs(ev.method.tier - r.tier),
+            method_changed=bool(ev.method.changes),
+            offload_added=is_offload(ev.args.deepspeed) and not is_offload(r.deepspeed),
+            batch_inexact=not ev.batch.exact,
+            settings_changed=sum(1 for c in ev.changes if c["field"] != "method"),
+            tier=ev.method.tier,
+            speed=ev.speed,
+            gpus=ev.gpus,
+        )
 
 
 def changes_from(search: Search, ev: Evaluated) -> list[dict]:
@@ -332,35 +369,53 @@ def changes_from(search: Search, ev: Evaluated) -> list[dict]:
             why = ctx.remaining_phrase()
         out.append({"field": "gpus", "from": r.gpus, "to": ev.gpus, "why": why})
     if a.deepspeed != r.deepspeed:
-        host = (f": {gib(ev.host_memory)} GiB, pinned, so the pod's memory request and limit are raised to "
-                f"it; each step waits on the CPU's optimizer, about 2-3x slower" if ev.host_memory else "")
-        why = {"zero2": "shards optimizer states and gradients over the GPUs",
-               "zero3": "shards weights, gradients and optimizer states over the GPUs",
-               "zero2_offload": "keeps the fp32 master weights, gradients and optimizer states in host memory"
-                                + host,
-               "zero3_offload": "keeps parameters, gradients and optimizer states in host memory, the GPU only "
-                                "the layers in use" + host,
-               None: "plain data parallel (DDP): the fastest when a replica fits"}.get(a.deepspeed, "")
+        host = (
+            f": {gib(ev.host_memory)} GiB, pinned, so the pod's memory request and limit are raised to "
+            f"it; each step waits on the CPU's optimizer, about 2-3x slower"
+            if ev.host_memory
+            else ""
+        )
+        why = {
+            "zero2": "shards optimizer states and gradients over the GPUs",
+            "zero3": "shards weights, gradients and optimizer states over the GPUs",
+            "zero2_offload": "keeps the fp32 master weights, gradients and optimizer states in host memory" + host,
+            "zero3_offload": "keeps parameters, gradients and optimizer states in host memory, the GPU only "
+            "the layers in use" + host,
+            None: "plain data parallel (DDP): the fastest when a replica fits",
+        }.get(a.deepspeed, "")
         out.append({"field": "deepspeed", "from": r.deepspeed, "to": a.deepspeed, "why": why})
     per_device, accumulation, kept = ev.batch
     if (per_device, accumulation) != (r.batch, r.accumulation):
         effective = per_device * accumulation * ev.gpus
-        why = (f"effective batch kept at {effective} (micro-batch x accumulation x GPUs)" if kept else
-               f"effective batch {effective} instead of {r.effective_batch}: no split of {r.effective_batch} "
-               f"over {ev.gpus} GPUs is exact")
+        why = (
+            f"effective batch kept at {effective} (micro-batch x accumulation x GPUs)"
+            if kept
+            else f"effective batch {effective} instead of {r.effective_batch}: no split of {r.effective_batch} "
+            f"over {ev.gpus} GPUs is exact"
+        )
         if per_device < r.batch:
             why = "a smaller micro-batch holds fewer activations; " + why
-        out.append({"field": "batch", "from": f"{r.batch} x {r.accumulation}",
-                    "to": f"{per_device} x {accumulation}", "why": why})
+        out.append(
+            {
+                "field": "batch",
+                "from": f"{r.batch} x {r.accumulation}",
+                "to": f"{per_device} x {accumulation}",
+                "why": why,
+            }
+        )
     ckpt = a.gradient_checkpointing is None or bool(a.gradient_checkpointing)
     if ckpt != r.checkpointing:
-        why = ("recomputes activations in the backward pass: less memory, about a third more compute" if ckpt
-               else "keeps activations: faster, and they fit")
+        why = (
+            "recomputes activations in the backward pass: less memory, about a third more compute"
+            if ckpt
+            else "keeps activations: faster, and they fit"
+        )
         out.append({"field": "gradient_checkpointing", "from": r.checkpointing, "to": ckpt, "why": why})
     if a.attn_impl != r.attention:
-        why = {"sdpa": "PyTorch's fused attention never holds the full attention matrix",
-               "flash_attn": "FlashAttention never holds the full attention matrix (needs the flash-attn package)",
-               }.get(a.attn_impl, "")
+        why = {
+            "sdpa": "PyTorch's fused attention never holds the full attention matrix",
+            "flash_attn": "FlashAttention never holds the full attention matrix (needs the flash-attn package)",
+        }.get(a.attn_impl, "")
         out.append({"field": "attn_impl", "from": r.attention, "to": a.attn_impl, "why": why})
     return out
 
@@ -385,14 +440,22 @@ def _why_not_better(search: Search, ev: Evaluated) -> str:
     """Why the plan's method and not another one the user would rank above it (their refusals), and
     a same-tier sibling that fits but loses on speed (QLoRA 8-bit beside 4-bit)."""
     asked_method = methods_for(search.asked)[0].name
-    out = [s.reason for s in search.summaries
-           if s.method.name != asked_method and s.method.tier < ev.method.tier and s.reason]
-    sibling = [e for e in search.fitting if e.method.tier == ev.method.tier and e.method.name != ev.method.name
-               and e.method.quality < ev.method.quality]
+    out = [
+        s.reason
+        for s in search.summaries
+        if s.method.name != asked_method and s.method.tier < ev.method.tier and s.reason
+    ]
+    sibling = [
+        e
+        for e in search.fitting
+        if e.method.tier == ev.method.tier and e.method.name != ev.method.name and e.method.quality < ev.method.quality
+    ]
     if sibling:
         best = min(sibling, key=lambda e: e.key)
-        out.append(f"{best.method.label} also fits ({gib(best.peak)} GiB per GPU) but trains to the same quality "
-                   f"(QLoRA paper: 4-bit NF4 matches 16-bit adapters) and more slowly")
+        out.append(
+            f"{best.method.label} also fits ({gib(best.peak)} GiB per GPU) but trains to the same quality "
+            f"(QLoRA paper: 4-bit NF4 matches 16-bit adapters) and more slowly"
+        )
     return "".join(f"; {r}" for r in _unique(out))
 
 

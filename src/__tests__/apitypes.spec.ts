@@ -11,11 +11,16 @@ const root = join(__dirname, '..', '..');
 
 /** The `gen:types` script of package.json, with its output sent to `output`. */
 function generate(output: string): string {
-  const scripts = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).scripts;
+  const scripts = JSON.parse(
+    readFileSync(join(root, 'package.json'), 'utf8')
+  ).scripts;
   const [command, ...args] = (scripts['gen:types'] as string).split(/\s+/);
   const at = args.indexOf('-o');
   args[at + 1] = output;
-  execFileSync(join(root, 'node_modules', '.bin', command), args, { cwd: root, stdio: 'pipe' });
+  execFileSync(join(root, 'node_modules', '.bin', command), args, {
+    cwd: root,
+    stdio: 'pipe'
+  });
   return readFileSync(output, 'utf8');
 }
 

@@ -23,7 +23,13 @@ function job(overrides: Partial<IJob>): IJob {
   };
 }
 
-const ana: IIdentity = { name: 'ana', groups: [], admin: false, namespaces: [], backend: 'local' };
+const ana: IIdentity = {
+  name: 'ana',
+  groups: [],
+  admin: false,
+  namespaces: [],
+  backend: 'local'
+};
 
 describe('explainJob', () => {
   it('says nothing about a running or finished job', () => {
@@ -33,13 +39,31 @@ describe('explainJob', () => {
 
   it('says why a job waits or failed, with the message', () => {
     expect(
-      explainJob(job({ phase: 'Pending', reason: 'WaitingForResources', message: '0/1 nodes are available' }))
-    ).toBe('Waiting for GPUs, CPU or memory held by other jobs: 0/1 nodes are available');
-    expect(explainJob(job({ phase: 'Failed', reason: 'FailedCreate', message: 'exceeded quota: q' }))).toBe(
-      'Kubernetes could not create its pod: exceeded quota: q'
+      explainJob(
+        job({
+          phase: 'Pending',
+          reason: 'WaitingForResources',
+          message: '0/1 nodes are available'
+        })
+      )
+    ).toBe(
+      'Waiting for GPUs, CPU or memory held by other jobs: 0/1 nodes are available'
     );
-    expect(explainJob(job({ phase: 'Failed', exitCode: 3 }))).toBe('The trainer exited with code 3');
-    expect(explainJob(job({ phase: 'Failed', reason: 'SomethingOdd' }))).toBe('Something odd');
+    expect(
+      explainJob(
+        job({
+          phase: 'Failed',
+          reason: 'FailedCreate',
+          message: 'exceeded quota: q'
+        })
+      )
+    ).toBe('Kubernetes could not create its pod: exceeded quota: q');
+    expect(explainJob(job({ phase: 'Failed', exitCode: 3 }))).toBe(
+      'The trainer exited with code 3'
+    );
+    expect(explainJob(job({ phase: 'Failed', reason: 'SomethingOdd' }))).toBe(
+      'Something odd'
+    );
     expect(explainJob(job({ phase: 'Pending' }))).toMatch(/Waiting to start/);
   });
 });
@@ -55,50 +79,100 @@ describe('canCancel', () => {
 });
 
 describe('swiftArgs', () => {
-  const base = { model: 'Qwen/Qwen2.5-7B-Instruct', maxLength: 2048, batchSize: 2, gpus: 1, dataset: '', extra: '' };
+  const base = {
+    model: 'Qwen/Qwen2.5-7B-Instruct',
+    maxLength: 2048,
+    batchSize: 2,
+    gpus: 1,
+    dataset: '',
+    extra: ''
+  };
 
   it('speaks ms-swift 4.x', () => {
     expect(swiftArgs({ ...base, tuner: 'lora' })).toEqual([
-      '--model', 'Qwen/Qwen2.5-7B-Instruct', '--tuner_type', 'lora',
-      '--max_length', '2048', '--per_device_train_batch_size', '2'
+      '--model',
+      'Qwen/Qwen2.5-7B-Instruct',
+      '--tuner_type',
+      'lora',
+      '--max_length',
+      '2048',
+      '--per_device_train_batch_size',
+      '2'
     ]);
     expect(swiftArgs({ ...base, tuner: 'qlora4' })).toContain('--quant_bits');
-    expect(swiftArgs({ ...base, tuner: 'full', dataset: 'data.jsonl', extra: '--sleep 30' }).slice(2)).toEqual([
-      '--tuner_type', 'full', '--max_length', '2048', '--per_device_train_batch_size', '2',
-      '--dataset', 'data.jsonl', '--sleep', '30'
+    expect(
+      swiftArgs({
+        ...base,
+        tuner: 'full',
+        dataset: 'data.jsonl',
+        extra: '--sleep 30'
+      }).slice(2)
+    ).toEqual([
+      '--tuner_type',
+      'full',
+      '--max_length',
+      '2048',
+      '--per_device_train_batch_size',
+      '2',
+      '--dataset',
+      'data.jsonl',
+      '--sleep',
+      '30'
     ]);
   });
 
   it('keeps quoted parts together', () => {
-    expect(splitArgs(`--system "be brief" --x 'a b' c`)).toEqual(['--system', 'be brief', '--x', 'a b', 'c']);
+    expect(splitArgs(`--system "be brief" --x 'a b' c`)).toEqual([
+      '--system',
+      'be brief',
+      '--x',
+      'a b',
+      'c'
+    ]);
   });
 });
 
 describe('magicLine', () => {
   it('submits a plan as is, quoting what needs it', () => {
-    expect(magicLine('team-alpha', { args: ['--model', 'Qwen/Qwen2.5-7B-Instruct', '--system', "it's"], gpus: 2 })).toBe(
+    expect(
+      magicLine('team-alpha', {
+        args: ['--model', 'Qwen/Qwen2.5-7B-Instruct', '--system', "it's"],
+        gpus: 2
+      })
+    ).toBe(
       `%swift_sft --namespace team-alpha --gpus 2 --as-is --model Qwen/Qwen2.5-7B-Instruct --system 'it'\\''s'`
     );
-    expect(magicLine('team-alpha', { args: ['--model', 'm'], gpus: 1 }, false)).toBe(
-      '%swift_sft --namespace team-alpha --gpus 1 --model m'
-    );
+    expect(
+      magicLine('team-alpha', { args: ['--model', 'm'], gpus: 1 }, false)
+    ).toBe('%swift_sft --namespace team-alpha --gpus 1 --model m');
   });
 });
 
 describe('plan changes in words', () => {
   it('says what changed, from what, to what, and why', () => {
-    const change = (field: IPlanChange['field'], from: IPlanChange['from'], to: IPlanChange['to']) =>
-      changeText({ field, from, to, why: 'because' });
+    const change = (
+      field: IPlanChange['field'],
+      from: IPlanChange['from'],
+      to: IPlanChange['to']
+    ) => changeText({ field, from, to, why: 'because' });
     expect(change('gpus', 1, 2)).toBe('gpus: 1 → 2 (because)');
-    expect(change('deepspeed', null, 'zero3')).toBe('deepspeed: default → zero3 (because)');
-    expect(change('gradient_checkpointing', false, true)).toBe('gradient_checkpointing: false → true (because)');
-    expect(change('batch', '8 x 1', '2 x 4')).toBe('batch: 8 x 1 → 2 x 4 (because)');
+    expect(change('deepspeed', null, 'zero3')).toBe(
+      'deepspeed: default → zero3 (because)'
+    );
+    expect(change('gradient_checkpointing', false, true)).toBe(
+      'gradient_checkpointing: false → true (because)'
+    );
+    expect(change('batch', '8 x 1', '2 x 4')).toBe(
+      'batch: 8 x 1 → 2 x 4 (because)'
+    );
   });
 });
 
 describe('jobsShownLine', () => {
   it('says how many jobs exist when older ones are not shown', () => {
-    expect(jobsShownLine(100, 1134)).toBe('Showing the newest 100 of 1,234 jobs');
+    expect(jobsShownLine(100, 1134)).toBe(
+      'Showing the newest 100 of 1,234 jobs'
+    );
     expect(jobsShownLine(1, 1)).toBe('Showing the newest 1 of 2 jobs');
   });
 
@@ -106,4 +180,3 @@ describe('jobsShownLine', () => {
     expect(jobsShownLine(3, 0)).toBe('');
   });
 });
-

@@ -1,7 +1,10 @@
 import { IQuotaClient, QuotaModel } from '../model';
 import { IJob, IJobPage, INamespaceSummary } from '../tokens';
 
-function summary(name: string, gpu = { hard: '2', used: '1', remaining: '1' }): INamespaceSummary {
+function summary(
+  name: string,
+  gpu = { hard: '2', used: '1', remaining: '1' }
+): INamespaceSummary {
   return {
     name,
     team: name.replace('team-', ''),
@@ -9,7 +12,10 @@ function summary(name: string, gpu = { hard: '2', used: '1', remaining: '1' }): 
     balance: {
       namespace: name,
       team: name.replace('team-', ''),
-      resources: { 'requests.nvidia.com/gpu': gpu, 'requests.cpu': { hard: '8', used: '2', remaining: '6' } },
+      resources: {
+        'requests.nvidia.com/gpu': gpu,
+        'requests.cpu': { hard: '8', used: '2', remaining: '6' }
+      },
       observedAt: '2026-01-01T00:00:00Z',
       stale: false
     }
@@ -17,7 +23,10 @@ function summary(name: string, gpu = { hard: '2', used: '1', remaining: '1' }): 
 }
 
 class FakeClient implements IQuotaClient {
-  namespacesList = [summary('team-alpha'), summary('team-beta', { hard: '4', used: '0', remaining: '4' })];
+  namespacesList = [
+    summary('team-alpha'),
+    summary('team-beta', { hard: '4', used: '0', remaining: '4' })
+  ];
   jobList: { [ns: string]: IJob[] } = {};
   /** The server's page size when a request names no limit (`JupyterQuota.job_list_limit`). */
   pageSize = 100;
@@ -33,20 +42,43 @@ class FakeClient implements IQuotaClient {
   }
   /** Pages as the server makes them: newest first, `continue` resumes after the last one shown. */
   async jobs(ns: string, page: IJobPage = {}) {
-    const query = [page.limit && `limit=${page.limit}`, page.continue && `continue=${page.continue}`];
-    this.calls.push(`jobs ${ns}` + query.filter(Boolean).map((q, i) => (i ? '&' : '?') + q).join(''));
+    const query = [
+      page.limit && `limit=${page.limit}`,
+      page.continue && `continue=${page.continue}`
+    ];
+    this.calls.push(
+      `jobs ${ns}` +
+        query
+          .filter(Boolean)
+          .map((q, i) => (i ? '&' : '?') + q)
+          .join('')
+    );
     const all = this.jobList[ns] ?? [];
-    const start = page.continue ? all.findIndex(j => j.name === page.continue) + 1 : 0;
+    const start = page.continue
+      ? all.findIndex(j => j.name === page.continue) + 1
+      : 0;
     const jobs = all.slice(start, start + (page.limit ?? this.pageSize));
     const remaining = all.length - start - jobs.length;
     if (!remaining) {
       return { jobs, metadata: {} };
     }
-    return { jobs, metadata: { continue: jobs[jobs.length - 1].name, remainingItemCount: remaining } };
+    return {
+      jobs,
+      metadata: {
+        continue: jobs[jobs.length - 1].name,
+        remainingItemCount: remaining
+      }
+    };
   }
   async identity() {
     this.calls.push('identity');
-    return { name: 'ana', groups: [], admin: false, namespaces: ['team-alpha'], backend: 'local' as const };
+    return {
+      name: 'ana',
+      groups: [],
+      admin: false,
+      namespaces: ['team-alpha'],
+      backend: 'local' as const
+    };
   }
   async submit(ns: string) {
     this.calls.push(`submit ${ns}`);
@@ -84,7 +116,10 @@ describe('QuotaModel', () => {
     expect(model.loaded).toBe(true);
     expect(model.error).toBeNull();
     expect(model.identity?.name).toBe('ana');
-    expect(model.namespaces.map(n => n.name)).toEqual(['team-alpha', 'team-beta']);
+    expect(model.namespaces.map(n => n.name)).toEqual([
+      'team-alpha',
+      'team-beta'
+    ]);
     expect(model.jobs('team-alpha').map(j => j.name)).toEqual(['j']);
     expect(model.jobs('team-beta')).toEqual([]);
     expect(changes).toBe(1);
@@ -100,9 +135,17 @@ describe('QuotaModel', () => {
 
   it('summarises the GPUs of the chosen namespace, or the first', async () => {
     await model.refresh();
-    expect(model.gpuSummary()).toEqual({ namespace: 'team-alpha', remaining: 1, hard: 2 });
+    expect(model.gpuSummary()).toEqual({
+      namespace: 'team-alpha',
+      remaining: 1,
+      hard: 2
+    });
     model.statusNamespace = 'team-beta';
-    expect(model.gpuSummary()).toEqual({ namespace: 'team-beta', remaining: 4, hard: 4 });
+    expect(model.gpuSummary()).toEqual({
+      namespace: 'team-beta',
+      remaining: 4,
+      hard: 4
+    });
     model.statusNamespace = 'team-gone';
     expect(model.gpuSummary()?.namespace).toBe('team-alpha');
   });
@@ -116,7 +159,11 @@ describe('QuotaModel', () => {
     };
     client.namespacesList = [amd];
     await model.refresh();
-    expect(model.gpuSummary()).toEqual({ namespace: 'team-amd', remaining: 0, hard: 2 });
+    expect(model.gpuSummary()).toEqual({
+      namespace: 'team-amd',
+      remaining: 0,
+      hard: 2
+    });
     amd.gpuResource = 'intel.com/gpu';
     await model.refresh();
     expect(model.gpuSummary()).toBeNull();
@@ -124,9 +171,16 @@ describe('QuotaModel', () => {
 
   it('keeps the last data and records the error when a poll fails', async () => {
     await model.refresh();
-    client.failWith = Object.assign(new Error('server down'), { status: 0, reason: 'NetworkError' });
+    client.failWith = Object.assign(new Error('server down'), {
+      status: 0,
+      reason: 'NetworkError'
+    });
     await model.refresh();
-    expect(model.error).toEqual({ status: 0, reason: 'NetworkError', message: 'server down' });
+    expect(model.error).toEqual({
+      status: 0,
+      reason: 'NetworkError',
+      message: 'server down'
+    });
     expect(model.loaded).toBe(true);
     expect(model.namespaces).toHaveLength(2);
     client.failWith = null;
@@ -135,7 +189,10 @@ describe('QuotaModel', () => {
   });
 
   it('says when the server extension is missing', async () => {
-    client.failWith = Object.assign(new Error('not installed'), { status: 404, reason: 'ServerExtensionMissing' });
+    client.failWith = Object.assign(new Error('not installed'), {
+      status: 404,
+      reason: 'ServerExtensionMissing'
+    });
     await model.refresh();
     expect(model.extensionMissing).toBe(true);
     expect(model.loaded).toBe(false);
@@ -151,10 +208,16 @@ describe('QuotaModel', () => {
   });
 
   it('polls on its own at the interval it is given', async () => {
-    const polled = new QuotaModel({ client, refreshInterval: 20, standby: 'never' });
+    const polled = new QuotaModel({
+      client,
+      refreshInterval: 20,
+      standby: 'never'
+    });
     try {
       await new Promise(resolve => setTimeout(resolve, 120));
-      expect(client.calls.filter(c => c === 'namespaces').length).toBeGreaterThanOrEqual(3);
+      expect(
+        client.calls.filter(c => c === 'namespaces').length
+      ).toBeGreaterThanOrEqual(3);
       polled.refreshInterval = 60_000;
       expect(polled.refreshInterval).toBe(60_000);
     } finally {
@@ -164,7 +227,11 @@ describe('QuotaModel', () => {
   });
 
   it('takes a refresh interval longer than the longest back-off', () => {
-    const slow = new QuotaModel({ client, auto: false, refreshInterval: 10 * 60 * 1000 });
+    const slow = new QuotaModel({
+      client,
+      auto: false,
+      refreshInterval: 10 * 60 * 1000
+    });
     try {
       expect(slow.refreshInterval).toBe(600_000);
       slow.refreshInterval = 60 * 60 * 1000; // the settings' refreshInterval has no maximum
@@ -175,8 +242,15 @@ describe('QuotaModel', () => {
   });
 
   it('reads the hard limits again at each poll: a new one shows at the next', async () => {
-    const polled = new QuotaModel({ client, refreshInterval: 20, standby: 'never' });
-    const hardOf = () => polled.namespaces.find(n => n.name === 'team-beta')?.balance.resources['requests.nvidia.com/gpu'].hard;
+    const polled = new QuotaModel({
+      client,
+      refreshInterval: 20,
+      standby: 'never'
+    });
+    const hardOf = () =>
+      polled.namespaces.find(n => n.name === 'team-beta')?.balance.resources[
+        'requests.nvidia.com/gpu'
+      ].hard;
     const next = (hard: string) =>
       new Promise<void>(resolve => {
         const check = () => {
@@ -190,9 +264,16 @@ describe('QuotaModel', () => {
       });
     try {
       await next('4');
-      client.namespacesList = [summary('team-alpha'), summary('team-beta', { hard: '6', used: '0', remaining: '6' })];
+      client.namespacesList = [
+        summary('team-alpha'),
+        summary('team-beta', { hard: '6', used: '0', remaining: '6' })
+      ];
       await next('6'); // no refresh() call: the poll alone brings it
-      expect(polled.gpuSummary()).toEqual({ namespace: 'team-alpha', remaining: 1, hard: 2 });
+      expect(polled.gpuSummary()).toEqual({
+        namespace: 'team-alpha',
+        remaining: 1,
+        hard: 2
+      });
     } finally {
       polled.dispose();
     }
@@ -200,7 +281,10 @@ describe('QuotaModel', () => {
 
   describe('the job list in pages', () => {
     const named = (n: number) =>
-      Array.from({ length: n }, (_, i) => ({ name: `job-${n - i}`, phase: 'Succeeded' }) as IJob);
+      Array.from(
+        { length: n },
+        (_, i) => ({ name: `job-${n - i}`, phase: 'Succeeded' }) as IJob
+      );
 
     beforeEach(() => {
       client.pageSize = 2;
@@ -210,7 +294,10 @@ describe('QuotaModel', () => {
     it('says how many older jobs the first page leaves out', async () => {
       await model.refresh();
 
-      expect(model.jobs('team-alpha').map(j => j.name)).toEqual(['job-5', 'job-4']);
+      expect(model.jobs('team-alpha').map(j => j.name)).toEqual([
+        'job-5',
+        'job-4'
+      ]);
       expect(model.olderJobs('team-alpha')).toBe(3);
       expect(model.olderJobs('team-beta')).toBe(0);
     });
@@ -223,7 +310,12 @@ describe('QuotaModel', () => {
       await model.showMoreJobs('team-alpha');
 
       expect(client.calls).toContain('jobs team-alpha?continue=job-4');
-      expect(model.jobs('team-alpha').map(j => j.name)).toEqual(['job-5', 'job-4', 'job-3', 'job-2']);
+      expect(model.jobs('team-alpha').map(j => j.name)).toEqual([
+        'job-5',
+        'job-4',
+        'job-3',
+        'job-2'
+      ]);
       expect(model.olderJobs('team-alpha')).toBe(1);
       expect(changes).toBe(1);
 
@@ -232,15 +324,21 @@ describe('QuotaModel', () => {
       await model.refresh();
       expect(client.calls).toContain('jobs team-alpha?limit=4');
       expect(client.calls).toContain('jobs team-beta');
-      expect(model.jobs('team-alpha').map(j => j.name)).toEqual(['job-6', 'job-5', 'job-4', 'job-3']);
+      expect(model.jobs('team-alpha').map(j => j.name)).toEqual([
+        'job-6',
+        'job-5',
+        'job-4',
+        'job-3'
+      ]);
       expect(model.olderJobs('team-alpha')).toBe(2);
 
       await model.showMoreJobs('team-alpha');
-      expect(model.jobs('team-alpha').map(j => j.name)).toEqual(named(6).map(j => j.name));
+      expect(model.jobs('team-alpha').map(j => j.name)).toEqual(
+        named(6).map(j => j.name)
+      );
       expect(model.olderJobs('team-alpha')).toBe(0);
       await model.showMoreJobs('team-alpha'); // nothing left: no call
       expect(client.calls.filter(c => c.includes('continue'))).toHaveLength(1);
     });
   });
 });
-

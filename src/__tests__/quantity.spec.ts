@@ -45,7 +45,7 @@ describe('formatBytes', () => {
     [1536 * 2 ** 20, '1.5 GiB'],
     [96 * 2 ** 30, '96 GiB'],
     [2 ** 40, '1 TiB'],
-    [(23.44 * 2 ** 30), '23.4 GiB']
+    [23.44 * 2 ** 30, '23.4 GiB']
   ])('%d bytes is %s', (bytes, text) => {
     expect(formatBytes(bytes)).toBe(text);
   });
@@ -63,38 +63,78 @@ describe('formatAmount', () => {
 
 describe('describeKey', () => {
   it('names requests and limits apart', () => {
-    expect(describeKey('requests.nvidia.com/gpu')).toMatchObject({ label: 'GPU', side: 'requests', kind: 'gpu' });
-    expect(describeKey('limits.memory')).toMatchObject({ label: 'Memory', side: 'limits', kind: 'memory' });
-    expect(describeKey('cpu')).toMatchObject({ label: 'CPU', side: 'requests', kind: 'cpu' });
-    expect(describeKey('pods')).toMatchObject({ label: 'Pods', side: '', kind: 'count' });
-    expect(describeKey('count/jobs.batch')).toMatchObject({ label: 'Jobs', kind: 'count' });
-    expect(describeKey('requests.example.com/gpu')).toMatchObject({ label: 'GPU', kind: 'gpu' });
+    expect(describeKey('requests.nvidia.com/gpu')).toMatchObject({
+      label: 'GPU',
+      side: 'requests',
+      kind: 'gpu'
+    });
+    expect(describeKey('limits.memory')).toMatchObject({
+      label: 'Memory',
+      side: 'limits',
+      kind: 'memory'
+    });
+    expect(describeKey('cpu')).toMatchObject({
+      label: 'CPU',
+      side: 'requests',
+      kind: 'cpu'
+    });
+    expect(describeKey('pods')).toMatchObject({
+      label: 'Pods',
+      side: '',
+      kind: 'count'
+    });
+    expect(describeKey('count/jobs.batch')).toMatchObject({
+      label: 'Jobs',
+      kind: 'count'
+    });
+    expect(describeKey('requests.example.com/gpu')).toMatchObject({
+      label: 'GPU',
+      kind: 'gpu'
+    });
   });
 });
 
 describe('balanceLine', () => {
   it('says what is left in human units', () => {
-    const line = balanceLine('limits.memory', { hard: '128Gi', used: '32Gi', remaining: '96Gi' });
+    const line = balanceLine('limits.memory', {
+      hard: '128Gi',
+      used: '32Gi',
+      remaining: '96Gi'
+    });
     expect(line.text).toBe('96 GiB of 128 GiB left');
     expect(line.fractionRemaining).toBe(0.75);
     expect(line.level).toBe('ok');
   });
 
   it('counts GPUs, CPUs and pods', () => {
-    expect(balanceLine('requests.nvidia.com/gpu', { hard: '2', used: '1', remaining: '1' }).text).toBe(
-      '1 of 2 GPUs left'
-    );
-    expect(balanceLine('requests.cpu', { hard: '8', used: '2500m', remaining: '5500m' }).text).toBe(
-      '5.5 of 8 CPUs left'
-    );
-    expect(balanceLine('pods', { hard: '10', used: '7', remaining: '3' }).text).toBe('3 of 10 pods left');
+    expect(
+      balanceLine('requests.nvidia.com/gpu', {
+        hard: '2',
+        used: '1',
+        remaining: '1'
+      }).text
+    ).toBe('1 of 2 GPUs left');
+    expect(
+      balanceLine('requests.cpu', {
+        hard: '8',
+        used: '2500m',
+        remaining: '5500m'
+      }).text
+    ).toBe('5.5 of 8 CPUs left');
+    expect(
+      balanceLine('pods', { hard: '10', used: '7', remaining: '3' }).text
+    ).toBe('3 of 10 pods left');
   });
 
   it('colours by the share left', () => {
     expect(levelOf(0.5)).toBe('ok');
     expect(levelOf(0.2)).toBe('warn');
     expect(levelOf(0.19)).toBe('low');
-    const none = balanceLine('requests.nvidia.com/gpu', { hard: '0', used: '0', remaining: '0' });
+    const none = balanceLine('requests.nvidia.com/gpu', {
+      hard: '0',
+      used: '0',
+      remaining: '0'
+    });
     expect(none.fractionRemaining).toBe(0);
     expect(none.level).toBe('low');
   });

@@ -26,19 +26,28 @@ export function PlanView(props: IPlanViewProps): JSX.Element {
         <div className="jp-QuotaPlan-recommended" data-gpus={plan.gpus}>
           <p className="jp-QuotaPlan-summary">{plan.summary}</p>
           {plan.changes.length > 0 && (
-            <ul className="jp-QuotaPlan-changes" aria-label="What the planner changed">
+            <ul
+              className="jp-QuotaPlan-changes"
+              aria-label="What the planner changed"
+            >
               {plan.changes.map((c, i) => (
                 <li key={i}>{changeText(c)}</li>
               ))}
             </ul>
           )}
           {plan.estimate && (
-            <EstimateBar estimate={plan.estimate} gpuMemory={gpuMemory} label="Recommended plan" />
+            <EstimateBar
+              estimate={plan.estimate}
+              gpuMemory={gpuMemory}
+              label="Recommended plan"
+            />
           )}
           <code className="jp-QuotaPlan-args">{plan.args.join(' ')}</code>
         </div>
       ) : (
-        <p className="jp-QuotaPlan-none">Nothing fits what {namespace} has left.</p>
+        <p className="jp-QuotaPlan-none">
+          Nothing fits what {namespace} has left.
+        </p>
       )}
       {rejected.length > 0 && (
         <>

@@ -12,7 +12,13 @@ import { IModelSuggestion, modelSuggestions } from '../catalog';
 import { IPlanRequest, magicLine, swiftArgs, TUNERS, Tuner } from '../jobs';
 import { asModelError, QuotaModel } from '../model';
 import { parseQuantity } from '../quantity';
-import { IEstimate, IInventory, IJobRequest, IModelList, IPlanResult } from '../tokens';
+import {
+  IEstimate,
+  IInventory,
+  IJobRequest,
+  IModelList,
+  IPlanResult
+} from '../tokens';
 import { EstimateBar } from './EstimateBar';
 import { PlanView } from './PlanView';
 
@@ -53,12 +59,17 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
     ? chosen
     : namespaces.includes(model.statusNamespace)
       ? model.statusNamespace
-      : namespaces[0] ?? '';
+      : (namespaces[0] ?? '');
   const [request, setRequest] = React.useState<IPlanRequest>(INITIAL);
-  const [estimate, setEstimate] = React.useState<Answer<IEstimate> | null>(null);
+  const [estimate, setEstimate] = React.useState<Answer<IEstimate> | null>(
+    null
+  );
   const [plan, setPlan] = React.useState<Answer<IPlanResult> | null>(null);
   const [busy, setBusy] = React.useState(false);
-  const [launch, setLaunch] = React.useState<{ ok: boolean; message: string } | null>(null);
+  const [launch, setLaunch] = React.useState<{
+    ok: boolean;
+    message: string;
+  } | null>(null);
   const gpuMemory = useGpuMemory(client);
   const suggestions = useModelSuggestions(client);
 
@@ -87,12 +98,19 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
 
   const onLaunch = async () => {
     const body: IJobRequest = recommended
-      ? { args: recommended.args, gpus: recommended.gpus, resources: recommended.resources ?? undefined }
+      ? {
+          args: recommended.args,
+          gpus: recommended.gpus,
+          resources: recommended.resources ?? undefined
+        }
       : { args, gpus: request.gpus };
     setBusy(true);
     try {
       const job = await model.submit(namespace, body);
-      setLaunch({ ok: true, message: `Launched ${job.name} in ${namespace} (${job.phase}).` });
+      setLaunch({
+        ok: true,
+        message: `Launched ${job.name} in ${namespace} (${job.phase}).`
+      });
     } catch (error) {
       setLaunch({ ok: false, message: asModelError(error).message });
     } finally {
@@ -109,17 +127,32 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
 
   const hasModel = request.model.trim() !== '';
   return (
-    <form className="jp-QuotaPlanner" aria-label="Plan a fine-tune" onSubmit={e => void onSubmit(e)}>
+    <form
+      className="jp-QuotaPlanner"
+      aria-label="Plan a fine-tune"
+      onSubmit={e => void onSubmit(e)}
+    >
       {namespaces.length > 1 && (
         <Field label="Namespace" id="jp-QuotaPlanner-namespace">
-          <select id="jp-QuotaPlanner-namespace" className="jp-mod-styled" value={namespace} onChange={e => setChosen(e.target.value)}>
+          <select
+            id="jp-QuotaPlanner-namespace"
+            className="jp-mod-styled"
+            value={namespace}
+            onChange={e => setChosen(e.target.value)}
+          >
             {namespaces.map(n => (
-              <option key={n} value={n}>{n}</option>
+              <option key={n} value={n}>
+                {n}
+              </option>
             ))}
           </select>
         </Field>
       )}
-      <Field label="Model" id="jp-QuotaPlanner-model" hint="A catalog name, hub id or local folder">
+      <Field
+        label="Model"
+        id="jp-QuotaPlanner-model"
+        hint="A catalog name, hub id or local folder"
+      >
         <input
           id="jp-QuotaPlanner-model"
           className="jp-mod-styled"
@@ -131,41 +164,99 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
         />
         <datalist id="jp-QuotaPlanner-models">
           {suggestions.map(m => (
-            <option key={m.value} value={m.value}>{m.label}</option>
+            <option key={m.value} value={m.value}>
+              {m.label}
+            </option>
           ))}
         </datalist>
       </Field>
       <Field label="Tuner" id="jp-QuotaPlanner-tuner">
-        <select id="jp-QuotaPlanner-tuner" className="jp-mod-styled" value={request.tuner} onChange={e => update({ tuner: e.target.value as Tuner })}>
+        <select
+          id="jp-QuotaPlanner-tuner"
+          className="jp-mod-styled"
+          value={request.tuner}
+          onChange={e => update({ tuner: e.target.value as Tuner })}
+        >
           {TUNERS.map(t => (
-            <option key={t.value} value={t.value}>{t.label}</option>
+            <option key={t.value} value={t.value}>
+              {t.label}
+            </option>
           ))}
         </select>
       </Field>
       <div className="jp-QuotaPlanner-row">
-        <NumberField label="Max length" id="jp-QuotaPlanner-maxLength" value={request.maxLength} onChange={v => update({ maxLength: v })} />
-        <NumberField label="Batch size" id="jp-QuotaPlanner-batchSize" value={request.batchSize} onChange={v => update({ batchSize: v })} />
-        <NumberField label="GPUs" id="jp-QuotaPlanner-gpus" value={request.gpus} onChange={v => update({ gpus: v })} />
+        <NumberField
+          label="Max length"
+          id="jp-QuotaPlanner-maxLength"
+          value={request.maxLength}
+          onChange={v => update({ maxLength: v })}
+        />
+        <NumberField
+          label="Batch size"
+          id="jp-QuotaPlanner-batchSize"
+          value={request.batchSize}
+          onChange={v => update({ batchSize: v })}
+        />
+        <NumberField
+          label="GPUs"
+          id="jp-QuotaPlanner-gpus"
+          value={request.gpus}
+          onChange={v => update({ gpus: v })}
+        />
       </div>
       <Field label="Dataset" id="jp-QuotaPlanner-dataset" hint="Optional">
-        <input id="jp-QuotaPlanner-dataset" className="jp-mod-styled" value={request.dataset} onChange={e => update({ dataset: e.target.value })} />
+        <input
+          id="jp-QuotaPlanner-dataset"
+          className="jp-mod-styled"
+          value={request.dataset}
+          onChange={e => update({ dataset: e.target.value })}
+        />
       </Field>
-      <Field label="Other arguments" id="jp-QuotaPlanner-extra" hint="More swift sft arguments, as typed">
-        <input id="jp-QuotaPlanner-extra" className="jp-mod-styled" value={request.extra} placeholder="--num_train_epochs 3" onChange={e => update({ extra: e.target.value })} />
+      <Field
+        label="Other arguments"
+        id="jp-QuotaPlanner-extra"
+        hint="More swift sft arguments, as typed"
+      >
+        <input
+          id="jp-QuotaPlanner-extra"
+          className="jp-mod-styled"
+          value={request.extra}
+          placeholder="--num_train_epochs 3"
+          onChange={e => update({ extra: e.target.value })}
+        />
       </Field>
       <div className="jp-QuotaPlanner-actions">
-        <button type="submit" className="jp-mod-styled jp-mod-accept jp-QuotaButton" disabled={busy || !hasModel}>
+        <button
+          type="submit"
+          className="jp-mod-styled jp-mod-accept jp-QuotaButton"
+          disabled={busy || !hasModel}
+        >
           Estimate and plan
         </button>
-        <button type="button" className="jp-mod-styled jp-QuotaButton" disabled={!hasModel} onClick={onCopy}>
+        <button
+          type="button"
+          className="jp-mod-styled jp-QuotaButton"
+          disabled={!hasModel}
+          onClick={onCopy}
+        >
           Copy %swift_sft
         </button>
-        <button type="button" className="jp-mod-styled jp-QuotaButton" disabled={busy || !hasModel || !namespace} onClick={() => void onLaunch()}>
+        <button
+          type="button"
+          className="jp-mod-styled jp-QuotaButton"
+          disabled={busy || !hasModel || !namespace}
+          onClick={() => void onLaunch()}
+        >
           {recommended ? 'Launch recommended plan' : 'Launch as written'}
         </button>
       </div>
       {launch && (
-        <p className={launch.ok ? 'jp-QuotaPlanner-launched' : 'jp-QuotaPlanner-refusal'} role={launch.ok ? 'status' : 'alert'}>
+        <p
+          className={
+            launch.ok ? 'jp-QuotaPlanner-launched' : 'jp-QuotaPlanner-refusal'
+          }
+          role={launch.ok ? 'status' : 'alert'}
+        >
           {launch.message}
         </p>
       )}
@@ -173,15 +264,25 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
         <div className="jp-QuotaPlanner-estimate" aria-live="polite">
           <h4>Estimate for these arguments</h4>
           {estimate.kind === 'ok' ? (
-            <EstimateBar estimate={estimate.value} gpuMemory={gpuMemory} label="Estimate" />
+            <EstimateBar
+              estimate={estimate.value}
+              gpuMemory={gpuMemory}
+              label="Estimate"
+            />
           ) : (
-            <p className={`jp-QuotaPlanner-${estimate.kind}`}>{estimate.message}</p>
+            <p className={`jp-QuotaPlanner-${estimate.kind}`}>
+              {estimate.message}
+            </p>
           )}
         </div>
       )}
       {plan &&
         (plan.kind === 'ok' ? (
-          <PlanView result={plan.value} namespace={namespace} gpuMemory={gpuMemory} />
+          <PlanView
+            result={plan.value}
+            namespace={namespace}
+            gpuMemory={gpuMemory}
+          />
         ) : (
           <p className={`jp-QuotaPlanner-${plan.kind}`}>{plan.message}</p>
         ))}
@@ -189,19 +290,31 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
   );
 }
 
-function Field(props: { label: string; id: string; hint?: string; children: React.ReactNode }): JSX.Element {
+function Field(props: {
+  label: string;
+  id: string;
+  hint?: string;
+  children: React.ReactNode;
+}): JSX.Element {
   return (
     <div className="jp-QuotaPlanner-field">
       <label htmlFor={props.id}>
         {props.label}
-        {props.hint && <span className="jp-QuotaPlanner-hint"> {props.hint}</span>}
+        {props.hint && (
+          <span className="jp-QuotaPlanner-hint"> {props.hint}</span>
+        )}
       </label>
       {props.children}
     </div>
   );
 }
 
-function NumberField(props: { label: string; id: string; value: number; onChange: (value: number) => void }): JSX.Element {
+function NumberField(props: {
+  label: string;
+  id: string;
+  value: number;
+  onChange: (value: number) => void;
+}): JSX.Element {
   return (
     <Field label={props.label} id={props.id}>
       <input
@@ -212,7 +325,9 @@ function NumberField(props: { label: string; id: string; value: number; onChange
         step={1}
         required
         value={props.value}
-        onChange={e => props.onChange(Math.max(1, parseInt(e.target.value) || 1))}
+        onChange={e =>
+          props.onChange(Math.max(1, parseInt(e.target.value) || 1))
+        }
       />
     </Field>
   );
@@ -223,7 +338,9 @@ function NumberField(props: { label: string; id: string; value: number; onChange
  */
 /** The catalog from the server; the static list until it answers, or if it cannot. */
 function useModelSuggestions(client: IPlannerClient): IModelSuggestion[] {
-  const [suggestions, setSuggestions] = React.useState(() => modelSuggestions(null));
+  const [suggestions, setSuggestions] = React.useState(() =>
+    modelSuggestions(null)
+  );
   React.useEffect(() => {
     client.models().then(
       list => setSuggestions(modelSuggestions(list.models)),

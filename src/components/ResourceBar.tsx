@@ -19,8 +19,14 @@ export function ResourceBar(props: IResourceBarProps): JSX.Element {
   const { line, raw, namespace } = props;
   const name = line.side ? `${line.label} ${line.side}` : line.label;
   const percent = Math.round(line.fractionRemaining * 1000) / 10;
-  const used = line.kind === 'count' ? String(line.used) : formatAmount(line.used, line.kind);
-  const hard = line.kind === 'count' ? String(line.hard) : formatAmount(line.hard, line.kind);
+  const used =
+    line.kind === 'count'
+      ? String(line.used)
+      : formatAmount(line.used, line.kind);
+  const hard =
+    line.kind === 'count'
+      ? String(line.hard)
+      : formatAmount(line.hard, line.kind);
   return (
     <div
       className={`jp-QuotaBar jp-mod-${line.level}`}

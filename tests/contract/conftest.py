@@ -97,8 +97,14 @@ class LocalHarness(Harness):
         self.tmp_path = tmp_path
 
     def backend(self, profile=None):
-        backend = LocalBackend(self.tmp_path / "state" / "ledger.sqlite", self.tmp_path / "state", INVENTORY,
-                               grace_period=2.0, poll_interval=0.05, workdir=str(self.tmp_path))
+        backend = LocalBackend(
+            self.tmp_path / "state" / "ledger.sqlite",
+            self.tmp_path / "state",
+            INVENTORY,
+            grace_period=2.0,
+            poll_interval=0.05,
+            workdir=str(self.tmp_path),
+        )
         backend.start()
         self.backends.append(backend)
         return backend
@@ -147,8 +153,13 @@ class KubeHarness(Harness):
         return profile
 
     def backend(self, profile=None):
-        backend = KubeBackend(self.cluster.service_kube(), job_image=kubecluster.JOB_IMAGE, backoff_max=1.0,
-                              namespaced=True, log=logging.getLogger("jupyter_quota.kube.contract"))
+        backend = KubeBackend(
+            self.cluster.service_kube(),
+            job_image=kubecluster.JOB_IMAGE,
+            backoff_max=1.0,
+            namespaced=True,
+            log=logging.getLogger("jupyter_quota.kube.contract"),
+        )
         backend.start()
         if profile is not None:  # the quota objects, with the controller's status, are in the cache
             backend.balance(profile)  # its namespace is watched from its first request on
@@ -167,8 +178,7 @@ class KubeHarness(Harness):
 
 def _quotas_cached(backend, profile) -> bool:
     cached = backend.cache["resourcequotas"].items(profile.namespace)
-    return len(cached) == len(profile.resource_quotas()) and all(
-        "used" in (q.get("status") or {}) for q in cached)
+    return len(cached) == len(profile.resource_quotas()) and all("used" in (q.get("status") or {}) for q in cached)
 
 
 class _Ns:

@@ -64,8 +64,9 @@ def wait(predicate, timeout=30.0, what="condition"):
         time.sleep(0.05)
 
 
-def test_a_job_whose_pods_do_not_fit_together_is_refused_with_the_failedcreate_text(kube, namespace_name,
-                                                                                    make_kube_backend):
+def test_a_job_whose_pods_do_not_fit_together_is_refused_with_the_failedcreate_text(
+    kube, namespace_name, make_kube_backend
+):
     profile = setup_team(kube, namespace_name)  # 2 GPUs
     backend = make_kube_backend()
     assert backend.cache.wait(lambda: backend.cache["resourcequotas"].items(namespace_name), 10)
@@ -80,21 +81,32 @@ def test_a_job_whose_pods_do_not_fit_together_is_refused_with_the_failedcreate_t
     # The same Job created directly: Kubernetes admits two pods and refuses the third.
     direct = build(backend, profile, "direct", "--sleep", "600", parallelism=3)
     kube.post(f"/apis/batch/v1/namespaces/{namespace_name}/jobs", direct)
-    event = wait(lambda: next((e for e in kube.get(f"/api/v1/namespaces/{namespace_name}/events")["items"]
-                               if e["reason"] == "FailedCreate" and e["involvedObject"]["name"] == "direct"), None),
-                 what="the job controller's FailedCreate event")
+    event = wait(
+        lambda: next(
+            (
+                e
+                for e in kube.get(f"/api/v1/namespaces/{namespace_name}/events")["items"]
+                if e["reason"] == "FailedCreate" and e["involvedObject"]["name"] == "direct"
+            ),
+            None,
+        ),
+        what="the job controller's FailedCreate event",
+    )
     assert event["type"] == "Warning" and event["source"]["component"] == "job-controller"
     pod_name = re.match(r'^Error creating: pods "(direct-[a-z0-9]{5})" is forbidden: ', event["message"]).group(1)
     assert event["message"] == "Error creating: " + quota.forbidden_message("pods", pod_name, refused.value)
     assert refused.value.message == (
         "exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
-        "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
+        "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2"
+    )
 
     # The half-admitted job is not silent: its refusal shows on it while its pods run.
     shown = wait(lambda: backend.get_job(profile, "direct"), what="the job in the cache")
     assert shown["name"] == "direct"
-    kube.delete(f"/apis/batch/v1/namespaces/{namespace_name}/jobs/direct",
-                body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"})
+    kube.delete(
+        f"/apis/batch/v1/namespaces/{namespace_name}/jobs/direct",
+        body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+    )
 
 
 def test_pods_refused_by_the_cluster_show_on_the_job_as_failedcreate(kube, namespace_name, make_kube_backend):
@@ -102,37 +114,72 @@ def test_pods_refused_by_the_cluster_show_on_the_job_as_failedcreate(kube, names
     profile = setup_team(kube, namespace_name)
     backend = make_kube_backend()
     # Someone else's pod takes both GPUs, created directly (our cache may not have seen it yet).
-    kube.post(f"/api/v1/namespaces/{namespace_name}/pods", {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "squatter"},
-        "spec": {"containers": [{"name": "c", "image": "busybox", "command": ["--sleep", "600"],
-                                 "resources": {"limits": {"nvidia.com/gpu": "2"}}}]}})
+    kube.post(
+        f"/api/v1/namespaces/{namespace_name}/pods",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "squatter"},
+            "spec": {
+                "containers": [
+                    {
+                        "name": "c",
+                        "image": "busybox",
+                        "command": ["--sleep", "600"],
+                        "resources": {"limits": {"nvidia.com/gpu": "2"}},
+                    }
+                ]
+            },
+        },
+    )
     job = build(backend, profile, "late", "--sleep", "1")
     kube.post(f"/apis/batch/v1/namespaces/{namespace_name}/jobs", job)  # as a stale pre-check would
-    shown = wait(lambda: (j := backend.get_job(profile, "late")).get("reason") == "FailedCreate" and j,
-                 what="FailedCreate on the job")
+    shown = wait(
+        lambda: (j := backend.get_job(profile, "late")).get("reason") == "FailedCreate" and j,
+        what="FailedCreate on the job",
+    )
     assert shown["phase"] == "Pending"
-    assert re.match(r'^Error creating: pods "late-[a-z0-9]{5}" is forbidden: exceeded quota: team-quota, '
-                    r"requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=2, "
-                    r"limited: requests.nvidia.com/gpu=2$", shown["message"]), shown["message"]
+    assert re.match(
+        r'^Error creating: pods "late-[a-z0-9]{5}" is forbidden: exceeded quota: team-quota, '
+        r"requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=2, "
+        r"limited: requests.nvidia.com/gpu=2$",
+        shown["message"],
+    ), shown["message"]
 
 
-def test_the_job_carries_the_profiles_placement_image_volumes_and_labels(kube, kube_cluster, namespace_name,
-                                                                         make_kube_backend):
+def test_the_job_carries_the_profiles_placement_image_volumes_and_labels(
+    kube, kube_cluster, namespace_name, make_kube_backend
+):
     try:
-        kube.post("/apis/scheduling.k8s.io/v1/priorityclasses", {
-            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "jq-team-high"},
-            "value": 1000})
+        kube.post(
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "jq-team-high"},
+                "value": 1000,
+            },
+        )
     except KubeError as e:
         assert e.code == 409
     profile = setup_team(
-        kube, namespace_name, image="registry.example/swift:4.0",
+        kube,
+        namespace_name,
+        image="registry.example/swift:4.0",
         nodeSelector={"jupyter-quota-test/gpu-model": "h100"},
         tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        priorityClassName="jq-team-high")
-    backend = make_kube_backend(backoff_limit=2, ttl_seconds_after_finished=600, cache_volumes=[
-        {"name": "hf-cache", "mountPath": "/root/.cache/huggingface", "emptyDir": {}}])
-    backend.submit(profile, build(backend, profile, "placed", "--sleep", "30", "--model", "qwen",
-                                  owner="alice@example.org"), owner="alice@example.org")
+        priorityClassName="jq-team-high",
+    )
+    backend = make_kube_backend(
+        backoff_limit=2,
+        ttl_seconds_after_finished=600,
+        cache_volumes=[{"name": "hf-cache", "mountPath": "/root/.cache/huggingface", "emptyDir": {}}],
+    )
+    backend.submit(
+        profile,
+        build(backend, profile, "placed", "--sleep", "30", "--model", "qwen", owner="alice@example.org"),
+        owner="alice@example.org",
+    )
     stored = kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs/placed")
     labels = stored["metadata"]["labels"]
     assert labels["jupyter-quota/team"] == profile.team
@@ -150,10 +197,21 @@ def test_the_job_carries_the_profiles_placement_image_volumes_and_labels(kube, k
     assert pod_spec["nodeSelector"] == {"jupyter-quota-test/gpu-model": "h100"}
     assert pod_spec["tolerations"][0]["key"] == "nvidia.com/gpu"
     assert pod_spec["priorityClassName"] == "jq-team-high"
-    pod = wait(lambda: next(iter(kube.get(f"/api/v1/namespaces/{namespace_name}/pods",
-                                          labelSelector="job-name=placed")["items"]), None), what="the pod")
-    pod = wait(lambda: (p := kube.get(f"/api/v1/namespaces/{namespace_name}/pods/{pod['metadata']['name']}"))
-               ["spec"].get("nodeName") and p, what="the pod scheduled")
+    pod = wait(
+        lambda: next(
+            iter(kube.get(f"/api/v1/namespaces/{namespace_name}/pods", labelSelector="job-name=placed")["items"]), None
+        ),
+        what="the pod",
+    )
+    pod = wait(
+        lambda: (
+            (p := kube.get(f"/api/v1/namespaces/{namespace_name}/pods/{pod['metadata']['name']}"))["spec"].get(
+                "nodeName"
+            )
+            and p
+        ),
+        what="the pod scheduled",
+    )
     assert pod["spec"]["nodeName"] == "gpu-node-1"  # the h100 node
     assert pod["spec"]["priority"] == 1000
     job = backend.get_job(profile, "placed")
@@ -169,18 +227,25 @@ def test_logs_come_from_the_pod_log_api_or_say_why_not(kube, namespace_name, mak
     with pytest.raises(LogsUnavailable) as unavailable:
         backend.logs(profile, "talky")  # the simulated node has no kubelet to serve them
     assert unavailable.value.status == 503
-    assert re.match(r'^the cluster could not serve the logs of pod "talky-[a-z0-9]{5}" of job "talky": ',
-                    unavailable.value.message), unavailable.value.message
+    assert re.match(
+        r'^the cluster could not serve the logs of pod "talky-[a-z0-9]{5}" of job "talky": ', unavailable.value.message
+    ), unavailable.value.message
     assert "127.0.0.1" in unavailable.value.message  # the API server's own reason, kept
     backend.cancel(profile, "talky", by="alice")
 
 
 def test_profiles_apply_is_idempotent_and_dry_run_shows_a_diff(kube, namespace_name):
-    profile = team_profile(namespace_name, hard={GPU_KEY: "2", "requests.memory": "1024Mi"},
-                           limitRange={"limits": [{"type": "Container", "default": {"cpu": "1"}}]})
+    profile = team_profile(
+        namespace_name,
+        hard={GPU_KEY: "2", "requests.memory": "1024Mi"},
+        limitRange={"limits": [{"type": "Container", "default": {"cpu": "1"}}]},
+    )
     dry = apply_profiles([profile], kube, dry_run=True)
     assert [(r["kind"], r["action"]) for r in dry] == [
-        ("Namespace", "created"), ("ResourceQuota", "created"), ("LimitRange", "created")]
+        ("Namespace", "created"),
+        ("ResourceQuota", "created"),
+        ("LimitRange", "created"),
+    ]
     assert all(r["dryRun"] and r["diff"].startswith("--- live: (none)") for r in dry)
     assert '"requests.nvidia.com/gpu": "2"' in dry[1]["diff"]
     with pytest.raises(KubeError) as missing:
@@ -193,8 +258,11 @@ def test_profiles_apply_is_idempotent_and_dry_run_shows_a_diff(kube, namespace_n
     assert [r["action"] for r in again] == ["unchanged", "unchanged", "unchanged"]
     assert all(r["diff"] == "" for r in again)
 
-    changed = team_profile(namespace_name, hard={GPU_KEY: "4", "requests.memory": "1Gi"},
-                           limitRange={"limits": [{"type": "Container", "default": {"cpu": "1"}}]})
+    changed = team_profile(
+        namespace_name,
+        hard={GPU_KEY: "4", "requests.memory": "1Gi"},
+        limitRange={"limits": [{"type": "Container", "default": {"cpu": "1"}}]},
+    )
     preview = apply_profiles([changed], kube, dry_run=True)
     assert [r["action"] for r in preview] == ["unchanged", "updated", "unchanged"]
     assert '-      "requests.nvidia.com/gpu": "2"' in preview[1]["diff"]
@@ -209,8 +277,13 @@ def test_profiles_apply_is_idempotent_and_dry_run_shows_a_diff(kube, namespace_n
 
 
 def test_config_selects_the_kube_backend(kube_cluster):
-    config = JupyterQuota(backend="kube", kube_config_file=str(kube_cluster.kubeconfig), job_image="img",
-                          kube_backoff_limit=1, kube_ttl_seconds_after_finished=-1)
+    config = JupyterQuota(
+        backend="kube",
+        kube_config_file=str(kube_cluster.kubeconfig),
+        job_image="img",
+        kube_backoff_limit=1,
+        kube_ttl_seconds_after_finished=-1,
+    )
     backend = make_backend(config)
     assert isinstance(backend, KubeBackend) and backend.name == "kube"
     assert backend.job_image == "img" and backend.backoff_limit == 1
@@ -257,8 +330,7 @@ def test_the_watch_survives_an_api_server_restart(kube, kube_cluster, namespace_
     recovered = wait(lambda: not (b := backend.balance(profile))["stale"] and b, timeout=30, what="recovery")
     assert recovered["observedAt"] >= frozen
     # The watch really resumed: a change made after the restart reaches the balance.
-    kube.patch(f"/api/v1/namespaces/{namespace_name}/resourcequotas/team-quota",
-               {"spec": {"hard": {GPU_KEY: "3"}}})
+    kube.patch(f"/api/v1/namespaces/{namespace_name}/resourcequotas/team-quota", {"spec": {"hard": {GPU_KEY: "3"}}})
     wait(lambda: backend.balance(profile)["resources"][GPU_KEY]["hard"] == "3", what="the new hard limit")
     backend.submit(profile, build(backend, profile, "after-restart", "--sleep", "0.1"), owner="alice")
     wait(lambda: backend.get_job(profile, "after-restart")["phase"] == "Succeeded", what="Succeeded")
@@ -266,16 +338,19 @@ def test_the_watch_survives_an_api_server_restart(kube, kube_cluster, namespace_
     ours = [r for r in caplog.records if r.name.startswith("jupyter_quota")]
     assert any("list/watch failed" in r.getMessage() for r in ours), "the break was not logged"
     assert not [r for r in ours if r.exc_info or "Traceback" in r.getMessage()], "a traceback was logged"
-    print(f"\napiserver ready {ready_in:.1f}s after restart; relists: "
-          f"{ {k: r.lists for k, r in backend.cache.reflectors.items()} }")
+    print(
+        f"\napiserver ready {ready_in:.1f}s after restart; relists: "
+        f"{ {k: r.lists for k, r in backend.cache.reflectors.items()} }"
+    )
 
 
 def epoch(rfc3339: str) -> float:
     return datetime.strptime(rfc3339, "%Y-%m-%dT%H:%M:%S%z").timestamp()
 
 
-def test_a_hung_api_server_turns_the_balance_stale_within_the_bound(kube, kube_cluster, namespace_name,
-                                                                   make_kube_backend, caplog):
+def test_a_hung_api_server_turns_the_balance_stale_within_the_bound(
+    kube, kube_cluster, namespace_name, make_kube_backend, caplog
+):
     """SIGSTOP is a partition: connections stay open and nothing arrives. The balance must say so.
 
     A quiet but healthy cluster stays fresh past the bound; a frozen one is ``stale`` within it,
@@ -297,11 +372,16 @@ def test_a_hung_api_server_turns_the_balance_stale_within_the_bound(kube, kube_c
     kube_cluster.pause_apiserver()
     paused_at, paused_wall = time.monotonic(), time.time()
     try:
-        hung = wait(lambda: (b := backend.balance(profile))["stale"] and b, timeout=3 * STALE_BOUND,
-                    what="stale: true while the API server is frozen")
+        hung = wait(
+            lambda: (b := backend.balance(profile))["stale"] and b,
+            timeout=3 * STALE_BOUND,
+            what="stale: true while the API server is frozen",
+        )
         elapsed = time.monotonic() - paused_at
-        print(f"\nstale {elapsed:.1f}s after SIGSTOP (bound {STALE_BOUND:.0f}s); observedAt {hung['observedAt']}, "
-              f"{paused_wall - epoch(hung['observedAt']):.1f}s before SIGSTOP")
+        print(
+            f"\nstale {elapsed:.1f}s after SIGSTOP (bound {STALE_BOUND:.0f}s); observedAt {hung['observedAt']}, "
+            f"{paused_wall - epoch(hung['observedAt']):.1f}s before SIGSTOP"
+        )
         assert elapsed <= STALE_BOUND + 2, f"stale only {elapsed:.1f}s after SIGSTOP"
         # observedAt is the last data from the cluster: not after the freeze, and it stays there.
         assert epoch(hung["observedAt"]) <= paused_wall + 1, (hung["observedAt"], paused_wall)
@@ -344,13 +424,17 @@ def test_concurrent_submits_admit_exactly_the_jobs_that_fit(kube, namespace_name
         results = list(pool.map(submit, range(10)))
     admitted = sorted(r["name"] for r in results if isinstance(r, dict))
     refused = [r for r in results if isinstance(r, errors.AdmissionDenied)]
-    print(f"\n10 concurrent 1-GPU submits into 2 GPUs: {len(admitted)} admitted (201), "
-          f"{len(refused)} refused (403 {sorted({r.reason for r in refused})})")
+    print(
+        f"\n10 concurrent 1-GPU submits into 2 GPUs: {len(admitted)} admitted (201), "
+        f"{len(refused)} refused (403 {sorted({r.reason for r in refused})})"
+    )
     assert len(admitted) == 2 and len(refused) == 8, results
     for r in refused:
         assert r.status == 403 and r.reason == "ExceededQuota"
-        assert r.message == ("exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
-                             "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
+        assert r.message == (
+            "exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
+            "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2"
+        )
     # None fails later: both admitted jobs run, and the cluster refused no pod.
     for name in admitted:
         wait(lambda: backend.get_job(profile, name)["phase"] == "Running", what=f"{name} Running")
@@ -378,14 +462,18 @@ def test_a_submit_waits_until_the_job_before_it_has_its_pods(kube, kube_cluster,
     finally:
         kube_cluster.start_controller_manager()
     assert busy.value.status == 503
-    assert busy.value.message.startswith('the cluster has not created the pods of job "first" (submitted '), \
+    assert busy.value.message.startswith('the cluster has not created the pods of job "first" (submitted '), (
         busy.value.message
-    assert [j["metadata"]["name"] for j in kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs")["items"]] \
-        == ["first"]
+    )
+    assert [j["metadata"]["name"] for j in kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs")["items"]] == [
+        "first"
+    ]
     # Once the job controller is back and "first" has its pod, the next turn sees both GPUs used.
     wait(lambda: backend.get_job(profile, "first")["phase"] == "Running", timeout=60, what="first Running")
     with pytest.raises(errors.AdmissionDenied) as refused:
         backend.submit(profile, build(backend, profile, "second", "--sleep", "600"), owner="alice")
-    assert refused.value.message == ("exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
-                                     "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2")
+    assert refused.value.message == (
+        "exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, "
+        "used: requests.nvidia.com/gpu=2, limited: requests.nvidia.com/gpu=2"
+    )
     backend.cancel(profile, "first", by="alice")

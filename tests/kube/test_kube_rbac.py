@@ -158,5 +158,6 @@ def test_watching_the_whole_cluster_is_refused_to_the_service_account(kube_clust
 
 def build(profile, name, *args):
     request = jobspec.parse_job_request({"name": name, "args": list(args), "gpus": 1}, profile)
-    return jobspec.build_job(profile, request, "alice", kubecluster.JOB_COMMAND,
-                             jobspec.JobSettings(image=kubecluster.JOB_IMAGE))
+    return jobspec.build_job(
+        profile, request, "alice", kubecluster.JOB_COMMAND, jobspec.JobSettings(image=kubecluster.JOB_IMAGE)
+    )

@@ -15,19 +15,34 @@ CACHE = {"name": "hf-cache", "mountPath": "/root/.cache/huggingface", "emptyDir"
 HOME = {"name": "home", "mountPath": "/home/jovyan", "persistentVolumeClaim": {"claimName": "claim-{username}"}}
 
 
-def test_the_kube_backend_submits_exactly_the_job_the_one_builder_returns(kube, namespace_name,
-                                                                           make_kube_backend, monkeypatch):
-    profile = team_profile(namespace_name, volumes=[HOME], nodeSelector={"jupyter-quota-test/gpu-model": "h100"},
-                           tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}])
+def test_the_kube_backend_submits_exactly_the_job_the_one_builder_returns(
+    kube, namespace_name, make_kube_backend, monkeypatch
+):
+    profile = team_profile(
+        namespace_name,
+        volumes=[HOME],
+        nodeSelector={"jupyter-quota-test/gpu-model": "h100"},
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    )
     apply_profiles([profile], kube)
     kubecluster.wait_quota_status(kube, namespace_name)
     backend = make_kube_backend(backoff_limit=3, ttl_seconds_after_finished=120, cache_volumes=[CACHE])
     request = jobspec.parse_job_request({"name": "once", "args": ["--sleep", "600"], "gpus": 2}, profile)
 
     # The builder, given every setting by hand, and the backend's build agree to the letter.
-    expected = jobspec.build_job(profile, request, "ann", kubecluster.JOB_COMMAND, jobspec.JobSettings(
-        image=kubecluster.JOB_IMAGE, backoff_limit=3, ttl_seconds_after_finished=120, mounts=True,
-        cache_volumes=(CACHE,)))
+    expected = jobspec.build_job(
+        profile,
+        request,
+        "ann",
+        kubecluster.JOB_COMMAND,
+        jobspec.JobSettings(
+            image=kubecluster.JOB_IMAGE,
+            backoff_limit=3,
+            ttl_seconds_after_finished=120,
+            mounts=True,
+            cache_volumes=(CACHE,),
+        ),
+    )
     job = backend.build_job(profile, request, "ann", kubecluster.JOB_COMMAND)
     assert job == expected
     spec, pod = expected["spec"], expected["spec"]["template"]["spec"]

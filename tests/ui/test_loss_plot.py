@@ -10,7 +10,6 @@ to ``loss-plot.png`` in the test output folder.
 from __future__ import annotations
 
 import pytest
-
 from quota_ui import NAMESPACE, api, cancel_live_jobs
 
 pytestmark = pytest.mark.ui

@@ -121,8 +121,11 @@ def _namespace_exists(kube: Kube, namespace: str) -> bool:
 def _managed(obj: dict) -> dict:
     """What a profile decides about an object: its labels we set and its spec, quantities canonical."""
     meta = obj.get("metadata") or {}
-    out = {"labels": {k: v for k, v in (meta.get("labels") or {}).items()
-                      if k == labels.MANAGED_BY or k.startswith(labels.PREFIX)}}
+    out = {
+        "labels": {
+            k: v for k, v in (meta.get("labels") or {}).items() if k == labels.MANAGED_BY or k.startswith(labels.PREFIX)
+        }
+    }
     for field in _KINDS[obj.get("kind", "")][2]:
         out[field] = _canonical(obj.get(field) or {}) if field == "spec" else obj.get(field)
     return out
@@ -146,8 +149,11 @@ def _diff(kind: str, namespace: str, name: str, live: dict | None, stored: dict)
     label = f"{kind} {namespace + '/' if namespace else ''}{name}"
     before = _shown(live) if live is not None else []
     after = _shown(stored)
-    return "".join(difflib.unified_diff(before, after, fromfile=f"live: {label}" if live else "live: (none)",
-                                        tofile=f"applied: {label}"))
+    return "".join(
+        difflib.unified_diff(
+            before, after, fromfile=f"live: {label}" if live else "live: (none)", tofile=f"applied: {label}"
+        )
+    )
 
 
 def _shown(obj: dict) -> list[str]:

@@ -54,22 +54,44 @@ class KubeBackend(Backend):
 
     name = "kube"
 
-    def __init__(self, kube: Kube, *, job_image: str = "", backoff_limit: int = 0,
-                 ttl_seconds_after_finished: int = -1, cache_volumes: list | None = None,
-                 watch_timeout: int = 10, stale_after: float = STALE_AFTER, backoff_max: float = 30.0,
-                 sync_timeout: float = 10.0, namespaced: bool = False, log: logging.Logger | None = None):
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        job_image: str = "",
+        backoff_limit: int = 0,
+        ttl_seconds_after_finished: int = -1,
+        cache_volumes: list | None = None,
+        watch_timeout: int = 10,
+        stale_after: float = STALE_AFTER,
+        backoff_max: float = 30.0,
+        sync_timeout: float = 10.0,
+        namespaced: bool = False,
+        log: logging.Logger | None = None,
+    ):
         self.kube = kube
         #: What ``build_job`` gives every Job besides the profile's and the request's part.
-        self.job_settings = JobSettings(image=job_image, backoff_limit=backoff_limit,
-                                        ttl_seconds_after_finished=ttl_seconds_after_finished, mounts=True,
-                                        cache_volumes=tuple(dict(v) for v in cache_volumes or []))
+        self.job_settings = JobSettings(
+            image=job_image,
+            backoff_limit=backoff_limit,
+            ttl_seconds_after_finished=ttl_seconds_after_finished,
+            mounts=True,
+            cache_volumes=tuple(dict(v) for v in cache_volumes or []),
+        )
         self.sync_timeout = sync_timeout
         self.log = log or logging.getLogger(__name__)
-        self.cache = ClusterCache(kube, watch_timeout=watch_timeout, stale_after=stale_after,
-                                  backoff_max=backoff_max, log=self.log, namespaced=namespaced)
+        self.cache = ClusterCache(
+            kube,
+            watch_timeout=watch_timeout,
+            stale_after=stale_after,
+            backoff_max=backoff_max,
+            log=self.log,
+            namespaced=namespaced,
+        )
         # A turn waits for earlier Jobs' pods, then reads the quotas and creates the Job.
-        self.turns = Turns(self.cache, settle_timeout=sync_timeout,
-                           turn_timeout=sync_timeout + 2 * kube.request_timeout)
+        self.turns = Turns(
+            self.cache, settle_timeout=sync_timeout, turn_timeout=sync_timeout + 2 * kube.request_timeout
+        )
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -118,8 +140,14 @@ class KubeBackend(Backend):
 
         for result in apply_quota_objects(profile, self.kube):
             if result["action"] != "unchanged":
-                self.log.info("jupyter_quota: %s %s %s/%s for an admin's change to team %s", result["action"],
-                              result["kind"], result["namespace"], result["name"], profile.team)
+                self.log.info(
+                    "jupyter_quota: %s %s %s/%s for an admin's change to team %s",
+                    result["action"],
+                    result["kind"],
+                    result["namespace"],
+                    result["name"],
+                    profile.team,
+                )
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         """Block until every kind was listed once (tests, and ``submit`` right after start)."""
@@ -148,11 +176,17 @@ class KubeBackend(Backend):
         namespace = self._watched(profile)
         after = _start_key(start) if start is not None else None
         jobs = {_name(j): j for j in self.cache["jobs"].items(namespace)}
-        entries = [((_created(j), _name(j)), lambda j=j: self._view(profile, j))
-                   for j in jobs.values() if not _is_cancelled_copy(j, self._cancelled)]
+        entries = [
+            ((_created(j), _name(j)), lambda j=j: self._view(profile, j))
+            for j in jobs.values()
+            if not _is_cancelled_copy(j, self._cancelled)
+        ]
         with self._lock:  # cancelled jobs this process remembers, shown as they were
-            entries += [((v.get("createdAt") or "", n), lambda v=v: _shown(v)) for (ns, n), v in self._cancelled.items()
-                        if ns == namespace and not _replaced(jobs.get(n), v)]
+            entries += [
+                ((v.get("createdAt") or "", n), lambda v=v: _shown(v))
+                for (ns, n), v in self._cancelled.items()
+                if ns == namespace and not _replaced(jobs.get(n), v)
+            ]
         entries.sort(key=lambda entry: entry[0], reverse=True)
         if after is not None:
             entries = [entry for entry in entries if entry[0] < after]
@@ -229,8 +263,11 @@ class KubeBackend(Backend):
         try:
             with self._reported(f"logs of pod {namespace}/{pod_name}"):
                 return self.kube.request(
-                    "GET", ns_path(namespace, "pods", pod_name) + "/log",
-                    query={"container": jobfields.TRAIN, "tailLines": max(0, int(tail_lines))}, raw=True)
+                    "GET",
+                    ns_path(namespace, "pods", pod_name) + "/log",
+                    query={"container": jobfields.TRAIN, "tailLines": max(0, int(tail_lines))},
+                    raw=True,
+                )
         except KubeError as e:
             raise LogsUnavailable(
                 f'the cluster could not serve the logs of pod "{pod_name}" of job "{name}": {e.message}'
@@ -243,16 +280,22 @@ class KubeBackend(Backend):
             return current
         try:
             with self._reported(f"delete job {namespace}/{name}"):
-                self.kube.delete(ns_path(namespace, "jobs", name, group="batch/v1"),
-                                 body={"apiVersion": "v1", "kind": "DeleteOptions",
-                                       "propagationPolicy": "Background"})
+                self.kube.delete(
+                    ns_path(namespace, "jobs", name, group="batch/v1"),
+                    body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+                )
         except KubeError as e:
             if e.code == 404:
                 raise errors.NotFound(f'jobs.batch "{name}" not found') from None
             raise
         job = self.cache["jobs"].get(namespace, name) or {}
-        cancelled = dict(current, phase="Failed", reason=reasons.CANCELLED, message=f"cancelled by {by}",
-                         finishedAt=rfc3339(time.time()))
+        cancelled = dict(
+            current,
+            phase="Failed",
+            reason=reasons.CANCELLED,
+            message=f"cancelled by {by}",
+            finishedAt=rfc3339(time.time()),
+        )
         cancelled.pop("exitCode", None)
         cancelled["_uid"] = (job.get("metadata") or {}).get("uid", "")
         with self._lock:
@@ -268,8 +311,9 @@ class KubeBackend(Backend):
     def _view(self, profile, job: dict) -> dict:
         namespace, name = job["metadata"].get("namespace", ""), job["metadata"]["name"]
         pods = self._pods_of(namespace, name, job["metadata"].get("uid"))
-        events = [e for e in self.cache["events"].items(namespace)
-                  if (e.get("involvedObject") or {}).get("name") == name]
+        events = [
+            e for e in self.cache["events"].items(namespace) if (e.get("involvedObject") or {}).get("name") == name
+        ]
         template_pod = None
         if not pods:
             template_pod = quota.apply_limit_ranges(quota.job_pod(job), self.cache["limitranges"].items(namespace))
@@ -300,9 +344,12 @@ class KubeBackend(Backend):
         if not self.cache.synced(kinds, namespace):
             self.start()
             if not self.cache.wait(lambda: self.cache.synced(kinds, namespace), self.sync_timeout):
-                problems = "; ".join(f"{k}: {v}" for k, v in self.cache.errors(namespace=namespace).items()) \
-                    or "no answer yet"
-                raise ClusterUnavailable(f"the cluster's quotas could not be read, so nothing is submitted ({problems})")
+                problems = (
+                    "; ".join(f"{k}: {v}" for k, v in self.cache.errors(namespace=namespace).items()) or "no answer yet"
+                )
+                raise ClusterUnavailable(
+                    f"the cluster's quotas could not be read, so nothing is submitted ({problems})"
+                )
 
 
 def _checked(profile, job: dict) -> str:
@@ -313,13 +360,13 @@ def _checked(profile, job: dict) -> str:
     if not name:
         raise errors.Invalid('Job.batch "" is invalid: metadata.name: Required value: name is required')
     if meta.get("namespace") not in (None, "", profile.namespace):
-        raise errors.Invalid("the namespace of the provided object does not match the namespace sent "
-                             "on the request")
+        raise errors.Invalid("the namespace of the provided object does not match the namespace sent on the request")
     pod = ((job.get("spec") or {}).get("template") or {}).get("spec") or {}
     if not all(c.get("image") for c in pod.get("containers") or []):
         raise errors.InvalidRequest(
             f"no container image for team {profile.team!r}: set the profile's 'image' or "
-            "JupyterQuota.job_image to an image that has ms-swift")
+            "JupyterQuota.job_image to an image that has ms-swift"
+        )
     return name
 
 
@@ -338,10 +385,13 @@ def _submit_error(error: KubeError, name: str) -> errors.QuotaError:
 
 
 def _denial_reason(message: str) -> str:
-    for prefix, reason in (("exceeded quota", reasons.EXCEEDED_QUOTA), ("failed quota", reasons.FAILED_QUOTA),
-                           ("status unknown for quota", reasons.QUOTA_STATUS_UNKNOWN),
-                           ("insufficient quota", reasons.INSUFFICIENT_QUOTA),
-                           ("quota usage is negative", reasons.QUOTA_USAGE_NEGATIVE)):
+    for prefix, reason in (
+        ("exceeded quota", reasons.EXCEEDED_QUOTA),
+        ("failed quota", reasons.FAILED_QUOTA),
+        ("status unknown for quota", reasons.QUOTA_STATUS_UNKNOWN),
+        ("insufficient quota", reasons.INSUFFICIENT_QUOTA),
+        ("quota usage is negative", reasons.QUOTA_USAGE_NEGATIVE),
+    ):
         if message.startswith(prefix):
             return reason
     if " usage per " in message or "ratio" in message:

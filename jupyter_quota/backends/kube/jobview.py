@@ -24,8 +24,13 @@ def end_condition(job: dict) -> dict | None:
     return conditions.get(COMPLETE) or conditions.get(FAILED)
 
 
-def job_json(job: dict, pods: list[dict], events: list[dict], gpu_resource: str = "nvidia.com/gpu",
-             template_pod: dict | None = None) -> dict:
+def job_json(
+    job: dict,
+    pods: list[dict],
+    events: list[dict],
+    gpu_resource: str = "nvidia.com/gpu",
+    template_pod: dict | None = None,
+) -> dict:
     """The API's job dict. ``pods`` are the Job's pods; ``events`` those about the Job.
 
     ``template_pod`` (the pod as LimitRanger would default it) stands in for the resources
@@ -97,8 +102,11 @@ def _exit_code(pod: dict | None):
 def _failure_message(message: str, pod: dict | None) -> str:
     code = _exit_code(pod)
     if code is not None and code != 0:
-        return f"{message}; the training container exited with code {code}" if message else \
-            f"the training container exited with code {code}"
+        return (
+            f"{message}; the training container exited with code {code}"
+            if message
+            else f"the training container exited with code {code}"
+        )
     return message
 
 
@@ -125,8 +133,12 @@ def failed_create(events: list[dict], job_meta: dict) -> dict | None:
             continue
         if uid and involved.get("uid") and involved["uid"] != uid:
             continue
-        at = event.get("lastTimestamp") or event.get("eventTime") or (event.get("metadata") or {}).get(
-            "creationTimestamp") or ""
+        at = (
+            event.get("lastTimestamp")
+            or event.get("eventTime")
+            or (event.get("metadata") or {}).get("creationTimestamp")
+            or ""
+        )
         if best is None or at >= best_at:
             best, best_at = event, at
     return best

@@ -34,32 +34,23 @@ def validate_job(job: dict, namespace: str) -> str:
     meta = job.get("metadata") or {}
     name = meta.get("name") or ""
     if not name:
-        raise errors.Invalid(
-            'Job.batch "" is invalid: metadata.name: Required value: name or generateName is required'
-        )
+        raise errors.Invalid('Job.batch "" is invalid: metadata.name: Required value: name or generateName is required')
     prefix = f'Job.batch "{name}" is invalid: '
     if len(name) > 63:
-        raise errors.Invalid(
-            f'{prefix}metadata.name: Invalid value: "{name}": must be no more than 63 characters'
-        )
+        raise errors.Invalid(f'{prefix}metadata.name: Invalid value: "{name}": must be no more than 63 characters')
     if not _DNS1123_SUBDOMAIN.fullmatch(name):
         raise errors.Invalid(f'{prefix}metadata.name: Invalid value: "{name}": {_SUBDOMAIN_HELP}')
     if meta.get("namespace") not in (None, "", namespace):
-        raise errors.Invalid(
-            "the namespace of the provided object does not match the namespace sent on the request"
-        )
+        raise errors.Invalid("the namespace of the provided object does not match the namespace sent on the request")
     spec = job.get("spec") or {}
     for field in ("parallelism", "completions"):
         if spec.get(field) not in (None, 1):
             raise errors.Invalid(
-                f"{prefix}spec.{field}: Invalid value: {spec[field]}: "
-                "the local backend runs one process per job"
+                f"{prefix}spec.{field}: Invalid value: {spec[field]}: the local backend runs one process per job"
             )
     template = (spec.get("template") or {}).get("spec") or {}
     if not template.get("containers"):
-        raise errors.Invalid(
-            f"{prefix}spec.template.spec.containers: Required value: at least one container"
-        )
+        raise errors.Invalid(f"{prefix}spec.template.spec.containers: Required value: at least one container")
     if not jobview.command_of(train_container({"spec": template})):
         raise errors.Invalid(
             f"{prefix}spec.template.spec.containers[0].command: Required value: "

@@ -104,8 +104,11 @@ class LocalBackend(Backend):
             if not self._warn_storage(e):
                 raise
         self._jobs = lifecycle.Lifecycle(
-            self._ledger, self.state_dir, self._inventory,
-            account.Policy(job_user, str(workdir or ""), os.path.abspath(server_dir or os.getcwd())), self.log,
+            self._ledger,
+            self.state_dir,
+            self._inventory,
+            account.Policy(job_user, str(workdir or ""), os.path.abspath(server_dir or os.getcwd())),
+            self.log,
             runner.Settings(log_max_bytes, log_backups, cgroups),
         )
         self._usage: dict[str, _Usage] = {}
@@ -149,8 +152,14 @@ class LocalBackend(Backend):
 
     def prune(self) -> int:
         """Prune one batch of finished jobs past their retention (see ``retention``)."""
-        return retention.prune(self._ledger, self.state_dir, keep_seconds=self.retention_seconds,
-                               keep_count=self.retention_count, batch=self.prune_batch, log=self.log)
+        return retention.prune(
+            self._ledger,
+            self.state_dir,
+            keep_seconds=self.retention_seconds,
+            keep_count=self.retention_count,
+            batch=self.prune_batch,
+            log=self.log,
+        )
 
     # Backend API
 
@@ -160,8 +169,7 @@ class LocalBackend(Backend):
         # admin changes it), so a read between changes is one generation check and a copy.
         if usage.summary is None or usage.summary[0] is not profile:
             quotas = [
-                quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs})
-                for q in profile.resource_quotas()
+                quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs}) for q in profile.resource_quotas()
             ]
             usage.summary = (profile, balance_json(profile, quotas, profile.limit_ranges()))
         # Deep enough a copy that a caller cannot change the cache; the ledger was checked just now.
@@ -182,8 +190,7 @@ class LocalBackend(Backend):
             if ledger.find(con, namespace, name) is not None:
                 raise errors.Conflict(f'jobs.batch "{name}" already exists')
             # From the copy of the namespace's usage: the cost is what changed, not its live jobs.
-            admitted = quota.admit_job(job, self._jobs.usage.quotas_with_status(con, namespace, quotas),
-                                       limit_ranges)
+            admitted = quota.admit_job(job, self._jobs.usage.quotas_with_status(con, namespace, quotas), limit_ranges)
             ledger.insert(con, admission.job_row(profile, job, owner, admitted))
 
         # A failed scheduling pass does not undo the admission: the reaper's next pass decides.
@@ -222,11 +229,17 @@ class LocalBackend(Backend):
             if row is None:
                 raise errors.NotFound(f'jobs.batch "{name}" not found')
             if row["phase"] == "Pending":
-                ledger.update(con, row["id"], "Pending", phase="Failed", reason=reasons.CANCELLED,
-                              message=f"cancelled by {by}", finished_at=clock.now())
+                ledger.update(
+                    con,
+                    row["id"],
+                    "Pending",
+                    phase="Failed",
+                    reason=reasons.CANCELLED,
+                    message=f"cancelled by {by}",
+                    finished_at=clock.now(),
+                )
             elif row["phase"] == "Running" and not row["cancelled_by"] and self._jobs.is_running(row):
-                ledger.update(con, row["id"], "Running", cancelled_by=by,
-                              kill_after=time.time() + self.grace_period)
+                ledger.update(con, row["id"], "Running", cancelled_by=by, kill_after=time.time() + self.grace_period)
                 terminate = True
             # Otherwise it is finished, already terminating, or ended unrecorded: unchanged.
         if terminate:

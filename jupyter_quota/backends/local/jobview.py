@@ -9,6 +9,7 @@ from ... import reasons
 from ...jobfields import container_resources, train_container
 from . import ledger
 
+
 def job_json(row: sqlite3.Row) -> dict:
     """The API's job dict for a row; a cancel in progress shows as Running/Terminating."""
     pod = ledger.loads(row["pod"])

@@ -19,18 +19,37 @@ import sqlite3
 import subprocess
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from ... import jobfields, reasons
-from . import (account, clock, command, jobview, ledger, livejobs, logtail, procfs, quotausage, runner,
-               scheduler, tracking)
+from . import (
+    account,
+    clock,
+    command,
+    jobview,
+    ledger,
+    livejobs,
+    logtail,
+    procfs,
+    quotausage,
+    runner,
+    scheduler,
+    tracking,
+)
 
 
 class Lifecycle:
     """Starts pending jobs on the machine and records how running ones end."""
 
-    def __init__(self, book: ledger.Ledger, state_dir: str, inventory: dict, accounts: account.Policy,
-                 log: logging.Logger, settings: runner.Settings):
+    def __init__(
+        self,
+        book: ledger.Ledger,
+        state_dir: str,
+        inventory: dict,
+        accounts: account.Policy,
+        log: logging.Logger,
+        settings: runner.Settings,
+    ):
         self._ledger = book
         self._settings = settings
         self._state_dir = state_dir
@@ -101,10 +120,19 @@ class Lifecycle:
                         phase, values = self._outcome(row)
                         ledger.update(con, row["id"], "Running", phase=phase, **values)
                     for row in holding:
-                        self._log.warning("job %s/%s: its supervisor is gone, killing %d processes it left",
-                                          row["namespace"], row["name"], left[process_of(row)])
-                        ledger.update(con, row["id"], "Running", reason=reasons.TERMINATING,
-                                      message=_orphans_message(left[process_of(row)]))
+                        self._log.warning(
+                            "job %s/%s: its supervisor is gone, killing %d processes it left",
+                            row["namespace"],
+                            row["name"],
+                            left[process_of(row)],
+                        )
+                        ledger.update(
+                            con,
+                            row["id"],
+                            "Running",
+                            reason=reasons.TERMINATING,
+                            message=_orphans_message(left[process_of(row)]),
+                        )
             ended_ids = {r["id"] for r in ended}
             self._forget_children(keep={process_of(r) for r in running if r["id"] not in ended_ids})
             self.schedule()
@@ -203,16 +231,29 @@ class Lifecycle:
                 launch = self._launch(row, decision.gpu_indices)
             except OSError as e:
                 self._log.warning("job %s/%s cannot start: %s", row["namespace"], row["name"], e)
-                ledger.update(con, job_id, "Pending", phase="Failed", reason=reasons.START_ERROR,
-                              message=f"cannot start the job: {e}", finished_at=clock.now())
+                ledger.update(
+                    con,
+                    job_id,
+                    "Pending",
+                    phase="Failed",
+                    reason=reasons.START_ERROR,
+                    message=f"cannot start the job: {e}",
+                    finished_at=clock.now(),
+                )
                 live.ended(job_id, freed=True)  # the later decisions counted it as started
                 continue
             launches.append(launch)
             ledger.update(
-                con, job_id, "Pending",
-                phase="Running", reason=None, message=None,
+                con,
+                job_id,
+                "Pending",
+                phase="Running",
+                reason=None,
+                message=None,
                 gpu_indices=ledger.dumps(decision.gpu_indices),
-                pid=launch.proc.pid, pid_start=launch.proc.start, boot_id=launch.proc.boot,
+                pid=launch.proc.pid,
+                pid_start=launch.proc.start,
+                boot_id=launch.proc.boot,
                 started_at=clock.now(),
             )
             live.started(job_id, scheduler.Running(live.pending[job_id].requests, decision.gpu_indices))
@@ -222,8 +263,9 @@ class Lifecycle:
         """Fail a Pending job whose requests cannot be read (``reasons.INVALID_JOB``)."""
         message = scheduler.invalid_message(error)
         self._log.warning("job %s failed: %s", job, message)
-        ledger.update(con, job_id, "Pending", phase="Failed", reason=reasons.INVALID_JOB,
-                      message=message, finished_at=clock.now())
+        ledger.update(
+            con, job_id, "Pending", phase="Failed", reason=reasons.INVALID_JOB, message=message, finished_at=clock.now()
+        )
 
     def _held(self, row: sqlite3.Row) -> scheduler.Running:
         """What a Running job holds; requests that cannot be read count as none (logged)."""
@@ -231,8 +273,7 @@ class Lifecycle:
         try:
             return scheduler.Running(livejobs.exact_requests(row), gpu_indices)
         except Exception as e:  # noqa: BLE001 - it runs already: keep its GPUs, go on
-            self._log.warning("job %s/%s: %s; counted as holding only its GPUs",
-                              row["namespace"], row["name"], e)
+            self._log.warning("job %s/%s: %s; counted as holding only its GPUs", row["namespace"], row["name"], e)
             return scheduler.Running({scheduler.GPU: len(gpu_indices)}, gpu_indices)
 
     def _launch(self, row: sqlite3.Row, gpu_indices: list[int]) -> runner.Launch:
@@ -246,8 +287,14 @@ class Lifecycle:
         env = command.job_path(account.job_environment(env, place.account))
         # Found before the ledger says Running: CommandNotFound makes the job StartError at once.
         argv = command.resolve(jobview.command_of(container), env["PATH"], place.workdir)
-        return runner.launch(self.job_dir(row), argv, env, place.workdir, self._settings,
-                             place.account.run_as() if place.account else None)
+        return runner.launch(
+            self.job_dir(row),
+            argv,
+            env,
+            place.workdir,
+            self._settings,
+            place.account.run_as() if place.account else None,
+        )
 
     def _outcome(self, row: sqlite3.Row) -> tuple[str, dict]:
         """The phase and fields of a Running job whose process is gone."""
@@ -280,10 +327,7 @@ class Lifecycle:
         if child is not None and child.returncode is not None:
             if child.returncode < 0:
                 how = runner.signal_name(-child.returncode)
-                return (
-                    f"the job's processes (pid {row['pid']}) were killed ({how})"
-                    " before recording an exit code"
-                )
+                return f"the job's processes (pid {row['pid']}) were killed ({how}) before recording an exit code"
             return (
                 f"the job's supervisor (pid {row['pid']}) exited with code {child.returncode}"
                 " without recording the job's exit code; see the job's log"
@@ -335,4 +379,3 @@ class _Admission:
 
 def process_of(row: sqlite3.Row) -> procfs.ProcessId:
     return procfs.ProcessId(row["pid"], row["pid_start"], row["boot_id"])
-
