@@ -17,7 +17,7 @@ import pytest
 
 from jupyter_quota import errors, podresources, quota
 from jupyter_quota.backends.local import admission, ledger, quotausage
-from test_local_backend import GPU_KEY, NO_GPUS, NS, Profile, make_backend, make_job  # noqa: F401 - fixture
+from local_testing import GPU_KEY, NO_GPUS, NS, Profile, make_backend, make_job  # noqa: F401 - fixture
 
 REFUSED_AT_TWO = (
     "exceeded quota: a-quota, requested: requests.nvidia.com/gpu=1, "

@@ -26,10 +26,10 @@ from jupyter_quota import config, errors
 from jupyter_quota.backends import make_backend as make_backend_from_config
 from jupyter_quota.backends.local import account as account_mod
 from jupyter_quota.backends.local import cgroup
-from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
+from local_testing import (  # noqa: F401 (make_backend is a fixture)
     TRAINER,
     Profile,
-    _rows,
+    ledger_rows,
     make_backend,
     make_job,
     phase_is,
@@ -128,7 +128,7 @@ def test_job_workdir_expands_the_owner_and_home_and_must_exist(make_backend, acc
     wanted = os.path.join(entry.pw_dir, "runs", entry.pw_name)
     with pytest.raises(errors.Forbidden, match=f"working directory {wanted} .*does not exist"):
         backend.submit(Profile(), whoami_job("early", python), owner=entry.pw_name)
-    assert _rows(make_backend.ledger_path) == []  # refused before admission
+    assert ledger_rows(make_backend.ledger_path) == []  # refused before admission
     os.makedirs(wanted)
     for path in (os.path.dirname(wanted), wanted):
         os.chown(path, entry.pw_uid, entry.pw_gid)
@@ -160,7 +160,7 @@ def test_an_owner_without_an_account_runs_as_the_server_under_auto_and_is_refuse
     strict = make_backend(workdir="", server_dir=str(tmp_path), job_user="owner")
     with pytest.raises(errors.Forbidden, match=f"user '{NO_ACCOUNT}' has no account on this machine"):
         strict.submit(Profile(), whoami_job("refused", python), owner=NO_ACCOUNT)
-    assert [r["name"] for r in _rows(make_backend.ledger_path)] == ["anon"]
+    assert [r["name"] for r in ledger_rows(make_backend.ledger_path)] == ["anon"]
 
 
 def test_an_account_whose_home_does_not_exist_is_refused(make_backend, account):
@@ -197,7 +197,7 @@ def test_cancel_kills_every_process_of_a_job_run_as_another_account(make_backend
     spawn = ["--spawn", "ignore-term", "--spawn", "setsid", "--pid-dir", entry.pw_dir, "--sleep", "60"]
     backend.submit(profile, whoami_job("tree", python, *spawn, env=[(RUN, run)]), owner=entry.pw_name)
     wait_log(backend, profile, "tree", "ready", timeout=60)
-    supervisor = _rows(make_backend.ledger_path)[0]["pid"]
+    supervisor = ledger_rows(make_backend.ledger_path)[0]["pid"]
     procs = [p["pid"] for p in run_processes(run)]
     assert len(procs) >= 4  # supervisor, main process, the SIGTERM-ignoring child, the setsid grandchild
     assert {_uid(p) for p in procs if p != supervisor} == {entry.pw_uid} and _uid(supervisor) == 0

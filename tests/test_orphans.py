@@ -19,11 +19,11 @@ import uuid
 import pytest
 from fake_trainer import RUN, run_processes
 from jupyter_quota.backends.local import cgroup, procfs
-from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
+from local_testing import (  # noqa: F401 (make_backend is a fixture)
     GPU_KEY,
     INVENTORY,
     Profile,
-    _rows,
+    ledger_rows,
     make_backend,
     make_job,
     phase_is,
@@ -107,7 +107,7 @@ def test_cancel_ends_every_process_of_the_job(make_backend, cgroups, run, tmp_pa
     backend.submit(profile, job, owner="alice")
     wait_log(backend, profile, "left", "ready", timeout=60)
     assert len(of_job(run, "left")) >= 3  # supervisor, main process, what it spawned
-    supervisor = _rows(make_backend.ledger_path)[0]["pid"]
+    supervisor = ledger_rows(make_backend.ledger_path)[0]["pid"]
     groups = {cgroup.path_of(p["pid"]) for p in of_job(run, "left") if p["pid"] != supervisor}
     if cgroups:  # one cgroup of its own holds every process of the job, not the supervisor
         assert len(groups) == 1 and os.path.basename(groups.pop()).startswith(cgroup.PREFIX)
@@ -154,7 +154,7 @@ def test_processes_left_by_a_killed_supervisor_are_found_killed_and_hold_the_gpu
     group_file = make_backend.state_dir / "jobs" / profile.namespace / "cut" / "cgroup"
     group = group_file.read_text() if cgroups else None
     assert group_file.exists() == cgroups
-    os.kill(_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
+    os.kill(ledger_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
     job = wait_for(backend, profile, "cut", phase_is("Succeeded", "Failed"), timeout=60)
     assert (job["phase"], job["reason"]) == ("Failed", "Lost")
     assert of_job(run, "cut") == []
@@ -171,7 +171,7 @@ def test_a_process_that_left_no_trace_but_its_cgroup_is_killed_with_the_job(make
     pid = int((tmp_path / "pids-gone" / "clean-env.pid").read_text())
     proc = procfs.identify(pid)
     try:
-        os.kill(_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
+        os.kill(ledger_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
         job = wait_for(backend, profile, "gone", phase_is("Succeeded", "Failed"), timeout=60)
         assert (job["phase"], job["reason"]) == ("Failed", "Lost")
         deadline = time.monotonic() + 10  # its parent (init) may reap it a moment later
