@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -44,20 +43,12 @@ def server(tmp_path):
         srv.stop()
 
 
-@pytest.fixture
-def hold(tmp_path) -> list[str]:
-    """Trainer args for a job that runs until the test ends (the fixture cancels it), never
-    created: a job on ``--sleep N`` could end mid-test on a loaded machine, where a burst of
-    200 requests or a restart takes tens of seconds (a restart took 6.7-19.5 s under two busy
-    loops), and free its quota for one more admission."""
-    return ["--until-file", str(tmp_path / "never")]
-
-
 def ledger(srv: ServerProcess) -> sqlite3.Connection:
     return sqlite3.connect(srv.state_dir / "ledger.sqlite3")
 
 
-def test_200_concurrent_submissions_admit_exactly_two(server, hold):
+# ``hold`` before ``server``: its file is made after the server fixture has cancelled the jobs.
+def test_200_concurrent_submissions_admit_exactly_two(hold, server):
     server.start()
 
     def submit(i):
@@ -82,7 +73,7 @@ def test_200_concurrent_submissions_admit_exactly_two(server, hold):
     assert balance["resources"]["requests.nvidia.com/gpu"] == {"hard": "2", "used": "2", "remaining": "0"}
 
 
-def test_kill_9_mid_burst_loses_no_admitted_job(server, hold):
+def test_kill_9_mid_burst_loses_no_admitted_job(hold, server):
     server.start()
     admitted: list[str] = []
     lock = threading.Lock()

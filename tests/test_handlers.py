@@ -21,7 +21,7 @@ def quota_mode(request):
     return request.param
 
 
-async def wait_for_phase(api, ns, name, phases, timeout=20.0):
+async def wait_for_phase(api, ns, name, phases, timeout=120.0):
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         status, job = await api("GET", "namespaces", ns, "jobs", name)
@@ -85,9 +85,13 @@ async def test_fractional_gpus_are_refused_as_whole(api, gpus):
     assert "whole" in answer["message"] and "nvidia.com/gpu" in answer["message"]
 
 
-async def test_submit_runs_a_job_to_success_and_releases_quota(api):
+async def test_submit_runs_a_job_to_success_and_releases_quota(api, tmp_path):
+    # The job ends when the test has seen it charged (a file), not after 0.2 s that a loaded
+    # machine spends before the balance is read.
+    release = tmp_path / "release"
     status, job = await api("POST", "namespaces", "team-alpha", "jobs",
-                            body={"name": "ok-1", "args": ["--env", "--lines", "3", "--sleep", "0.2"], "gpus": 1})
+                            body={"name": "ok-1", "args": ["--env", "--lines", "3", "--until-file", str(release)],
+                                  "gpus": 1})
     assert status == 201, job
     assert job["name"] == "ok-1" and job["owner"] == getpass.getuser() and job["gpus"] == 1
     # The LimitRange defaults filled what the request left out.
@@ -96,6 +100,7 @@ async def test_submit_runs_a_job_to_success_and_releases_quota(api):
     _, balance = await api("GET", "namespaces", "team-alpha", "balance")
     assert balance["resources"][GPU]["used"] == "1"
     assert balance["resources"]["requests.cpu"]["used"] == "2"
+    release.touch()
     done = await wait_for_phase(api, "team-alpha", "ok-1", {"Succeeded", "Failed"})
     assert done["phase"] == "Succeeded", done
     status, logs = await api("GET", "namespaces", "team-alpha", "jobs", "ok-1", "logs", params={"tailLines": "50"})
@@ -105,9 +110,9 @@ async def test_submit_runs_a_job_to_success_and_releases_quota(api):
     assert balance["resources"][GPU]["used"] == "0"
 
 
-async def test_cancel_stops_the_job_and_frees_its_gpus(api):
+async def test_cancel_stops_the_job_and_frees_its_gpus(api, hold):
     status, job = await api("POST", "namespaces", "team-alpha", "jobs",
-                            body={"name": "long-1", "args": ["--sleep", "60"], "gpus": 2})
+                            body={"name": "long-1", "args": hold, "gpus": 2})
     assert status == 201, job
     await wait_for_phase(api, "team-alpha", "long-1", {"Running"})
     status, answer = await api("POST", "namespaces", "team-alpha", "jobs", body={"args": [], "gpus": 1})
@@ -268,9 +273,9 @@ async def test_gpu_request_must_equal_its_limit(api, resources, words):
     assert words in answer["message"]
 
 
-async def test_a_gpu_limit_alone_is_charged_as_the_request(api):
+async def test_a_gpu_limit_alone_is_charged_as_the_request(api, hold):
     status, job = await api("POST", "namespaces", "team-alpha", "jobs",
-                            body={"args": ["--sleep", "5"], "resources": {"limits": {"nvidia.com/gpu": "2"}}})
+                            body={"args": hold, "resources": {"limits": {"nvidia.com/gpu": "2"}}})
     assert status == 201, job
     assert job["gpus"] == 2 and job["resources"]["requests"]["nvidia.com/gpu"] == "2"
     _, balance = await api("GET", "namespaces", "team-alpha", "balance")

@@ -28,6 +28,7 @@ from jupyter_quota.backends.local import account as account_mod
 from jupyter_quota.backends.local import cgroup
 from local_testing import (  # noqa: F401 (make_backend is a fixture)
     TRAINER,
+    UNTIL_CANCELLED,
     Profile,
     ledger_rows,
     make_backend,
@@ -194,7 +195,7 @@ def _uid(pid: int) -> int | None:
 def test_cancel_kills_every_process_of_a_job_run_as_another_account(make_backend, account, cgroups, run):
     entry, python = account
     backend, profile = make_backend(workdir="", job_user="auto", grace_period=2.0, cgroups=cgroups), Profile()
-    spawn = ["--spawn", "ignore-term", "--spawn", "setsid", "--pid-dir", entry.pw_dir, "--sleep", "60"]
+    spawn = ["--spawn", "ignore-term", "--spawn", "setsid", "--pid-dir", entry.pw_dir, *UNTIL_CANCELLED]
     backend.submit(profile, whoami_job("tree", python, *spawn, env=[(RUN, run)]), owner=entry.pw_name)
     wait_log(backend, profile, "tree", "ready", timeout=60)
     supervisor = ledger_rows(make_backend.ledger_path)[0]["pid"]
