@@ -13,6 +13,17 @@ pytest_plugins = ("pytest_jupyter.jupyter_server",)
 
 
 @pytest.fixture
+def hold(tmp_path):
+    """``fake_trainer`` args for a job that runs until the test ends: it waits for a file made
+    at teardown (a job outlives its server by design, so nothing else would end it). A job on
+    ``--sleep N`` races the test's own steps instead: on a loaded machine a restart of the
+    server took 6.7-19.5 s, and a job that ends early frees its quota mid-test."""
+    release = tmp_path / "release-at-teardown"
+    yield ["--until-file", str(release)]
+    release.touch()
+
+
+@pytest.fixture
 def quota_state(tmp_path) -> Path:
     return tmp_path / "quota-state"
 

@@ -50,7 +50,7 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/quota/v1"
 
-    def start(self, timeout: float = 60.0) -> ServerProcess:
+    def start(self, timeout: float = 120.0) -> ServerProcess:
         env = {**os.environ, "JUPYTER_TOKEN": self.token}
         log = open(self.log_file, "ab")  # noqa: SIM115 - the server process writes it as long as it runs
         self.proc = subprocess.Popen(
@@ -118,8 +118,11 @@ class ServerProcess:
         return self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
 
 
-def wait_phase(srv, namespace, name, phases, timeout=30.0):
-    """Poll a job until its phase is one of ``phases`` (a deadline, not a sleep to race)."""
+def wait_phase(srv, namespace, name, phases, timeout=120.0):
+    """Poll a job until its phase is one of ``phases`` (a deadline, not a sleep to race).
+
+    The deadlines here are generous: they only bound a failing test, and a start of the server
+    took up to 20 s on a loaded 2-core machine."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status, job = srv.call("GET", f"/namespaces/{namespace}/jobs/{name}")

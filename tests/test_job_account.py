@@ -19,14 +19,18 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from pathlib import Path
 
 import pytest
 from fake_trainer import RUN, run_processes
-from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
+from jupyter_quota import config, errors
+from jupyter_quota.backends import make_backend as make_backend_from_config
+from jupyter_quota.backends.local import account as account_mod
+from jupyter_quota.backends.local import cgroup
+from local_testing import (  # noqa: F401 (make_backend is a fixture)
     TRAINER,
+    UNTIL_CANCELLED,
     Profile,
-    _rows,
+    ledger_rows,
     make_backend,
     make_job,
     phase_is,
@@ -34,11 +38,6 @@ from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
     wait_log,
 )
 from test_orphans import CGROUPS, cgroups, run  # noqa: F401 (cgroups and run are fixtures)
-
-from jupyter_quota import config, errors
-from jupyter_quota.backends import make_backend as make_backend_from_config
-from jupyter_quota.backends.local import account as account_mod
-from jupyter_quota.backends.local import cgroup
 
 NO_ACCOUNT = f"no-such-user-{uuid.uuid4().hex[:6]}"
 
@@ -48,9 +47,10 @@ def test_the_config_trait_and_the_backend_know_the_same_policies():
 
 
 def test_job_user_from_the_config_reaches_the_backend(tmp_path):
-    settings = config.JupyterQuota(job_user="owner", state_dir=str(tmp_path / "state"), inventory={"gpus": 2})
+    settings = config.JupyterQuota(job_user="owner", state_dir=str(tmp_path / "state"),
+                                   inventory={"gpus": 2})
     backend = make_backend_from_config(settings, root_dir=str(tmp_path))
-    with pytest.raises(errors.Forbidden, match=r"JupyterQuota\.job_user = 'owner'"):
+    with pytest.raises(errors.Forbidden, match="JupyterQuota.job_user = 'owner'"):
         backend.submit(Profile(), make_job("cfg", gpus=0), owner=NO_ACCOUNT)
 
 
@@ -65,21 +65,8 @@ def account():
     home = os.path.join(base, name)
     subprocess.run(["groupadd", f"{name}x"], check=True)
     try:
-        subprocess.run(
-            [
-                "useradd",
-                "--home-dir",
-                home,
-                "--create-home",
-                "--user-group",
-                "--groups",
-                f"{name}x",
-                "--shell",
-                "/usr/sbin/nologin",
-                name,
-            ],
-            check=True,
-        )
+        subprocess.run(["useradd", "--home-dir", home, "--create-home", "--user-group", "--groups",
+                        f"{name}x", "--shell", "/usr/sbin/nologin", name], check=True)
         try:
             entry = pwd.getpwnam(name)
             yield entry, _interpreter(entry.pw_uid)
@@ -121,7 +108,7 @@ def test_a_job_runs_as_its_owners_account_in_its_home(make_backend, account, mon
     job = run_to_end(backend, "mine", python, entry.pw_name)
     assert job["phase"] == "Succeeded", job
     out = os.path.join(entry.pw_dir, "whoami.json")
-    seen = json.loads(Path(out).read_text())
+    seen = json.loads(open(out).read())
     assert (seen["uid"], seen["euid"], seen["gid"], seen["egid"]) == (entry.pw_uid,) * 2 + (entry.pw_gid,) * 2
     extra = grp.getgrnam(f"{entry.pw_name}x").gr_gid
     assert set(seen["groups"]) == set(os.getgrouplist(entry.pw_name, entry.pw_gid)) == {entry.pw_gid, extra}
@@ -142,13 +129,13 @@ def test_job_workdir_expands_the_owner_and_home_and_must_exist(make_backend, acc
     wanted = os.path.join(entry.pw_dir, "runs", entry.pw_name)
     with pytest.raises(errors.Forbidden, match=f"working directory {wanted} .*does not exist"):
         backend.submit(Profile(), whoami_job("early", python), owner=entry.pw_name)
-    assert _rows(make_backend.ledger_path) == []  # refused before admission
+    assert ledger_rows(make_backend.ledger_path) == []  # refused before admission
     os.makedirs(wanted)
     for path in (os.path.dirname(wanted), wanted):
         os.chown(path, entry.pw_uid, entry.pw_gid)
     job = run_to_end(backend, "there", python, entry.pw_name)
     assert job["phase"] == "Succeeded", job
-    seen = json.loads(Path(wanted, "whoami.json").read_text())
+    seen = json.loads(open(os.path.join(wanted, "whoami.json")).read())
     assert (seen["uid"], seen["cwd"]) == (entry.pw_uid, wanted)
 
 
@@ -174,7 +161,7 @@ def test_an_owner_without_an_account_runs_as_the_server_under_auto_and_is_refuse
     strict = make_backend(workdir="", server_dir=str(tmp_path), job_user="owner")
     with pytest.raises(errors.Forbidden, match=f"user '{NO_ACCOUNT}' has no account on this machine"):
         strict.submit(Profile(), whoami_job("refused", python), owner=NO_ACCOUNT)
-    assert [r["name"] for r in _rows(make_backend.ledger_path)] == ["anon"]
+    assert [r["name"] for r in ledger_rows(make_backend.ledger_path)] == ["anon"]
 
 
 def test_an_account_whose_home_does_not_exist_is_refused(make_backend, account):
@@ -208,10 +195,10 @@ def _uid(pid: int) -> int | None:
 def test_cancel_kills_every_process_of_a_job_run_as_another_account(make_backend, account, cgroups, run):
     entry, python = account
     backend, profile = make_backend(workdir="", job_user="auto", grace_period=2.0, cgroups=cgroups), Profile()
-    spawn = ["--spawn", "ignore-term", "--spawn", "setsid", "--pid-dir", entry.pw_dir, "--sleep", "60"]
+    spawn = ["--spawn", "ignore-term", "--spawn", "setsid", "--pid-dir", entry.pw_dir, *UNTIL_CANCELLED]
     backend.submit(profile, whoami_job("tree", python, *spawn, env=[(RUN, run)]), owner=entry.pw_name)
     wait_log(backend, profile, "tree", "ready", timeout=60)
-    supervisor = _rows(make_backend.ledger_path)[0]["pid"]
+    supervisor = ledger_rows(make_backend.ledger_path)[0]["pid"]
     procs = [p["pid"] for p in run_processes(run)]
     assert len(procs) >= 4  # supervisor, main process, the SIGTERM-ignoring child, the setsid grandchild
     assert {_uid(p) for p in procs if p != supervisor} == {entry.pw_uid} and _uid(supervisor) == 0
@@ -252,15 +239,8 @@ def test_a_server_that_is_not_root_runs_every_job_as_itself_or_refuses_under_own
         pytest.skip("needs root to start a process as nobody")
     nobody = pwd.getpwnam("nobody")
     python = _interpreter(nobody.pw_uid)
-    done = subprocess.run(
-        [python, "-I", "-c", _AS_NOBODY, account_mod.__file__],
-        user=nobody.pw_uid,
-        group=nobody.pw_gid,
-        extra_groups=[],
-        capture_output=True,
-        text=True,
-        cwd="/",
-    )
+    done = subprocess.run([python, "-I", "-c", _AS_NOBODY, account_mod.__file__], user=nobody.pw_uid,
+                          group=nobody.pw_gid, extra_groups=[], capture_output=True, text=True, cwd="/")
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["auto root"] is None  # the server's own user

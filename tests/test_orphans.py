@@ -18,19 +18,19 @@ import uuid
 
 import pytest
 from fake_trainer import RUN, run_processes
-from test_local_backend import (  # noqa: F401 (make_backend is a fixture)
+from jupyter_quota.backends.local import cgroup, procfs
+from local_testing import (  # noqa: F401 (make_backend is a fixture)
     GPU_KEY,
     INVENTORY,
+    UNTIL_CANCELLED,
     Profile,
-    _rows,
+    ledger_rows,
     make_backend,
     make_job,
     phase_is,
     wait_for,
     wait_log,
 )
-
-from jupyter_quota.backends.local import cgroup, procfs
 
 ONE_GPU = dict(INVENTORY, gpus=INVENTORY["gpus"][:1])
 
@@ -104,11 +104,11 @@ def spawning(tmp_path, name, *kinds):
 @pytest.mark.parametrize("kind", ["ignore-term", "setsid"])
 def test_cancel_ends_every_process_of_the_job(make_backend, cgroups, run, tmp_path, kind):
     backend, profile = make_backend(grace_period=2.0, cgroups=cgroups), Profile()
-    job = marked_job(run, "left", *spawning(tmp_path, "left", kind), "--sleep", "60")
+    job = marked_job(run, "left", *spawning(tmp_path, "left", kind), *UNTIL_CANCELLED)
     backend.submit(profile, job, owner="alice")
     wait_log(backend, profile, "left", "ready", timeout=60)
     assert len(of_job(run, "left")) >= 3  # supervisor, main process, what it spawned
-    supervisor = _rows(make_backend.ledger_path)[0]["pid"]
+    supervisor = ledger_rows(make_backend.ledger_path)[0]["pid"]
     groups = {cgroup.path_of(p["pid"]) for p in of_job(run, "left") if p["pid"] != supervisor}
     if cgroups:  # one cgroup of its own holds every process of the job, not the supervisor
         assert len(groups) == 1 and os.path.basename(groups.pop()).startswith(cgroup.PREFIX)
@@ -133,7 +133,7 @@ def test_a_job_that_exits_0_takes_its_background_worker_with_it(make_backend, cg
 def test_no_gpu_goes_to_the_next_job_while_a_process_of_the_last_one_runs(make_backend, cgroups, run, tmp_path):
     backend, profile = make_backend(ONE_GPU, grace_period=2.0, cgroups=cgroups), Profile()
     first = spawning(tmp_path, "first", "ignore-term", "setsid", "worker")
-    backend.submit(profile, marked_job(run, "first", *first, "--sleep", "60"), owner="alice")
+    backend.submit(profile, marked_job(run, "first", *first, *UNTIL_CANCELLED), owner="alice")
     wait_log(backend, profile, "first", "ready", timeout=60)
     check = tmp_path / "second-conflicts.json"
     backend.submit(profile, marked_job(run, "second", "--check-gpus", str(check)), owner="alice")
@@ -145,15 +145,17 @@ def test_no_gpu_goes_to_the_next_job_while_a_process_of_the_last_one_runs(make_b
     assert of_job(run, "first") == []
 
 
-def test_processes_left_by_a_killed_supervisor_are_found_killed_and_hold_the_gpu(make_backend, cgroups, run, tmp_path):
+def test_processes_left_by_a_killed_supervisor_are_found_killed_and_hold_the_gpu(
+    make_backend, cgroups, run, tmp_path
+):
     backend, profile = make_backend(cgroups=cgroups), Profile()
     args = spawning(tmp_path, "cut", "setsid", "worker")
-    backend.submit(profile, marked_job(run, "cut", *args, "--sleep", "60"), owner="alice")
+    backend.submit(profile, marked_job(run, "cut", *args, *UNTIL_CANCELLED), owner="alice")
     wait_log(backend, profile, "cut", "ready", timeout=60)
     group_file = make_backend.state_dir / "jobs" / profile.namespace / "cut" / "cgroup"
     group = group_file.read_text() if cgroups else None
     assert group_file.exists() == cgroups
-    os.kill(_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
+    os.kill(ledger_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
     job = wait_for(backend, profile, "cut", phase_is("Succeeded", "Failed"), timeout=60)
     assert (job["phase"], job["reason"]) == ("Failed", "Lost")
     assert of_job(run, "cut") == []
@@ -165,15 +167,15 @@ def test_a_process_that_left_no_trace_but_its_cgroup_is_killed_with_the_job(make
     """Re-parented to init, own session, empty environment: only the job's cgroup finds it."""
     backend, profile = make_backend(), Profile()
     args = spawning(tmp_path, "gone", "clean-env")
-    backend.submit(profile, make_job("gone", *args, "--sleep", "60"), owner="alice")
+    backend.submit(profile, make_job("gone", *args, *UNTIL_CANCELLED), owner="alice")
     wait_log(backend, profile, "gone", "ready", timeout=60)
     pid = int((tmp_path / "pids-gone" / "clean-env.pid").read_text())
     proc = procfs.identify(pid)
     try:
-        os.kill(_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
+        os.kill(ledger_rows(make_backend.ledger_path)[0]["pid"], signal.SIGKILL)  # the supervisor only
         job = wait_for(backend, profile, "gone", phase_is("Succeeded", "Failed"), timeout=60)
         assert (job["phase"], job["reason"]) == ("Failed", "Lost")
-        deadline = time.monotonic() + 10  # its parent (init) may reap it a moment later
+        deadline = time.monotonic() + 60  # its parent (init) may reap it a moment later
         while procfs.is_running(proc) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert not procfs.is_running(proc)
@@ -198,14 +200,14 @@ def test_cancel_and_submit_from_threads_leaves_no_orphan_and_no_shared_gpu(make_
                 checks.append(check)
                 args = spawning(tmp_path, name, kinds[(t + i) % 3]) + ["--check-gpus", str(check)]
                 exits = i == 1 and t % 2 == 0  # some end by themselves, leaving their worker
-                args += ["--exit", "0"] if exits else ["--sleep", "60"]
+                args += ["--exit", "0"] if exits else list(UNTIL_CANCELLED)
                 backend.submit(profile, marked_job(run, name, *args), owner="alice")
                 wait_for(backend, profile, name, phase_is("Running", "Succeeded", "Failed"), timeout=120)
                 if not exits:
                     wait_log(backend, profile, name, "ready", timeout=120)
                     backend.cancel(profile, name, by="bob")
                 wait_for(backend, profile, name, phase_is("Succeeded", "Failed"), timeout=120)
-        except Exception as e:  # noqa: BLE001 - reported below, with the thread's job
+        except Exception as e:  # reported below, with the thread's job
             errors.append(e)
 
     threads = [threading.Thread(target=client, args=(t,)) for t in range(4)]

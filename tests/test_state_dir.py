@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from server_process import ServerProcess
-from test_local_backend import downgrade_to_version_1
+from local_testing import downgrade_to_version_1
 
 from jupyter_quota.backends.local import ledger as ledger_mod
 

@@ -4,7 +4,9 @@
 ``tests/fake_trainer.py``. ``kube`` is the real kube-apiserver v1.20.2 started once per run by
 ``tests/kube/kubecluster.py`` (or the cluster named by ``JUPYTER_QUOTA_TEST_KUBECONFIG``),
 its node agent playing the kubelet with the same arguments (``--sleep``, ``--exit``). Profiles
-are applied to the cluster with ``apply_profiles``, as an admin would.
+are applied to the cluster with ``apply_profiles``, as an admin would. A job that must stay up
+until the test cancels it sleeps 600 s (the node agent has no ``--until-file``): far beyond the
+test's steps and the waits' deadlines, however loaded the machine.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ class Harness:
         request = jobspec.parse_job_request(body, profile)
         return jobspec.build_job(profile, request, "alice", self.command, self.settings)
 
-    def wait(self, backend, profile, name, predicate, timeout=30.0) -> dict:
+    def wait(self, backend, profile, name, predicate, timeout=120.0) -> dict:
         deadline = time.monotonic() + timeout
         while True:
             job = backend.get_job(profile, name)
@@ -72,7 +74,7 @@ class Harness:
                 raise AssertionError(f"timed out waiting; job is {job}")
             time.sleep(0.05)
 
-    def wait_used(self, backend, profile, used: str, key=GPU_KEY, timeout=30.0) -> dict:
+    def wait_used(self, backend, profile, used: str, key=GPU_KEY, timeout=120.0) -> dict:
         """Until the balance shows ``used`` of ``key`` (the cluster's quota controller is async)."""
         deadline = time.monotonic() + timeout
         while True:

@@ -10,16 +10,9 @@ from jupyter_quota import errors
 
 GPU_KEY = "requests.nvidia.com/gpu"
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
-LIMITS = {
-    "limits": [
-        {
-            "type": "Container",
-            "max": {"cpu": "4"},
-            "default": {"cpu": "500m", "memory": "1Gi"},
-            "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
-        }
-    ]
-}
+LIMITS = {"limits": [{"type": "Container", "max": {"cpu": "4"},
+                      "default": {"cpu": "500m", "memory": "1Gi"},
+                      "defaultRequest": {"cpu": "250m", "memory": "512Mi"}}]}
 
 
 def phase_is(*phases):
@@ -43,11 +36,11 @@ def test_balance_reads_the_profiles_quota(harness):
 def test_submit_within_quota_returns_the_job_and_charges_the_balance(harness):
     profile = harness.profile()
     backend = harness.backend(profile)
-    job = backend.submit(profile, harness.job(profile, "ft-1", "--sleep", "30", "--model", "qwen"), owner="alice")
+    job = backend.submit(profile, harness.job(profile, "ft-1", "--sleep", "600", "--model", "qwen"), owner="alice")
     assert job["name"] == "ft-1" and job["namespace"] == profile.namespace and job["team"] == profile.team
     assert job["owner"] == "alice"
     assert job["phase"] in ("Pending", "Running")
-    assert job["args"] == ["--sleep", "30", "--model", "qwen"]
+    assert job["args"] == ["--sleep", "600", "--model", "qwen"]
     assert job["gpus"] == 1
     assert job["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert job["resources"]["limits"]["nvidia.com/gpu"] == "1"
@@ -61,7 +54,7 @@ def test_submit_within_quota_returns_the_job_and_charges_the_balance(harness):
 def test_over_quota_is_refused_with_the_api_servers_text(harness):
     profile = harness.profile()
     backend = harness.backend(profile)
-    backend.submit(profile, harness.job(profile, "big", "--sleep", "60", gpus=2), owner="alice")
+    backend.submit(profile, harness.job(profile, "big", "--sleep", "600", gpus=2), owner="alice")
     harness.wait_used(backend, profile, "2")
     with pytest.raises(errors.AdmissionDenied) as refused:
         backend.submit(profile, harness.job(profile, "one-more", gpus=1), owner="alice")
@@ -80,11 +73,9 @@ def test_over_quota_is_refused_with_the_api_servers_text(harness):
 def test_limit_range_defaults_what_the_job_leaves_out_and_bounds_the_rest(harness):
     profile = harness.profile(hard={GPU_KEY: "2", "requests.cpu": "8"}, limitRange=LIMITS)
     backend = harness.backend(profile)
-    job = backend.submit(profile, harness.job(profile, "only-gpus", "--sleep", "30"), owner="alice")
-    expected = {
-        "requests": {"cpu": "250m", "memory": "512Mi", "nvidia.com/gpu": "1"},
-        "limits": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"},
-    }
+    job = backend.submit(profile, harness.job(profile, "only-gpus", "--sleep", "600"), owner="alice")
+    expected = {"requests": {"cpu": "250m", "memory": "512Mi", "nvidia.com/gpu": "1"},
+                "limits": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}}
     assert job["resources"] == expected
     running = harness.wait(backend, profile, "only-gpus", phase_is("Running"))
     assert running["resources"] == expected
@@ -158,15 +149,12 @@ def test_a_new_backend_object_finds_jobs_and_usage_again(harness):
 def test_names_are_unique_and_unknown_jobs_are_not_found(harness):
     profile = harness.profile()
     backend = harness.backend(profile)
-    backend.submit(profile, harness.job(profile, "same", "--sleep", "30"), owner="alice")
+    backend.submit(profile, harness.job(profile, "same", "--sleep", "600"), owner="alice")
     with pytest.raises(errors.Conflict) as taken:
         backend.submit(profile, harness.job(profile, "same"), owner="bob")
     assert taken.value.message == 'jobs.batch "same" already exists'
-    for call in (
-        lambda: backend.get_job(profile, "nope"),
-        lambda: backend.cancel(profile, "nope", by="x"),
-        lambda: backend.logs(profile, "nope"),
-    ):
+    for call in (lambda: backend.get_job(profile, "nope"), lambda: backend.cancel(profile, "nope", by="x"),
+                 lambda: backend.logs(profile, "nope")):
         with pytest.raises(errors.NotFound) as missing:
             call()
         assert missing.value.message == 'jobs.batch "nope" not found'
@@ -177,7 +165,7 @@ def test_jobs_come_in_pages_newest_first_and_a_bad_position_is_a_400(harness):
     profile = harness.profile(hard={GPU_KEY: "10"})
     backend = harness.backend(profile)
     for name in ("p-1", "p-2", "p-3"):
-        backend.submit(profile, harness.job(profile, name, "--sleep", "60", gpus=0), owner="alice")
+        backend.submit(profile, harness.job(profile, name, "--sleep", "600", gpus=0), owner="alice")
     first = backend.page_jobs(profile, 2)
     assert [j["name"] for j in first.items] == ["p-3", "p-2"]
     assert first.remaining == 1 and first.next_start
