@@ -112,7 +112,7 @@ def start_server(state: Path, root: Path, teams: int, extra_config: str = "") ->
             f"--ServerApp.root_dir={root}",
         ],
         stdout=subprocess.DEVNULL,
-        stderr=open(root / "server.log", "wb"),
+        stderr=open(root / "server.log", "wb"),  # noqa: SIM115 - the server process holds it for its life
         env={**os.environ, "JUPYTER_TOKEN": token},
     )
     for _ in range(300):
@@ -221,7 +221,7 @@ def balance_growth(state_root: Path) -> list[dict]:
         cached_us = 1e6 * (time.perf_counter() - t0) / n
         m, t0 = 50, time.perf_counter()
         for _ in range(m):
-            backend._usage.clear()  # noqa: SLF001 - measure the recompute the cache saves
+            backend._usage.clear()  # measure the recompute the cache saves
             backend.balance(profile)
         fresh_us = 1e6 * (time.perf_counter() - t0) / m
         rows.append({"live_jobs": live, "cached_us": cached_us, "recomputed_us": fresh_us})

@@ -6,6 +6,9 @@ else escaping a handler is a bug (and the only path to a 500).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from . import reasons
 
 
@@ -15,7 +18,7 @@ class QuotaError(Exception):
     status = 400
     reason = "BadRequest"
     #: HTTP headers the answer carries besides the JSON body (e.g. ``Retry-After``)
-    headers: dict[str, str] = {}
+    headers: Mapping[str, str] = MappingProxyType({})
 
     def __init__(self, message: str, *, reason: str | None = None, status: int | None = None):
         super().__init__(message)

@@ -94,8 +94,12 @@ def make_job(name, *trainer_args, gpus=1, namespace=NS, cpu="1", memory="1Gi", c
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [
-                        {"name": "train", "image": "local", "command": argv,
-                         "resources": {"requests": requests, "limits": limits}}
+                        {
+                            "name": "train",
+                            "image": "local",
+                            "command": argv,
+                            "resources": {"requests": requests, "limits": limits},
+                        }
                     ],
                 }
             },
@@ -186,8 +190,12 @@ def insert_raw(ledger_path, name, requests, namespace="team-b"):
     job = make_job(name, *UNTIL_CANCELLED)
     container = job["spec"]["template"]["spec"]["containers"][0]
     container["resources"] = {"requests": requests, "limits": {}}
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": namespace},
-           "spec": job["spec"]["template"]["spec"]}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"namespace": namespace},
+        "spec": job["spec"]["template"]["spec"],
+    }
     con = sqlite3.connect(ledger_path)
     with con:
         con.execute(

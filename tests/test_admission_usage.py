@@ -14,10 +14,10 @@ import time
 from datetime import datetime
 
 import pytest
+from local_testing import GPU_KEY, NO_GPUS, NS, Profile, make_backend, make_job  # noqa: F401 - fixture
 
 from jupyter_quota import errors, podresources, quota
 from jupyter_quota.backends.local import admission, ledger, quotausage
-from local_testing import GPU_KEY, NO_GPUS, NS, Profile, make_backend, make_job  # noqa: F401 - fixture
 
 REFUSED_AT_TWO = (
     "exceeded quota: a-quota, requested: requests.nvidia.com/gpu=1, "
@@ -73,8 +73,12 @@ def test_a_rolled_back_transaction_leaves_nothing_in_the_copy(make_backend, monk
 
 def _job(rng: random.Random, name: str) -> dict:
     """A Job whose pod mixes quantity formats and scopes (best effort, deadline, priority class)."""
-    job = make_job(name, gpus=rng.choice([0, 0, 1]), cpu=rng.choice(["1", "500m", "0.5", "01", "2"]),
-                   memory=rng.choice(["1Gi", "1G", "1500M", "512Mi", "0"]))
+    job = make_job(
+        name,
+        gpus=rng.choice([0, 0, 1]),
+        cpu=rng.choice(["1", "500m", "0.5", "01", "2"]),
+        memory=rng.choice(["1Gi", "1G", "1500M", "512Mi", "0"]),
+    )
     pod = job["spec"]["template"]["spec"]
     if rng.random() < 0.2:
         pod["containers"][0]["resources"] = {}  # BestEffort
@@ -86,17 +90,38 @@ def _job(rng: random.Random, name: str) -> dict:
 
 
 SCOPED = [
-    {"spec": {"hard": {"pods": "100", "requests.cpu": "100", "limits.memory": "1Ti", "requests.memory": "1Ti",
-                       GPU_KEY: "10", "count/jobs.batch": "100", "count/pods": "100"}}},
+    {
+        "spec": {
+            "hard": {
+                "pods": "100",
+                "requests.cpu": "100",
+                "limits.memory": "1Ti",
+                "requests.memory": "1Ti",
+                GPU_KEY: "10",
+                "count/jobs.batch": "100",
+                "count/pods": "100",
+            }
+        }
+    },
     {"spec": {"hard": {"pods": "100"}, "scopes": ["BestEffort"]}},
     {"spec": {"hard": {"requests.cpu": "100", "limits.memory": "1Ti"}, "scopes": ["NotBestEffort", "Terminating"]}},
     {"spec": {"hard": {"requests.memory": "1Ti", GPU_KEY: "10"}, "scopes": ["NotTerminating"]}},
-    {"spec": {"hard": {"requests.cpu": "100", "pods": "100"},
-              "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
-                                                      "values": ["high"]}]}}},
-    {"spec": {"hard": {"requests.cpu": "100"},  # few jobs, often one: its amount's text is kept verbatim
-              "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
-                                                      "values": ["rare"]}]}}},
+    {
+        "spec": {
+            "hard": {"requests.cpu": "100", "pods": "100"},
+            "scopeSelector": {
+                "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]
+            },
+        }
+    },
+    {
+        "spec": {
+            "hard": {"requests.cpu": "100"},  # few jobs, often one: its amount's text is kept verbatim
+            "scopeSelector": {
+                "matchExpressions": [{"scopeName": "PriorityClass", "operator": "In", "values": ["rare"]}]
+            },
+        }
+    },
 ]
 
 
@@ -108,8 +133,13 @@ def test_the_copy_gives_the_quotas_the_ledger_rows_give(tmp_path):
     live: list[int] = []
     for step in range(150):
         if step == 75:  # the profile changes: a quota with scopes the copy has not summed yet
-            quotas = [*quotas, {"metadata": {"name": "late", "namespace": NS},
-                                "spec": {"hard": {"requests.memory": "1Ti"}, "scopes": ["NotBestEffort"]}}]
+            quotas = [
+                *quotas,
+                {
+                    "metadata": {"name": "late", "namespace": NS},
+                    "spec": {"hard": {"requests.memory": "1Ti"}, "scopes": ["NotBestEffort"]},
+                },
+            ]
         with book.write() as con:
             action = rng.random()
             if live and action < 0.3:  # a job ends

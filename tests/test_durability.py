@@ -8,7 +8,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 from server_process import ServerProcess, wait_phase
 
 pytestmark = pytest.mark.slow
@@ -52,8 +51,9 @@ def test_200_concurrent_submissions_admit_exactly_two(hold, server):
     server.start()
 
     def submit(i):
-        return server.call("POST", "/namespaces/team-alpha/jobs",
-                           {"name": f"race-{i:03d}", "args": hold, "gpus": 1}, timeout=120)
+        return server.call(
+            "POST", "/namespaces/team-alpha/jobs", {"name": f"race-{i:03d}", "args": hold, "gpus": 1}, timeout=120
+        )
 
     with ThreadPoolExecutor(max_workers=50) as pool:
         results = list(pool.map(submit, range(200)))
@@ -81,8 +81,9 @@ def test_kill_9_mid_burst_loses_no_admitted_job(hold, server):
 
     def submit(i):
         try:
-            status, body = server.call("POST", "/namespaces/team-wide/jobs",
-                                       {"name": f"burst-{i:03d}", "args": hold, "gpus": 1})
+            status, body = server.call(
+                "POST", "/namespaces/team-wide/jobs", {"name": f"burst-{i:03d}", "args": hold, "gpus": 1}
+            )
         except OSError:
             return  # the server died under this request: no answer, so no promise
         if status == 201:
@@ -98,12 +99,16 @@ def test_kill_9_mid_burst_loses_no_admitted_job(hold, server):
 
     with ledger(server) as con:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        rows = con.execute("SELECT name, phase, pod, usage, job, args FROM jobs WHERE namespace = 'team-wide'").fetchall()
+        rows = con.execute(
+            "SELECT name, phase, pod, usage, job, args FROM jobs WHERE namespace = 'team-wide'"
+        ).fetchall()
     names = {r[0] for r in rows}
     assert set(admitted) <= names, set(admitted) - names
     for name, phase, pod, usage, job, args in rows:  # every record whole
         assert phase in ("Pending", "Running", "Succeeded", "Failed")
-        assert json.loads(pod)["spec"]["containers"] and json.loads(usage) and json.loads(job)["metadata"]["name"] == name
+        assert (
+            json.loads(pod)["spec"]["containers"] and json.loads(usage) and json.loads(job)["metadata"]["name"] == name
+        )
         assert isinstance(json.loads(args), list)
 
     server.start()
@@ -112,7 +117,8 @@ def test_kill_9_mid_burst_loses_no_admitted_job(hold, server):
     assert set(admitted) <= listed
     running = [j for j in jobs["jobs"] if j["phase"] == "Running"]
     assert len(running) <= 4 and sorted(i for j in running for i in j["gpuIndices"]) == sorted(
-        {i for j in running for i in j["gpuIndices"]})
+        {i for j in running for i in j["gpuIndices"]}
+    )
 
 
 def test_a_running_job_survives_a_server_restart(server, tmp_path):
@@ -120,9 +126,11 @@ def test_a_running_job_survives_a_server_restart(server, tmp_path):
     # on a loaded machine could outlast.
     release = tmp_path / "release"
     server.start()
-    status, job = server.call("POST", "/namespaces/team-alpha/jobs",
-                              {"name": "survivor", "args": ["--until-file", str(release), "--lines", "2"],
-                               "gpus": 1})
+    status, job = server.call(
+        "POST",
+        "/namespaces/team-alpha/jobs",
+        {"name": "survivor", "args": ["--until-file", str(release), "--lines", "2"], "gpus": 1},
+    )
     assert status == 201, job
     wait_phase(server, "team-alpha", "survivor", {"Running"})
     server.kill()

@@ -22,7 +22,7 @@ def test_the_golden_file_covers_every_case_in_order(golden):
 def test_every_estimate_is_bit_for_bit_the_recorded_one(golden, tmp_path):
     notes = golden["notes"]
     differ = []
-    for case, row in zip(cases(), golden["cases"]):
+    for case, row in zip(cases(), golden["cases"], strict=True):
         result = run(case, tmp_path)
         breakdown = [result["breakdown"][key] for key in BREAKDOWN_KEYS]
         assumptions = [notes[i] for i in row["assumptions"]]

@@ -8,7 +8,6 @@ import getpass
 import re
 
 import pytest
-
 from quota_testing import QUOTA_MODES
 
 from jupyter_quota.quantity import Quantity
@@ -66,8 +65,9 @@ async def test_unknown_namespace_is_404(api):
 
 
 async def test_four_gpus_get_the_api_servers_exceeded_quota_text(api):
-    status, answer = await api("POST", "namespaces", "team-alpha", "jobs",
-                               body={"args": ["--model", "Qwen/Qwen2.5-0.5B"], "gpus": 4})
+    status, answer = await api(
+        "POST", "namespaces", "team-alpha", "jobs", body={"args": ["--model", "Qwen/Qwen2.5-0.5B"], "gpus": 4}
+    )
     assert status == 403
     assert answer == {
         "reason": "ExceededQuota",
@@ -89,9 +89,13 @@ async def test_submit_runs_a_job_to_success_and_releases_quota(api, tmp_path):
     # The job ends when the test has seen it charged (a file), not after 0.2 s that a loaded
     # machine spends before the balance is read.
     release = tmp_path / "release"
-    status, job = await api("POST", "namespaces", "team-alpha", "jobs",
-                            body={"name": "ok-1", "args": ["--env", "--lines", "3", "--until-file", str(release)],
-                                  "gpus": 1})
+    status, job = await api(
+        "POST",
+        "namespaces",
+        "team-alpha",
+        "jobs",
+        body={"name": "ok-1", "args": ["--env", "--lines", "3", "--until-file", str(release)], "gpus": 1},
+    )
     assert status == 201, job
     assert job["name"] == "ok-1" and job["owner"] == getpass.getuser() and job["gpus"] == 1
     # The LimitRange defaults filled what the request left out.
@@ -111,8 +115,9 @@ async def test_submit_runs_a_job_to_success_and_releases_quota(api, tmp_path):
 
 
 async def test_cancel_stops_the_job_and_frees_its_gpus(api, hold):
-    status, job = await api("POST", "namespaces", "team-alpha", "jobs",
-                            body={"name": "long-1", "args": hold, "gpus": 2})
+    status, job = await api(
+        "POST", "namespaces", "team-alpha", "jobs", body={"name": "long-1", "args": hold, "gpus": 2}
+    )
     assert status == 201, job
     await wait_for_phase(api, "team-alpha", "long-1", {"Running"})
     status, answer = await api("POST", "namespaces", "team-alpha", "jobs", body={"args": [], "gpus": 1})
@@ -179,16 +184,18 @@ async def test_bad_input_is_400_with_a_message(api, body, words):
 
 
 async def test_request_beyond_the_limit_range_gets_limitranger_text(api):
-    status, answer = await api("POST", "namespaces", "team-alpha", "jobs",
-                               body={"gpus": 1, "resources": {"limits": {"memory": "200Gi"}}})
+    status, answer = await api(
+        "POST", "namespaces", "team-alpha", "jobs", body={"gpus": 1, "resources": {"limits": {"memory": "200Gi"}}}
+    )
     assert status == 403
     assert answer["reason"] == "LimitRangeViolation"
     assert answer["message"] == "maximum memory usage per Container is 128Gi, but limit is 200Gi"
 
 
 async def test_request_above_limit_is_invalid(api):
-    status, answer = await api("POST", "namespaces", "team-alpha", "jobs",
-                               body={"resources": {"requests": {"cpu": "6"}}})
+    status, answer = await api(
+        "POST", "namespaces", "team-alpha", "jobs", body={"resources": {"requests": {"cpu": "6"}}}
+    )
     assert status == 400 and answer["reason"] == "Invalid"
     assert "must be less than or equal to cpu limit of 4" in answer["message"]
 
@@ -208,15 +215,18 @@ async def test_jobs_are_listed_in_pages_with_a_continue_token(api):
     assert status == 200, first
     assert [j["name"] for j in first["jobs"]] == ["page-3", "page-2"]
     assert first["metadata"]["remainingItemCount"] == 1
-    status, last = await api("GET", "namespaces", "team-alpha", "jobs",
-                             params={"limit": "2", "continue": first["metadata"]["continue"]})
+    status, last = await api(
+        "GET", "namespaces", "team-alpha", "jobs", params={"limit": "2", "continue": first["metadata"]["continue"]}
+    )
     assert status == 200 and [j["name"] for j in last["jobs"]] == ["page-1"]
     assert last["metadata"] == {}
     status, every = await api("GET", "namespaces", "team-alpha", "jobs")  # the default page holds 100
     assert [j["name"] for j in every["jobs"]] == ["page-3", "page-2", "page-1"] and every["metadata"] == {}
-    for params, text in (({"continue": "garbage"}, "invalid continue token: continue key is not valid"),
-                         ({"limit": "0"}, "limit must be a whole number from 1 to 1000"),
-                         ({"limit": "99999"}, "limit must be a whole number from 1 to 1000")):
+    for params, text in (
+        ({"continue": "garbage"}, "invalid continue token: continue key is not valid"),
+        ({"limit": "0"}, "limit must be a whole number from 1 to 1000"),
+        ({"limit": "99999"}, "limit must be a whole number from 1 to 1000"),
+    ):
         status, refused = await api("GET", "namespaces", "team-alpha", "jobs", params=params)
         assert status == 400 and refused["reason"] == "BadRequest" and text in refused["message"], refused
 
@@ -248,7 +258,7 @@ async def test_models_lists_the_estimators_catalog(api):
     assert by_id["Qwen/Qwen-VL-Chat"]["vision"] is True and by_id["Qwen/Qwen3-30B-A3B"]["experts"] == 128
     # each listed id is accepted by the estimator as is
     status, estimate = await api("POST", "estimate", body={"args": ["--model", ids[-1]], "gpus": 1})
-    assert status == 200 and estimate["peak_bytes_per_gpu"] > 0
+    assert status == 200 and estimate["peakBytesPerGpu"] > 0
 
 
 async def test_profiles_need_an_admin(api):
@@ -263,7 +273,10 @@ async def test_profiles_need_an_admin(api):
 @pytest.mark.parametrize(
     "resources, words",
     [
-        ({"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}}, "must be equal to nvidia.com/gpu limit of 2"),
+        (
+            {"requests": {"nvidia.com/gpu": "1"}, "limits": {"nvidia.com/gpu": "2"}},
+            "must be equal to nvidia.com/gpu limit of 2",
+        ),
         ({"requests": {"nvidia.com/gpu": "1"}}, "Limit must be set for non overcommitable resources"),
     ],
 )
@@ -274,8 +287,13 @@ async def test_gpu_request_must_equal_its_limit(api, resources, words):
 
 
 async def test_a_gpu_limit_alone_is_charged_as_the_request(api, hold):
-    status, job = await api("POST", "namespaces", "team-alpha", "jobs",
-                            body={"args": hold, "resources": {"limits": {"nvidia.com/gpu": "2"}}})
+    status, job = await api(
+        "POST",
+        "namespaces",
+        "team-alpha",
+        "jobs",
+        body={"args": hold, "resources": {"limits": {"nvidia.com/gpu": "2"}}},
+    )
     assert status == 201, job
     assert job["gpus"] == 2 and job["resources"]["requests"]["nvidia.com/gpu"] == "2"
     _, balance = await api("GET", "namespaces", "team-alpha", "balance")

@@ -19,13 +19,10 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 from fake_trainer import RUN, run_processes
-from jupyter_quota import config, errors
-from jupyter_quota.backends import make_backend as make_backend_from_config
-from jupyter_quota.backends.local import account as account_mod
-from jupyter_quota.backends.local import cgroup
 from local_testing import (  # noqa: F401 (make_backend is a fixture)
     TRAINER,
     UNTIL_CANCELLED,
@@ -39,6 +36,11 @@ from local_testing import (  # noqa: F401 (make_backend is a fixture)
 )
 from test_orphans import CGROUPS, cgroups, run  # noqa: F401 (cgroups and run are fixtures)
 
+from jupyter_quota import config, errors
+from jupyter_quota.backends import make_backend as make_backend_from_config
+from jupyter_quota.backends.local import account as account_mod
+from jupyter_quota.backends.local import cgroup
+
 NO_ACCOUNT = f"no-such-user-{uuid.uuid4().hex[:6]}"
 
 
@@ -47,10 +49,9 @@ def test_the_config_trait_and_the_backend_know_the_same_policies():
 
 
 def test_job_user_from_the_config_reaches_the_backend(tmp_path):
-    settings = config.JupyterQuota(job_user="owner", state_dir=str(tmp_path / "state"),
-                                   inventory={"gpus": 2})
+    settings = config.JupyterQuota(job_user="owner", state_dir=str(tmp_path / "state"), inventory={"gpus": 2})
     backend = make_backend_from_config(settings, root_dir=str(tmp_path))
-    with pytest.raises(errors.Forbidden, match="JupyterQuota.job_user = 'owner'"):
+    with pytest.raises(errors.Forbidden, match=r"JupyterQuota\.job_user = 'owner'"):
         backend.submit(Profile(), make_job("cfg", gpus=0), owner=NO_ACCOUNT)
 
 
@@ -65,8 +66,21 @@ def account():
     home = os.path.join(base, name)
     subprocess.run(["groupadd", f"{name}x"], check=True)
     try:
-        subprocess.run(["useradd", "--home-dir", home, "--create-home", "--user-group", "--groups",
-                        f"{name}x", "--shell", "/usr/sbin/nologin", name], check=True)
+        subprocess.run(
+            [
+                "useradd",
+                "--home-dir",
+                home,
+                "--create-home",
+                "--user-group",
+                "--groups",
+                f"{name}x",
+                "--shell",
+                "/usr/sbin/nologin",
+                name,
+            ],
+            check=True,
+        )
         try:
             entry = pwd.getpwnam(name)
             yield entry, _interpreter(entry.pw_uid)
@@ -108,7 +122,7 @@ def test_a_job_runs_as_its_owners_account_in_its_home(make_backend, account, mon
     job = run_to_end(backend, "mine", python, entry.pw_name)
     assert job["phase"] == "Succeeded", job
     out = os.path.join(entry.pw_dir, "whoami.json")
-    seen = json.loads(open(out).read())
+    seen = json.loads(Path(out).read_text())
     assert (seen["uid"], seen["euid"], seen["gid"], seen["egid"]) == (entry.pw_uid,) * 2 + (entry.pw_gid,) * 2
     extra = grp.getgrnam(f"{entry.pw_name}x").gr_gid
     assert set(seen["groups"]) == set(os.getgrouplist(entry.pw_name, entry.pw_gid)) == {entry.pw_gid, extra}
@@ -135,7 +149,7 @@ def test_job_workdir_expands_the_owner_and_home_and_must_exist(make_backend, acc
         os.chown(path, entry.pw_uid, entry.pw_gid)
     job = run_to_end(backend, "there", python, entry.pw_name)
     assert job["phase"] == "Succeeded", job
-    seen = json.loads(open(os.path.join(wanted, "whoami.json")).read())
+    seen = json.loads(Path(wanted, "whoami.json").read_text())
     assert (seen["uid"], seen["cwd"]) == (entry.pw_uid, wanted)
 
 
@@ -239,8 +253,15 @@ def test_a_server_that_is_not_root_runs_every_job_as_itself_or_refuses_under_own
         pytest.skip("needs root to start a process as nobody")
     nobody = pwd.getpwnam("nobody")
     python = _interpreter(nobody.pw_uid)
-    done = subprocess.run([python, "-I", "-c", _AS_NOBODY, account_mod.__file__], user=nobody.pw_uid,
-                          group=nobody.pw_gid, extra_groups=[], capture_output=True, text=True, cwd="/")
+    done = subprocess.run(
+        [python, "-I", "-c", _AS_NOBODY, account_mod.__file__],
+        user=nobody.pw_uid,
+        group=nobody.pw_gid,
+        extra_groups=[],
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["auto root"] is None  # the server's own user

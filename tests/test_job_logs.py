@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import sys
 
+from local_testing import Profile, make_backend, make_job, phase_is, wait_for  # noqa: F401
+
 from jupyter_quota.backends.local import logtail
 from jupyter_quota.swiftlog import parse_log
-from local_testing import Profile, make_backend, make_job, phase_is, wait_for  # noqa: F401
 
 MIB = 1024 * 1024
 

@@ -149,7 +149,7 @@ def test_namespace_default_asks_to_choose_among_several(ip):
             return [{"name": "team-alpha"}, {"name": "team-beta"}]
 
     magics = QuotaMagics(shell=ip, connect_fn=TwoTeams)
-    with pytest.raises(UsageError, match="several namespaces; choose one with --namespace NS.*team-alpha, team-beta"):
+    with pytest.raises(UsageError, match=r"several namespaces; choose one with --namespace NS.*team-alpha, team-beta"):
         magics.choose_namespace(TwoTeams(), None)
     assert magics.choose_namespace(TwoTeams(), "team-beta") == "team-beta"
 
@@ -328,7 +328,7 @@ def test_ms_swift_parser_judges_the_final_arguments(magics, ip):
     with capture_output() as out:
         ip.run_line_magic("swift_sft", "--dry-run --model Qwen/Qwen2.5-0.5B-Instruct --dataset d")
     assert "own parser accepts the final arguments" in out.stdout
-    with capture_output(), pytest.raises(UsageError, match="rejects the final arguments: .*--no_such_arg"):
+    with capture_output(), pytest.raises(UsageError, match=r"rejects the final arguments: .*--no_such_arg"):
         ip.run_line_magic("swift_sft", "--dry-run --model Qwen/Qwen2.5-0.5B-Instruct --dataset d --no_such_arg 1")
 
 

@@ -18,7 +18,6 @@ import uuid
 
 import pytest
 from fake_trainer import RUN, run_processes
-from jupyter_quota.backends.local import cgroup, procfs
 from local_testing import (  # noqa: F401 (make_backend is a fixture)
     GPU_KEY,
     INVENTORY,
@@ -31,6 +30,8 @@ from local_testing import (  # noqa: F401 (make_backend is a fixture)
     wait_for,
     wait_log,
 )
+
+from jupyter_quota.backends.local import cgroup, procfs
 
 ONE_GPU = dict(INVENTORY, gpus=INVENTORY["gpus"][:1])
 
@@ -145,9 +146,7 @@ def test_no_gpu_goes_to_the_next_job_while_a_process_of_the_last_one_runs(make_b
     assert of_job(run, "first") == []
 
 
-def test_processes_left_by_a_killed_supervisor_are_found_killed_and_hold_the_gpu(
-    make_backend, cgroups, run, tmp_path
-):
+def test_processes_left_by_a_killed_supervisor_are_found_killed_and_hold_the_gpu(make_backend, cgroups, run, tmp_path):
     backend, profile = make_backend(cgroups=cgroups), Profile()
     args = spawning(tmp_path, "cut", "setsid", "worker")
     backend.submit(profile, marked_job(run, "cut", *args, *UNTIL_CANCELLED), owner="alice")
@@ -207,7 +206,7 @@ def test_cancel_and_submit_from_threads_leaves_no_orphan_and_no_shared_gpu(make_
                     wait_log(backend, profile, name, "ready", timeout=120)
                     backend.cancel(profile, name, by="bob")
                 wait_for(backend, profile, name, phase_is("Succeeded", "Failed"), timeout=120)
-        except Exception as e:  # reported below, with the thread's job
+        except Exception as e:  # noqa: BLE001 - reported below, with the thread's job
             errors.append(e)
 
     threads = [threading.Thread(target=client, args=(t,)) for t in range(4)]

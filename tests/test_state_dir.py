@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from server_process import ServerProcess
 from local_testing import downgrade_to_version_1
+from server_process import ServerProcess
 
 from jupyter_quota.backends.local import ledger as ledger_mod
 

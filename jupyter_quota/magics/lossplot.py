@@ -99,5 +99,5 @@ def loss_text(steps: list[int], losses: list[float], count: int = 5) -> str:
     """The last ``count`` losses as text, for a frontend that shows no widget."""
     if not steps:
         return WAITING
-    shown = [f"{s}: {v:.4g}" for s, v in zip(steps[-count:], losses[-count:])]
+    shown = [f"{s}: {v:.4g}" for s, v in zip(steps[-count:], losses[-count:], strict=False)]
     return f"loss by step (last {len(shown)} of {len(steps)}): " + ", ".join(shown)

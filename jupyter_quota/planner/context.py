@@ -102,7 +102,7 @@ def context_from_balance(
         ceiling, why = hard, f"the quota allows {hard} GPU{'s' if hard != 1 else ''} ({gpu_key})"
     gpus = ceiling
     if gpu_key in remaining:
-        gpus = min(ceiling, int(math.floor(remaining[gpu_key].as_fraction())))
+        gpus = min(ceiling, math.floor(remaining[gpu_key].as_fraction()))
         assumptions.append(
             f"{gpus} GPU{'s' if gpus != 1 else ''} left: {gpu_key} has {remaining[gpu_key]} remaining; {why}"
         )
@@ -219,4 +219,4 @@ def _hard(balance: dict, key: str) -> int | None:
     row = (balance.get("resources") or {}).get(key)
     if not isinstance(row, dict) or "hard" not in row:
         return None
-    return int(math.floor(Quantity(str(row["hard"])).as_fraction()))
+    return math.floor(Quantity(str(row["hard"])).as_fraction())

@@ -17,6 +17,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -45,7 +46,7 @@ class Harness:
     """What a contract test needs from a backend kind: profiles, backends, jobs, waiting."""
 
     kind = ""
-    command: list[str] = []
+    command: ClassVar[list[str]] = []
     #: The settings the kind's backends build Jobs with (``Backend.job_settings``).
     settings = jobspec.JobSettings()
 
@@ -92,7 +93,7 @@ class Harness:
 
 class LocalHarness(Harness):
     kind = "local"
-    command = [sys.executable, str(FAKE_TRAINER)]
+    command: ClassVar[list[str]] = [sys.executable, str(FAKE_TRAINER)]
 
     def __init__(self, tmp_path: Path):
         super().__init__()
@@ -114,7 +115,7 @@ class LocalHarness(Harness):
     def close(self):
         super().close()
         final = LocalBackend(self.tmp_path / "state" / "ledger.sqlite", self.tmp_path / "state", INVENTORY)
-        for ns in {b for b in self._namespaces()}:
+        for ns in set(self._namespaces()):
             for job in final.list_jobs(_Ns(ns)):
                 if job["phase"] in ("Pending", "Running"):
                     final.cancel(_Ns(ns), job["name"], "test-teardown")

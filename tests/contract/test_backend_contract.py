@@ -10,9 +10,16 @@ from jupyter_quota import errors
 
 GPU_KEY = "requests.nvidia.com/gpu"
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
-LIMITS = {"limits": [{"type": "Container", "max": {"cpu": "4"},
-                      "default": {"cpu": "500m", "memory": "1Gi"},
-                      "defaultRequest": {"cpu": "250m", "memory": "512Mi"}}]}
+LIMITS = {
+    "limits": [
+        {
+            "type": "Container",
+            "max": {"cpu": "4"},
+            "default": {"cpu": "500m", "memory": "1Gi"},
+            "defaultRequest": {"cpu": "250m", "memory": "512Mi"},
+        }
+    ]
+}
 
 
 def phase_is(*phases):
@@ -74,8 +81,10 @@ def test_limit_range_defaults_what_the_job_leaves_out_and_bounds_the_rest(harnes
     profile = harness.profile(hard={GPU_KEY: "2", "requests.cpu": "8"}, limitRange=LIMITS)
     backend = harness.backend(profile)
     job = backend.submit(profile, harness.job(profile, "only-gpus", "--sleep", "600"), owner="alice")
-    expected = {"requests": {"cpu": "250m", "memory": "512Mi", "nvidia.com/gpu": "1"},
-                "limits": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"}}
+    expected = {
+        "requests": {"cpu": "250m", "memory": "512Mi", "nvidia.com/gpu": "1"},
+        "limits": {"cpu": "500m", "memory": "1Gi", "nvidia.com/gpu": "1"},
+    }
     assert job["resources"] == expected
     running = harness.wait(backend, profile, "only-gpus", phase_is("Running"))
     assert running["resources"] == expected
@@ -153,8 +162,11 @@ def test_names_are_unique_and_unknown_jobs_are_not_found(harness):
     with pytest.raises(errors.Conflict) as taken:
         backend.submit(profile, harness.job(profile, "same"), owner="bob")
     assert taken.value.message == 'jobs.batch "same" already exists'
-    for call in (lambda: backend.get_job(profile, "nope"), lambda: backend.cancel(profile, "nope", by="x"),
-                 lambda: backend.logs(profile, "nope")):
+    for call in (
+        lambda: backend.get_job(profile, "nope"),
+        lambda: backend.cancel(profile, "nope", by="x"),
+        lambda: backend.logs(profile, "nope"),
+    ):
         with pytest.raises(errors.NotFound) as missing:
             call()
         assert missing.value.message == 'jobs.batch "nope" not found'

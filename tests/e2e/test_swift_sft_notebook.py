@@ -89,7 +89,8 @@ def test_swift_sft_magic_runs_a_real_fine_tune_twice(tmp_path, monkeypatch):
             "print('RESULT ' + json.dumps({'name': job.name, 'phase': phase, 'steps': job.steps,\n"
             "    'losses': job.losses, 'checkpoint': job.checkpoint,\n"
             "    'progress': [w.progress.value, w.progress.max, w.progress.bar_style],\n"
-            "    'plot': [w.loss_plot.x, w.loss_plot.y], 'stats': w.stats.value, 'cancel_disabled': w.cancel_button.disabled}))",
+            "    'plot': [w.loss_plot.x, w.loss_plot.y], 'stats': w.stats.value,\n"
+            "    'cancel_disabled': w.cancel_button.disabled}))",
         ]
         for _ in range(2):  # Run All, then Run All again
             nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])

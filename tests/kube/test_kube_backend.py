@@ -161,7 +161,8 @@ def test_the_job_carries_the_profiles_placement_image_volumes_and_labels(
             },
         )
     except KubeError as e:
-        assert e.code == 409
+        if e.code != 409:  # made by an earlier test: fine
+            raise
     profile = setup_team(
         kube,
         namespace_name,
@@ -437,7 +438,7 @@ def test_concurrent_submits_admit_exactly_the_jobs_that_fit(kube, namespace_name
         )
     # None fails later: both admitted jobs run, and the cluster refused no pod.
     for name in admitted:
-        wait(lambda: backend.get_job(profile, name)["phase"] == "Running", what=f"{name} Running")
+        wait(lambda name=name: backend.get_job(profile, name)["phase"] == "Running", what=f"{name} Running")
     jobs = kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs")["items"]
     assert sorted(j["metadata"]["name"] for j in jobs) == admitted
     events = kube.get(f"/api/v1/namespaces/{namespace_name}/events")["items"]

@@ -51,7 +51,7 @@ def test_submit_over_quota_is_refused_with_the_api_servers_text(make_backend):
 def test_count_of_jobs_counts_live_jobs_only(make_backend):
     backend, profile = make_backend(), Profile(hard={"count/jobs.batch": "1"})
     backend.submit(profile, make_job("one", gpus=0), owner="alice")
-    with pytest.raises(errors.AdmissionDenied, match="count/jobs.batch=1"):
+    with pytest.raises(errors.AdmissionDenied, match=r"count/jobs\.batch=1"):
         backend.submit(profile, make_job("two", gpus=0), owner="alice")
     wait_for(backend, profile, "one", phase_is("Succeeded"))
     # A finished job counts as deleted (ttlSecondsAfterFinished: 0): the slot is free again.
@@ -77,8 +77,10 @@ def test_name_taken_in_the_namespace_is_a_conflict(make_backend):
         (lambda j: j["metadata"].update(name="../etc"), 'metadata.name: Invalid value: "../etc"'),
         (lambda j: j["metadata"].update(namespace="team-b"), "does not match the namespace"),
         (lambda j: j["spec"].update(parallelism=2), "spec.parallelism: Invalid value: 2"),
-        (lambda j: j["spec"]["template"]["spec"]["containers"][0].update(command=[]),
-         "containers[0].command: Required value"),
+        (
+            lambda j: j["spec"]["template"]["spec"]["containers"][0].update(command=[]),
+            "containers[0].command: Required value",
+        ),
     ],
 )
 def test_invalid_jobs_are_refused_before_the_ledger(make_backend, mutate, text):
@@ -117,8 +119,14 @@ def test_concurrent_submissions_from_threads_and_processes_never_over_admit(make
     procs = [
         ctx.Process(
             target=_submit_from_process,
-            args=(str(make_backend.ledger_path), str(make_backend.state_dir),
-                  [f"proc{p}-{i}" for i in range(10)], readies[p], go, results),
+            args=(
+                str(make_backend.ledger_path),
+                str(make_backend.state_dir),
+                [f"proc{p}-{i}" for i in range(10)],
+                readies[p],
+                go,
+                results,
+            ),
         )
         for p in range(2)
     ]
@@ -180,9 +188,7 @@ def _submit_until_killed(ledger_path, state_dir):
 def test_sigkill_during_a_burst_of_submissions_leaves_a_consistent_ledger(make_backend):
     backend = make_backend(NO_GPUS)
     ctx = multiprocessing.get_context("spawn")
-    proc = ctx.Process(
-        target=_submit_until_killed, args=(str(make_backend.ledger_path), str(make_backend.state_dir))
-    )
+    proc = ctx.Process(target=_submit_until_killed, args=(str(make_backend.ledger_path), str(make_backend.state_dir)))
     proc.start()
     deadline = time.monotonic() + 30
     while len(ledger_rows(make_backend.ledger_path)) < 8:

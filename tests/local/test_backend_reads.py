@@ -18,7 +18,11 @@ def test_pages_are_keyset_pages_a_job_submitted_meanwhile_shows_on_no_later_page
     backend.submit(profile, make_job("late"), owner="alice")
     backend.cancel(profile, "j-3", by="alice")
     second = backend.page_jobs(profile, 3, first.next_start)
-    assert [(j["name"], j["phase"]) for j in second.items] == [("j-3", "Failed"), ("j-2", "Pending"), ("j-1", "Pending")]
+    assert [(j["name"], j["phase"]) for j in second.items] == [
+        ("j-3", "Failed"),
+        ("j-2", "Pending"),
+        ("j-1", "Pending"),
+    ]
     assert second.remaining == 1
     third = backend.page_jobs(profile, 3, second.next_start)
     assert [j["name"] for j in third.items] == ["j-0"] and third.next_start is None
@@ -34,8 +38,7 @@ def test_balance_is_cached_and_revalidated_by_the_generation(make_backend, monke
     monkeypatch.setattr(ledger_mod, "live_in_namespace", lambda con, ns: scans.append(ns) or real(con, ns))
 
     first = backend.balance(profile)
-    assert set(first) == {"namespace", "team", "resources", "quotas", "warnings", "limitRange",
-                          "observedAt", "stale"}
+    assert set(first) == {"namespace", "team", "resources", "quotas", "warnings", "limitRange", "observedAt", "stale"}
     assert first["namespace"] == NS and first["team"] == "a" and first["stale"] is False
     assert first["limitRange"] == {"limits": [{"type": "Container", "max": {"nvidia.com/gpu": "2"}}]}
     assert first["observedAt"].endswith("Z")

@@ -88,7 +88,7 @@ def test_cancel_a_pending_job_marks_it_and_a_finished_one_is_unchanged(make_back
     assert (job["phase"], job["reason"], job["message"]) == ("Failed", "Cancelled", "cancelled by bob")
     assert job["finishedAt"].endswith("Z")
     assert backend.cancel(profile, "waiting", by="carol") == job  # idempotent
-    with pytest.raises(errors.NotFound, match='jobs.batch "ghost" not found'):
+    with pytest.raises(errors.NotFound, match=r'jobs\.batch "ghost" not found'):
         backend.cancel(profile, "ghost", by="bob")
 
 

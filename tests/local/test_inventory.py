@@ -15,13 +15,21 @@ NVIDIA_SMI_SAMPLE = """\
 
 def test_nvidia_smi_output_is_parsed():
     assert parse_nvidia_smi(NVIDIA_SMI_SAMPLE) == [
-        {"index": 0, "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi",
-         "uuid": "GPU-3a9b4c1e-8a0f-2b6c-9d1e-4f5a6b7c8d9e"},
-        {"index": 1, "model": "NVIDIA A100-SXM4-80GB", "memory": "80Gi",
-         "uuid": "GPU-7f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"},
+        {
+            "index": 0,
+            "model": "NVIDIA A100-SXM4-80GB",
+            "memory": "80Gi",
+            "uuid": "GPU-3a9b4c1e-8a0f-2b6c-9d1e-4f5a6b7c8d9e",
+        },
+        {
+            "index": 1,
+            "model": "NVIDIA A100-SXM4-80GB",
+            "memory": "80Gi",
+            "uuid": "GPU-7f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b",
+        },
     ]
     assert parse_nvidia_smi("") == []
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="garbage"):
         parse_nvidia_smi("garbage")
 
 

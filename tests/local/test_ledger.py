@@ -57,10 +57,17 @@ def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path
 
 def test_failed_transaction_leaves_nothing_and_keeps_the_generation(tmp_path):
     book = ledger_mod.Ledger(tmp_path / "ledger.sqlite")
-    with pytest.raises(RuntimeError):
+
+    def crash_mid_transaction():
         with book.write() as con:
             con.execute("UPDATE meta SET value = 5 WHERE key = 'schema_version'")
             raise RuntimeError("crash mid-transaction")
+
+    with pytest.raises(RuntimeError, match="crash mid-transaction"):
+        crash_mid_transaction()
     with book.read() as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == ledger_mod.SCHEMA_VERSION
+        assert (
+            con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+            == ledger_mod.SCHEMA_VERSION
+        )
     assert book.generation() == 0

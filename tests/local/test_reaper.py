@@ -98,7 +98,7 @@ def test_reaper_thread_records_ends_without_being_asked(make_backend):
 def test_a_missing_workdir_refuses_the_submit_and_fails_a_waiting_job_at_start(make_backend, tmp_path):
     workdir = tmp_path / "soon-gone"
     backend, profile = make_backend(workdir=str(workdir)), Profile(hard={GPU_KEY: "4"})
-    with pytest.raises(errors.Forbidden, match="soon-gone .*does not exist"):
+    with pytest.raises(errors.Forbidden, match=r"soon-gone .*does not exist"):
         backend.submit(profile, make_job("early"), owner="alice")
     assert ledger_rows(make_backend.ledger_path) == []  # refused before admission
     workdir.mkdir()

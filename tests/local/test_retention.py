@@ -38,7 +38,13 @@ def test_finished_jobs_past_their_retention_are_pruned_with_their_logs_and_kept_
     assert [j["name"] for j in backend.list_jobs(profile)] == ["live", "recent"]
     assert not done_dir.exists()
     kept = _history(make_backend.ledger_path)["done"]
-    assert (kept["namespace"], kept["team"], kept["owner"], kept["phase"], kept["exit_code"]) == (NS, "a", "alice", "Succeeded", 0)
+    assert (kept["namespace"], kept["team"], kept["owner"], kept["phase"], kept["exit_code"]) == (
+        NS,
+        "a",
+        "alice",
+        "Succeeded",
+        0,
+    )
     assert kept["finished_at"] == "2000-01-01T00:00:00Z" and kept["started_at"] and kept["created_at"]
     assert kept["gpus"] == 1 and json.loads(kept["gpu_indices"]) == [0]
     assert json.loads(kept["resources"])["requests"] == {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "1"}

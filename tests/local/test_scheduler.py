@@ -40,11 +40,14 @@ def test_pending_jobs_start_fifo_on_freed_gpus_and_unschedulable_ones_say_why(ma
     assert backend.get_job(profile, "big")["reason"] == "Unschedulable"
 
 
-@pytest.mark.parametrize("requests", [
-    {"ephemeral-storage": "1e200000"},
-    {"cpu": "1e200000", "memory": "1Gi"},
-    {"nvidia.com/gpu": "1e2147483647"},
-])
+@pytest.mark.parametrize(
+    "requests",
+    [
+        {"ephemeral-storage": "1e200000"},
+        {"cpu": "1e200000", "memory": "1Gi"},
+        {"nvidia.com/gpu": "1e2147483647"},
+    ],
+)
 def test_a_row_the_arithmetic_cannot_carry_fails_and_the_others_start(make_backend, requests):
     backend, profile = make_backend(NO_GPUS), Profile(hard={GPU_KEY: "8"})
     backend.submit(profile, make_job("first", *UNTIL_CANCELLED), owner="alice")  # waits: no GPUs here

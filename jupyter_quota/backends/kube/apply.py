@@ -1,7 +1,8 @@
 """``jupyter quota profiles apply [--dry-run]``: make the cluster hold each team's objects.
 
 For every profile: its Namespace, ResourceQuota objects and LimitRange (from ``TeamProfile``),
-and the Role and RoleBinding of the quota service's account (``rbac.team_objects``), created when absent and replaced when they differ (get, compare, replace with the live
+and the Role and RoleBinding of the quota service's account (``rbac.team_objects``), created
+when absent and replaced when they differ (get, compare, replace with the live
 ``resourceVersion``, so a concurrent change is a 409 rather than lost). Only what a profile
 states is compared and written: labels other tools put on a Namespace, and the status the
 quota controller writes, are kept. Running it twice changes nothing the second time.
@@ -36,8 +37,9 @@ def apply_profiles(profiles, api_client, account: ServiceAccount | None = None, 
 
     ``profiles``: ``TeamProfile`` objects (or a dict of them by team). ``api_client``: a
     ``kubernetes.client.ApiClient`` or a :class:`client.Kube`. ``account``: the quota service's
-    ServiceAccount, bound to the Role (None: no Role and RoleBinding). Raises :class:`client.KubeError` on the first refusal
-    (with the API server's message); results before it were applied.
+    ServiceAccount, bound to the Role (None: no Role and RoleBinding). Raises
+    :class:`client.KubeError` on the first refusal (with the API server's message); results
+    before it were applied.
     """
     kube = api_client if isinstance(api_client, Kube) else Kube(api_client)
     if isinstance(profiles, dict):

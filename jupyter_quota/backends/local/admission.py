@@ -3,9 +3,9 @@
 Usage is what the ledger holds inside the transaction: the admitted pod of every live (Pending
 or Running) job of the namespace counts, and ``count/jobs.batch`` is the number of live jobs.
 ``quotas_with_status`` reads it from the rows; admission reads it from ``quotausage``'s copy,
-which gives the same quotas at the cost of what changed. A finished local job counts as deleted, as a Job with ``ttlSecondsAfterFinished: 0``
-would be on a cluster: its record stays (for its log and history, and its name stays taken),
-but it holds no quota.
+which gives the same quotas at the cost of what changed. A finished local job counts as
+deleted, as a Job with ``ttlSecondsAfterFinished: 0`` would be on a cluster: its record stays
+(for its log and history, and its name stays taken), but it holds no quota.
 """
 
 from __future__ import annotations

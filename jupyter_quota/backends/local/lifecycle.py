@@ -191,7 +191,7 @@ class Lifecycle:
         con.execute("SAVEPOINT pass")
         try:
             seen = self._schedule_in(con, launches)
-        except Exception:
+        except Exception:  # noqa: BLE001 - any fault: undo the pass, keep the admission, log it
             con.execute("ROLLBACK TO pass")
             for launch in launches:
                 runner.abort(launch)
