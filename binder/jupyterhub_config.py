@@ -80,7 +80,10 @@ c.Spawner.default_url = "/lab/tree/" + os.path.basename(EXAMPLE)
 
 
 def seed_home(spawner):
-    """Each demo user finds the example notebook in their home (a copy: their edits stay theirs)."""
+    """Each demo user finds the example notebook in their home (a copy: their edits stay theirs).
+    Only SimpleLocalProcessSpawner's homes: a spawner of OS accounts owns their homes itself."""
+    if not getattr(spawner, "home_dir", None):
+        return
     os.makedirs(spawner.home_dir, exist_ok=True)
     target = os.path.join(spawner.home_dir, os.path.basename(EXAMPLE))
     if not os.path.exists(target):

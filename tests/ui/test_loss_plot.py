@@ -68,7 +68,20 @@ def test_the_loss_plot_draws_the_logged_steps_and_grows(lab_page, ui_output_dir,
     finally:
         until.touch()
         cancel_live_jobs(page)
-        page.evaluate("async () => { await window.jupyterapp.shell.currentWidget?.sessionContext?.shutdown(); }")
+        # Close the notebook unsaved and delete it: the lab server (and its workspace) serves the
+        # next test modules, which would otherwise restore it with a kernel dialog over the page.
+        page.evaluate(
+            """async () => {
+                const app = window.jupyterapp;
+                const panel = app.shell.currentWidget;
+                if (!panel?.context) { return; }
+                await panel.sessionContext?.shutdown();
+                const path = panel.context.path;
+                panel.context.model.dirty = false;
+                panel.dispose();
+                await app.serviceManager.contents.delete(path);
+            }"""
+        )
 
 
 def _wait_for_points(page, count: int) -> None:
