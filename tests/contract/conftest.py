@@ -113,12 +113,30 @@ class LocalHarness(Harness):
         return backend
 
     def close(self):
+        """Cancel what is still live and wait until every job has ended: a job cancelled while it
+        was starting may outlive its SIGTERM, and only a running reaper sends the SIGKILL after
+        the grace period (the test's backends are closed by now)."""
         super().close()
-        final = LocalBackend(self.tmp_path / "state" / "ledger.sqlite", self.tmp_path / "state", INVENTORY)
-        for ns in set(self._namespaces()):
-            for job in final.list_jobs(_Ns(ns)):
-                if job["phase"] in ("Pending", "Running"):
-                    final.cancel(_Ns(ns), job["name"], "test-teardown")
+        final = LocalBackend(
+            self.tmp_path / "state" / "ledger.sqlite",
+            self.tmp_path / "state",
+            INVENTORY,
+            grace_period=0.5,
+            poll_interval=0.05,
+        )
+        final.start()
+        try:
+            namespaces = [_Ns(ns) for ns in set(self._namespaces())]
+            for ns in namespaces:
+                for job in final.list_jobs(ns):
+                    if job["phase"] in ("Pending", "Running"):
+                        final.cancel(ns, job["name"], "test-teardown")
+            deadline = time.monotonic() + 120
+            while any(job["phase"] in ("Pending", "Running") for ns in namespaces for job in final.list_jobs(ns)):
+                assert time.monotonic() < deadline, "jobs still live two minutes after teardown cancelled them"
+                time.sleep(0.1)
+        finally:
+            final.close()
 
     def _namespaces(self):
         import sqlite3
