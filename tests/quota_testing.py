@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from jupyter_server.auth.identity import IdentityProvider, User
@@ -15,6 +16,13 @@ FAKE_TRAINER = Path(__file__).resolve().parent / "fake_trainer.py"
 SERVER_TOKEN = "test-server-token"
 #: the two ways a Jupyter server serves the quota API (``quota_mode`` in conftest.py)
 QUOTA_MODES = ("embedded", "service")
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now (the OS picks it; the socket is closed again)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def demo_config() -> Config:
@@ -56,7 +64,6 @@ class ServerTokenIdentityProvider(IdentityProvider):
 def start_quota_service(config: Config, token: str):
     """Run ``hubservice.app`` on a free loopback port in the current IO loop: (its URL, stop)."""
     import logging
-    import socket
 
     from jupyter_quota.config import JupyterQuota
     from jupyter_quota.extension import build_service
@@ -67,9 +74,7 @@ def start_quota_service(config: Config, token: str):
     service.backend.start()
     prefix = "/services/jupyter-quota/"
     app = make_app(service, ServerTokenIdentityProvider(token, quota.owner), prefix, logging.getLogger("test-service"))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     server = app.listen(port, address="127.0.0.1")
 
     def stop():

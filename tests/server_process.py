@@ -6,7 +6,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,13 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from quota_testing import DEMO_CONFIG, FAKE_TRAINER
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from quota_testing import DEMO_CONFIG, FAKE_TRAINER, free_port
 
 
 class ServerProcess:

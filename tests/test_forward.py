@@ -8,11 +8,10 @@ service behind a real JupyterHub is exercised in tests/hub/.
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
 import tornado.web
-from quota_testing import HeaderIdentityProvider
+from quota_testing import HeaderIdentityProvider, free_port
 
 SERVER_TOKEN = "server-token-of-ann"
 PREFIX = "/services/jupyter-quota/"
@@ -58,9 +57,7 @@ def calls():
 
 @pytest.fixture
 def service_port(calls, io_loop):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     app = tornado.web.Application([(PREFIX + r"quota/v1(/.*)", Recorder, {"calls": calls})])
     server = app.listen(port, address="127.0.0.1")
     yield port
@@ -139,9 +136,7 @@ async def test_no_quota_state_in_the_user_server(jp_serverapp, quota_state, api)
 
 @pytest.fixture
 def dead_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]  # closed again: nothing listens there
+    return free_port()  # nothing listens there
 
 
 async def test_a_service_that_does_not_answer_is_a_503_naming_no_address(jp_serverapp, api, dead_port):
