@@ -209,3 +209,40 @@ def test_a_version_1_ledger_on_a_read_only_state_dir_is_upgraded_once_it_is_writ
         assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 2
         assert [r["name"] for r in ledger_mod.changed_since(con, 0)] == ["new"]  # its rev set by the trigger
     assert book.startup_error is None
+
+
+def test_a_read_while_another_thread_creates_the_ledger_sees_an_empty_ledger(state_tmpfs, monkeypatch):
+    """The race CI hit: one thread creates the ledger (its schema not yet committed, the file
+    already there) while another reads; the reader must not open the half-made file."""
+    import threading
+
+    path = state_tmpfs / "ledger.sqlite3"
+    assert mount("-o", "remount,ro", str(state_tmpfs)).returncode == 0
+    book = ledger_mod.Ledger(path)
+    assert book.startup_error is not None
+    assert mount("-o", "remount,rw", str(state_tmpfs)).returncode == 0
+
+    creating, go_on = threading.Event(), threading.Event()
+    create_schema = ledger_mod.Ledger._create_schema
+
+    def slow_create_schema(con, version=ledger_mod.SCHEMA_VERSION):
+        if threading.current_thread() is creator:  # the reader's empty in-memory ledger is made at once
+            creating.set()  # the file exists now, without a committed schema
+            assert go_on.wait(60)
+        create_schema(con, version)
+
+    monkeypatch.setattr(ledger_mod.Ledger, "_create_schema", staticmethod(slow_create_schema))
+    book._retry_at = 0.0  # the next read tries to create it
+    creator = threading.Thread(target=book.generation)
+    creator.start()
+    try:
+        assert creating.wait(60)
+        assert path.stat().st_size > 0
+        with book.read() as con:  # another thread, meanwhile
+            assert ledger_mod.live(con) == []
+    finally:
+        go_on.set()
+        creator.join(60)
+    assert book.startup_error is None
+    with book.read() as con:
+        assert ledger_mod.live(con) == []

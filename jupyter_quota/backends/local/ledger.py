@@ -227,6 +227,11 @@ class Ledger:
             return con, True
         ready = self._ready(write)  # a write raises when the ledger still cannot be created
         con, kept = self._reader(live=ready or _size(self.path) > 0)
+        if kept and not ready and not _has_schema(con):
+            # Another thread or process is creating it: the file is there, its schema not yet
+            # committed. Until it is, the ledger is empty (tests/test_state_dir.py).
+            con.close()
+            con, kept = _empty_ledger(), False
         if kept and ready:
             self._local.con = (os.getpid(), con)
         return con, kept and ready
@@ -259,11 +264,9 @@ class Ledger:
                 isolation_level=None,
                 check_same_thread=False,
             )
-        else:
-            con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            self._create_schema(con)
-        con.row_factory = sqlite3.Row
-        return con, False
+            con.row_factory = sqlite3.Row
+            return con, False
+        return _empty_ledger(), False
 
     def _connect(self) -> sqlite3.Connection:
         con = sqlite3.connect(self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False)
@@ -413,6 +416,18 @@ def _begun(con: sqlite3.Connection, begin: str, pragmas=()) -> Iterator[sqlite3.
         if con.in_transaction:
             con.execute("ROLLBACK")
         raise
+
+
+def _empty_ledger() -> sqlite3.Connection:
+    """An empty ledger in memory: what a reader sees before the file has its schema."""
+    con = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    Ledger._create_schema(con)
+    con.row_factory = sqlite3.Row
+    return con
+
+
+def _has_schema(con: sqlite3.Connection) -> bool:
+    return con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone() is not None
 
 
 def _has_wal(path: str) -> bool:
