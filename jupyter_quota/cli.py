@@ -19,6 +19,7 @@ from .errors import QuotaError
 EPILOG = """examples:
   jupyter quota profiles render --config binder/jupyter_server_config.py
   jupyter quota profiles render --team alpha
+  jupyter quota profiles render --kueue | kubectl apply -f -
   jupyter quota estimate --gpus 1 -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora
   jupyter quota plan --namespace team-alpha -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type full
   jupyter quota serve                 # as a JupyterHub service (README: Running under JupyterHub)
@@ -74,6 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _config_option(render)
     render.add_argument("--team", action="append", metavar="TEAM", help="only this team (repeatable)")
+    render.add_argument(
+        "--kueue",
+        action="store_true",
+        help="also Kueue's objects (Kueue must be installed): a PriorityClass and a WorkloadPriorityClass "
+        "per job priority, the ResourceFlavors, each team's ClusterQueue (one cohort, "
+        "JupyterQuota.kueue_cohort; nominal quota, borrowingLimit and lendingLimit from the profile) "
+        "and its LocalQueue (JupyterQuota.kueue_queue, default team-queue)",
+    )
     render.set_defaults(func=_profiles_render)
     apply = psub.add_parser(
         "apply",
@@ -196,7 +205,12 @@ def _profiles_render(args) -> int:
 
     config = load_config(args.config)
     account = ServiceAccount.from_config(config)
-    docs = [obj for p in _selected_profiles(config, args.team) for obj in team_objects(p, account)]
+    profiles = _selected_profiles(config, args.team)
+    docs = [obj for p in profiles for obj in team_objects(p, account)]
+    if args.kueue:
+        from .kueue import DEFAULT_QUEUE, KueueSettings, kueue_objects
+
+        docs += kueue_objects(profiles, KueueSettings(config.kueue_cohort, config.kueue_queue or DEFAULT_QUEUE))
     yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
     return 0
 

@@ -334,3 +334,32 @@ class JupyterQuota(Configurable):
         "list and watch of pods, jobs, events, resourcequotas and limitranges (a ClusterRole). "
         "Default: ``namespaces`` (least privilege).",
     ).tag(config=True)
+
+    kueue_queue = Unicode(
+        "",
+        help="Kubernetes backend with Kueue: the LocalQueue (in every team namespace) that jobs are "
+        "queued in. When set, each Job carries the ``kueue.x-k8s.io/queue-name`` label and its "
+        "priority's ``kueue.x-k8s.io/priority-class``, and is created suspended, so that Kueue "
+        "admits it into the team's ClusterQueue (``jupyter quota profiles render --kueue`` makes "
+        "them; ``jupyter_quota/kueue.py``). Default: empty (Kueue not in use; render names the "
+        "LocalQueue ``team-queue``).",
+    ).tag(config=True)
+
+    kueue_cohort = Unicode(
+        "jupyter-quota",
+        help="Kubernetes backend with Kueue: the cohort of the teams' ClusterQueues, within which "
+        "they lend and borrow unused quota (``profiles render --kueue``). Default: ``jupyter-quota``.",
+    ).tag(config=True)
+
+    @validate("kueue_queue", "kueue_cohort")
+    def _valid_kueue_name(self, proposal):
+        from .podresources import DNS1123_LABEL
+
+        value, name = proposal["value"], proposal["trait"].name
+        required = name == "kueue_cohort"  # an empty kueue_queue means Kueue is not in use
+        if (value or required) and (len(value) > 63 or not DNS1123_LABEL.fullmatch(value)):
+            raise ValueError(
+                f"JupyterQuota.{name} {value!r} is not a valid Kueue name: use at most 63 lower-case "
+                "letters, digits and '-', starting and ending with a letter or digit (e.g. 'team-queue')"
+            )
+        return value
