@@ -45,6 +45,34 @@ class JupyterQuota(Configurable):
         "Default: none (nobody sees a namespace).",
     ).tag(config=True)
 
+    new_team_defaults = Dict(
+        {
+            "hard": {"requests.nvidia.com/gpu": "1", "requests.cpu": "8", "requests.memory": "32Gi"},
+            "limitRange": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "1", "memory": "4Gi"}}]},
+        },
+        help="Profile fields a team created by an admin (``PUT /profiles/{team}`` for a team not yet "
+        "defined) gets when the body leaves them out: a small quota to start from, raised later "
+        "by an edit or an approved increase. A field given in the body, even empty (``'hard': {}``: "
+        "no quota), wins; teams from ``profiles`` and edits of existing teams are not touched. "
+        "Default: ``{'hard': {'requests.nvidia.com/gpu': '1', 'requests.cpu': '8', "
+        "'requests.memory': '32Gi'}, 'limitRange': {'limits': [{'type': 'Container', "
+        "'defaultRequest': {'cpu': '1', 'memory': '4Gi'}}]}}`` (1 GPU, 8 CPUs, 32 GiB; the "
+        "LimitRange gives jobs that state no CPU or memory a request, which a CPU or memory quota "
+        "requires). ``{}`` turns it off.",
+    ).tag(config=True)
+
+    @validate("new_team_defaults")
+    def _valid_new_team_defaults(self, proposal):
+        from .errors import InvalidRequest
+        from .profiles import TeamProfile
+
+        value = proposal["value"]
+        try:
+            TeamProfile(**{**value, "team": "new-team-defaults"})
+        except InvalidRequest as e:
+            raise ValueError(f"JupyterQuota.new_team_defaults is not a valid profile: {e.message}") from None
+        return value
+
     default_team = Unicode(
         "",
         help="Team whose namespace a user who is in no team gets. Default: empty (such a user sees no namespace).",

@@ -7,6 +7,8 @@ backend is touched, so a foreign namespace never yields data.
 
 from __future__ import annotations
 
+import copy
+
 from . import paging
 from .access import TeamRegistry
 from .backends.base import Backend
@@ -136,7 +138,11 @@ class QuotaService:
         return self.registry.get(team).to_json()
 
     def put_profile(self, who: Identity, team: str, body) -> dict:
+        """Create or replace a team's profile; a new team gets ``new_team_defaults`` for the
+        fields the body leaves out (issue 13: conservative defaults)."""
         self._require_admin(who)
+        if isinstance(body, dict) and team not in {p.team for p in self.registry.all()}:
+            body = {**copy.deepcopy(self.config.new_team_defaults), **body}
         return self.registry.put(team, body, before_store=self.backend.apply_profile).to_json()
 
     @staticmethod

@@ -217,7 +217,10 @@ export interface paths {
         };
         /** One team profile (admins only) */
         get: operations["getProfile"];
-        /** Create or replace a team profile (admins only); validated as the API server validates quotas */
+        /**
+         * Create or replace a team profile (admins only); validated as the API server validates quotas
+         * @description A team not yet defined gets the server's new_team_defaults (by default a small hard quota and a LimitRange) for the fields the body leaves out; a field in the body wins, even empty. An existing team's profile is replaced by the body as given.
+         */
         put: operations["putProfile"];
         post?: never;
         delete?: never;
