@@ -33,14 +33,19 @@ def record(state_dir: str, who: str, action: str, target: str, detail: str = "",
     above, or your feature's own). ``target``: what was acted on, e.g. ``increase/<name>`` or
     ``job/<namespace>/<name>``. ``detail``: why, in words. ``when``: epoch seconds (default now).
     """
-    at = rfc3339(time.time() if when is None else when)
     with open_records(state_dir).write() as con:
-        cursor = con.execute(
-            "INSERT INTO audit (at, who, action, target, detail) VALUES (?, ?, ?, ?, ?)",
-            (at, who, action, target, detail or ""),
-        )
-        entry_id = cursor.lastrowid
-    return {"id": entry_id, "at": at, "who": who, "action": action, "target": target, "detail": detail or ""}
+        return append(con, who, action, target, detail, when)
+
+
+def append(con, who: str, action: str, target: str, detail: str = "", when: float | None = None) -> dict:
+    """:func:`record` inside a write transaction of ``records`` the caller holds, so an entry is
+    committed with the change it records, or not at all."""
+    at = rfc3339(time.time() if when is None else when)
+    cursor = con.execute(
+        "INSERT INTO audit (at, who, action, target, detail) VALUES (?, ?, ?, ?, ?)",
+        (at, who, action, target, detail or ""),
+    )
+    return {"id": cursor.lastrowid, "at": at, "who": who, "action": action, "target": target, "detail": detail or ""}
 
 
 def entries(state_dir: str) -> list[dict]:

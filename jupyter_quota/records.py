@@ -68,6 +68,11 @@ class Records:
         self._made = False
         self._made_lock = threading.Lock()
 
+    def exists(self) -> bool:
+        """Whether anything was ever recorded: reads of a store never written need not create it
+        (a read-only state directory still serves balances)."""
+        return os.path.exists(self.path)
+
     def _connection(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
         if con is None:
