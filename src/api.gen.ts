@@ -682,6 +682,49 @@ export interface components {
         } & {
             [key: string]: Record<string, unknown>;
         };
+        /**
+         * @example {
+         *       "name": "nights",
+         *       "days": [
+         *         "Mon",
+         *         "Tue",
+         *         "Wed",
+         *         "Thu",
+         *         "Fri"
+         *       ],
+         *       "start": "20:00",
+         *       "end": "08:00",
+         *       "timezone": "Europe/Paris",
+         *       "extra": {
+         *         "requests.nvidia.com/gpu": "2"
+         *       },
+         *       "onClose": "preempt"
+         *     }
+         */
+        QuotaWindow: {
+            name: string;
+            /** @description The days the window starts on */
+            days: ("Mon" | "Tue" | "Wed" | "Thu" | "Fri" | "Sat" | "Sun")[];
+            /** @example 20:00 */
+            start: string;
+            /**
+             * @description At or before `start`, the window runs past midnight (equal to it, a whole day)
+             * @example 08:00
+             */
+            end: string;
+            /**
+             * @description An IANA timezone name; the window keeps its wall-clock hours across DST
+             * @default UTC
+             */
+            timezone: string;
+            extra?: components["schemas"]["Quantities"];
+            /**
+             * @description What happens to the teams jobs over the base quota when the window closes: they run to their end, or the lowest-priority, newest ones are preempted and requeued until the rest fit
+             * @default finish
+             * @enum {string}
+             */
+            onClose: "finish" | "preempt";
+        };
         /** @description A team profile; see `jupyter_quota.profiles.TeamProfile` for every field's help */
         Profile: {
             team?: string;
@@ -704,6 +747,18 @@ export interface components {
             };
             tolerations?: Record<string, unknown>[];
             priorityClassName?: string;
+            /** @description The PriorityClass for each job priority (Kubernetes backend); a priority not named uses `priorityClassName` */
+            priorityClasses?: {
+                high?: string;
+                normal?: string;
+                "best-effort"?: string;
+            };
+            /** @description Time windows that raise the hard quota by `extra` while open (`jupyter_quota/windows.py`) */
+            windows?: components["schemas"]["QuotaWindow"][];
+            /** @description How much of other teams' unused quota the team's best-effort jobs may use at once (empty, the default, is none) */
+            borrowingLimit?: components["schemas"]["Quantities"];
+            /** @description The most of the team's unused quota others may borrow at once, per resource (a resource not named may be lent in full) */
+            lendingLimit?: components["schemas"]["Quantities"];
             image?: string;
             /** @description Kubernetes backend. Volumes the team's job pods mount, each a volume and its mount in one object; `{username}` in `claimName` or `subPath` is the submitting user */
             volumes?: components["schemas"]["JobVolume"][];
