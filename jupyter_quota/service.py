@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 from . import audit, paging
 from .access import TeamRegistry
@@ -21,6 +22,7 @@ from .identity import Identity
 from .increaseservice import ExpiryTimer, Increases
 from .jobspec import create_named, parse_job_request
 from .profiles import TeamProfile
+from .windows import window_extra
 
 MAX_TAIL_LINES = 10_000
 
@@ -64,21 +66,24 @@ class QuotaService:
     # -- the effective hard quota --------------------------------------------------------------
 
     def effective_hard(self, team: str, now: float | None = None) -> dict[str, str]:
-        """The team's hard quota at ``now``: its profile's, plus approved unexpired increases.
+        """The team's hard quota at ``now`` (epoch seconds): its profile's, plus approved unexpired
+        increases, plus the extras of its windows open at ``now``.
 
         The one place that composes it; every balance and admission reads it (``_effective``).
         """
         now = self.clock() if now is None else now
-        return self._compose(self.registry.get(team), self.increases.extras(team, now))
+        return self._compose(self.registry.get(team), now, self.increases.extras(team, now))
 
-    def _compose(self, profile: TeamProfile, increase_extras: list[dict]) -> dict[str, str]:
-        return effective_hard(profile.hard, *increase_extras)
+    @staticmethod
+    def _compose(profile: TeamProfile, now: float, increase_extras: list[dict]) -> dict[str, str]:
+        opened = window_extra(profile, datetime.fromtimestamp(now, UTC))
+        return effective_hard(profile.hard, *increase_extras, opened)
 
     def _effective(self, profile: TeamProfile, now: float | None = None, extras: list | None = None) -> TeamProfile:
         """``profile`` with its effective hard quota; the same object while that does not change
         (the local backend caches a balance per profile object)."""
         now = self.clock() if now is None else now
-        hard = self._compose(profile, self.increases.extras(profile.team, now) if extras is None else extras)
+        hard = self._compose(profile, now, self.increases.extras(profile.team, now) if extras is None else extras)
         if hard == {k: str(v) for k, v in profile.hard.items()}:
             return profile
         with self._effective_lock:
