@@ -24,6 +24,7 @@ from .increaseservice import ExpiryTimer, Increases
 from .jobspec import create_named, parse_job_request
 from .profiles import TeamProfile
 from .windows import window_extra
+from .windowtimer import WindowTimer
 
 MAX_TAIL_LINES = 10_000
 
@@ -45,10 +46,12 @@ class QuotaService:
         self._raised: dict[str, tuple] = {}  # team -> (profile, effective hard, effective profile)
         self._effective_lock = threading.Lock()
         self._timer: ExpiryTimer | None = None
+        #: follows the profiles' time windows (windowtimer.py); tests wait on its passes
+        self.window_timer: WindowTimer | None = None
 
     def start(self) -> None:
         """Start the backend, put right what changed while the service was down (increases that
-        ended), and expire increases at their end from now on."""
+        ended, windows that opened or closed), and expire increases and follow windows from now on."""
         self.backend.start()
         try:
             self.increases.reconcile(self.clock())
@@ -57,11 +60,22 @@ class QuotaService:
         if self._timer is None:
             self._timer = ExpiryTimer(self.increases, lambda: self.clock())  # a test may drive self.clock
             self._timer.start()
+        if self.window_timer is None:  # windowtimer.py: quotas written as windows open and close
+            self.window_timer = WindowTimer(
+                lambda: [p for p in self.registry.all() if p.windows],
+                lambda profile, now: self.backend.apply_profile(self._effective(profile, now)),
+                lambda: self.clock(),
+                log=self.increases.log,
+            )
+            self.window_timer.start()
 
     def close(self) -> None:
         if self._timer is not None:
             self._timer.close()
             self._timer = None
+        if self.window_timer is not None:
+            self.window_timer.close()
+            self.window_timer = None
         self.backend.close()
 
     # -- the effective hard quota --------------------------------------------------------------
