@@ -19,9 +19,12 @@ from .errors import QuotaError
 EPILOG = """examples:
   jupyter quota profiles render --config binder/jupyter_server_config.py
   jupyter quota profiles render --team alpha
+  jupyter quota profiles render --kueue | kubectl apply -f -
   jupyter quota estimate --gpus 1 -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora
   jupyter quota plan --namespace team-alpha -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type full
   jupyter quota serve                 # as a JupyterHub service (README: Running under JupyterHub)
+  jupyter quota increases request -n team-alpha +2 gpu 8h "paper deadline"
+  jupyter quota increases approve inc-3 -m "ok until the deadline"
 """
 
 
@@ -74,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _config_option(render)
     render.add_argument("--team", action="append", metavar="TEAM", help="only this team (repeatable)")
+    render.add_argument(
+        "--kueue",
+        action="store_true",
+        help="also Kueue's objects (Kueue must be installed): a PriorityClass and a WorkloadPriorityClass "
+        "per job priority, the ResourceFlavors, each team's ClusterQueue (one cohort, "
+        "JupyterQuota.kueue_cohort; nominal quota, borrowingLimit and lendingLimit from the profile) "
+        "and its LocalQueue (JupyterQuota.kueue_queue, default team-queue)",
+    )
     render.set_defaults(func=_profiles_render)
     apply = psub.add_parser(
         "apply",
@@ -122,6 +133,10 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the plan result as JSON")
     _config_option(plan)
     plan.set_defaults(func=_plan, command="plan", swift_args=None)
+
+    from .increasecli import add_commands
+
+    add_commands(sub, _config_option)
 
     serve = sub.add_parser(
         "serve",
@@ -196,7 +211,12 @@ def _profiles_render(args) -> int:
 
     config = load_config(args.config)
     account = ServiceAccount.from_config(config)
-    docs = [obj for p in _selected_profiles(config, args.team) for obj in team_objects(p, account)]
+    profiles = _selected_profiles(config, args.team)
+    docs = [obj for p in profiles for obj in team_objects(p, account)]
+    if args.kueue:
+        from .kueue import DEFAULT_QUEUE, KueueSettings, kueue_objects
+
+        docs += kueue_objects(profiles, KueueSettings(config.kueue_cohort, config.kueue_queue or DEFAULT_QUEUE))
     yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
     return 0
 
@@ -287,6 +307,15 @@ def _service_plan(config: JupyterQuota, namespace: str | None, swift_args: list[
         raise QuotaError(e.message) from None
 
 
+def only_namespace(registry, who) -> str:
+    """The caller's one namespace, or an error asking for ``--namespace`` that lists theirs."""
+    mine = registry.teams_of(who)
+    if len(mine) != 1:
+        names = ", ".join(p.namespace for p in mine) or "none"
+        raise QuotaError(f"name the namespace with --namespace; yours: {names}")
+    return mine[0].namespace
+
+
 def configured_context(namespace: str | None, config_file=None, **options):
     """The planning context of ``namespace`` as the configured server sees it, read-only.
 
@@ -303,18 +332,12 @@ def configured_context(namespace: str | None, config_file=None, **options):
     service = build_service(config)
     try:
         who = owner_identity(config)
-        if not namespace:
-            mine = service.registry.teams_of(who)
-            if len(mine) != 1:
-                names = ", ".join(p.namespace for p in mine) or "none"
-                raise QuotaError(f"name the namespace with --namespace; yours: {names}")
-            namespace = mine[0].namespace
-        profile = service.registry.for_namespace(who, namespace)
+        profile = service.profile_for(who, namespace or only_namespace(service.registry, who))
         return context_from_balance(
             service.backend.balance(profile), profile, inventory=service.backend.inventory(), **options
         )
     finally:
-        service.backend.close()
+        service.close()
 
 
 if __name__ == "__main__":  # pragma: no cover

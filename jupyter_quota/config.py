@@ -45,6 +45,34 @@ class JupyterQuota(Configurable):
         "Default: none (nobody sees a namespace).",
     ).tag(config=True)
 
+    new_team_defaults = Dict(
+        {
+            "hard": {"requests.nvidia.com/gpu": "1", "requests.cpu": "8", "requests.memory": "32Gi"},
+            "limitRange": {"limits": [{"type": "Container", "defaultRequest": {"cpu": "1", "memory": "4Gi"}}]},
+        },
+        help="Profile fields a team created by an admin (``PUT /profiles/{team}`` for a team not yet "
+        "defined) gets when the body leaves them out: a small quota to start from, raised later "
+        "by an edit or an approved increase. A field given in the body, even empty (``'hard': {}``: "
+        "no quota), wins; teams from ``profiles`` and edits of existing teams are not touched. "
+        "Default: ``{'hard': {'requests.nvidia.com/gpu': '1', 'requests.cpu': '8', "
+        "'requests.memory': '32Gi'}, 'limitRange': {'limits': [{'type': 'Container', "
+        "'defaultRequest': {'cpu': '1', 'memory': '4Gi'}}]}}`` (1 GPU, 8 CPUs, 32 GiB; the "
+        "LimitRange gives jobs that state no CPU or memory a request, which a CPU or memory quota "
+        "requires). ``{}`` turns it off.",
+    ).tag(config=True)
+
+    @validate("new_team_defaults")
+    def _valid_new_team_defaults(self, proposal):
+        from .errors import InvalidRequest
+        from .profiles import TeamProfile
+
+        value = proposal["value"]
+        try:
+            TeamProfile(**{**value, "team": "new-team-defaults"})
+        except InvalidRequest as e:
+            raise ValueError(f"JupyterQuota.new_team_defaults is not a valid profile: {e.message}") from None
+        return value
+
     default_team = Unicode(
         "",
         help="Team whose namespace a user who is in no team gets. Default: empty (such a user sees no namespace).",
@@ -236,6 +264,24 @@ class JupyterQuota(Configurable):
             raise ValueError(f"JupyterQuota.max_concurrent_plans must be at least 1, not {proposal['value']}")
         return proposal["value"]
 
+    max_open_increases = Int(
+        3,
+        help="Temporary increase requests (``POST .../increases``) a user may have Pending at once; "
+        "one more is refused (409 TooManyOpenRequests) until an admin decides one. At least 1. Default: 3.",
+    ).tag(config=True)
+
+    max_increase_hours = Float(
+        168.0,
+        help="The longest a temporary increase may be asked for, in hours (a request's ``hours`` must be "
+        "more than 0 and at most this). Default: 168 (one week).",
+    ).tag(config=True)
+
+    @validate("max_open_increases", "max_increase_hours")
+    def _valid_increase_limits(self, proposal):
+        if proposal["value"] <= 0:
+            raise ValueError(f"JupyterQuota.{proposal['trait'].name} must be more than 0, not {proposal['value']}")
+        return proposal["value"]
+
     @property
     def ledger_path(self) -> str:
         return os.path.join(self.state_dir, "ledger.sqlite3")
@@ -334,3 +380,32 @@ class JupyterQuota(Configurable):
         "list and watch of pods, jobs, events, resourcequotas and limitranges (a ClusterRole). "
         "Default: ``namespaces`` (least privilege).",
     ).tag(config=True)
+
+    kueue_queue = Unicode(
+        "",
+        help="Kubernetes backend with Kueue: the LocalQueue (in every team namespace) that jobs are "
+        "queued in. When set, each Job carries the ``kueue.x-k8s.io/queue-name`` label and its "
+        "priority's ``kueue.x-k8s.io/priority-class``, and is created suspended, so that Kueue "
+        "admits it into the team's ClusterQueue (``jupyter quota profiles render --kueue`` makes "
+        "them; ``jupyter_quota/kueue.py``). Default: empty (Kueue not in use; render names the "
+        "LocalQueue ``team-queue``).",
+    ).tag(config=True)
+
+    kueue_cohort = Unicode(
+        "jupyter-quota",
+        help="Kubernetes backend with Kueue: the cohort of the teams' ClusterQueues, within which "
+        "they lend and borrow unused quota (``profiles render --kueue``). Default: ``jupyter-quota``.",
+    ).tag(config=True)
+
+    @validate("kueue_queue", "kueue_cohort")
+    def _valid_kueue_name(self, proposal):
+        from .podresources import DNS1123_LABEL
+
+        value, name = proposal["value"], proposal["trait"].name
+        required = name == "kueue_cohort"  # an empty kueue_queue means Kueue is not in use
+        if (value or required) and (len(value) > 63 or not DNS1123_LABEL.fullmatch(value)):
+            raise ValueError(
+                f"JupyterQuota.{name} {value!r} is not a valid Kueue name: use at most 63 lower-case "
+                "letters, digits and '-', starting and ending with a letter or digit (e.g. 'team-queue')"
+            )
+        return value

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from . import bounds, labels, volumes
+from . import bounds, kueue, labels, volumes
 from .errors import Conflict, InvalidRequest
 from .jobfields import TRAIN
 from .podresources import DNS1123_LABEL
+from .priority import DEFAULT as DEFAULT_PRIORITY
 from .profiles import TeamProfile
 from .quantity import Quantity
 
@@ -53,6 +54,7 @@ class JobRequest:
     args: list[str]
     resources: dict = field(default_factory=lambda: {"requests": {}, "limits": {}})
     generate_name: str = ""
+    priority: str = DEFAULT_PRIORITY
 
 
 def parse_job_request(body, profile: TeamProfile) -> JobRequest:
@@ -119,6 +121,10 @@ class JobSettings:
     mounts: bool = False
     #: The server's volumes in ``volumes`` entry form (``JupyterQuota.kube_cache_volumes``).
     cache_volumes: tuple = ()
+    #: Kueue in use: the LocalQueue every Job is queued in (``JupyterQuota.kueue_queue``). The Job
+    #: is then created suspended, with the queue and priority-class labels, and Kueue unsuspends
+    #: it when its team's ClusterQueue admits it (``kueue.py``). Empty: no Kueue.
+    kueue_queue: str = ""
 
 
 def build_job(
@@ -159,8 +165,15 @@ def build_job(
         pod_spec["nodeSelector"] = dict(profile.nodeSelector)
     if profile.tolerations:
         pod_spec["tolerations"] = [dict(t) for t in profile.tolerations]
-    if profile.priorityClassName:
-        pod_spec["priorityClassName"] = profile.priorityClassName
+    priority_class = _priority_class(profile, request.priority, settings)
+    if priority_class:
+        pod_spec["priorityClassName"] = priority_class
+    if settings.kueue_queue:
+        metadata["labels"] = {
+            **identity,
+            labels.KUEUE_QUEUE_NAME: settings.kueue_queue,
+            labels.KUEUE_PRIORITY_CLASS: priority_class,
+        }
     if settings.mounts:
         _mount(pod_spec, volumes.for_user(list(profile.volumes), owner) + list(settings.cache_volumes))
     spec = {
@@ -171,7 +184,18 @@ def build_job(
     }
     if settings.ttl_seconds_after_finished >= 0:
         spec["ttlSecondsAfterFinished"] = settings.ttl_seconds_after_finished
+    if settings.kueue_queue:
+        spec["suspend"] = True  # Kueue's job integration unsuspends it on admission
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
+
+
+def _priority_class(profile: TeamProfile, priority: str, settings: JobSettings) -> str:
+    """The pod's PriorityClass: with Kueue, the class ``render --kueue`` made for the priority
+    (also the Job's WorkloadPriorityClass); else the profile's class for it, or its
+    ``priorityClassName``, or none."""
+    if settings.kueue_queue:
+        return kueue.class_name(profile, priority)
+    return profile.priorityClasses.get(priority) or profile.priorityClassName
 
 
 def _mount(pod_spec: dict, entries: list[dict]) -> None:

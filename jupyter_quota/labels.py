@@ -38,3 +38,12 @@ CONTROLLER_UID = "controller-uid"
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 #: Annotation the LimitRanger admission plugin sets on a pod it defaulted; ``limitrange`` writes it the same way.
 LIMIT_RANGER = "kubernetes.io/limit-ranger"
+
+# -- Kueue's: set by us on Jobs when Kueue is in use (``JupyterQuota.kueue_queue``), read by Kueue --
+
+#: The LocalQueue a Job is queued in (Kueue's ``constants.QueueLabel``); Kueue admits only Jobs
+#: that carry it, and unsuspends them when their ClusterQueue has quota (``jupyter_quota/kueue.py``).
+KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+#: The WorkloadPriorityClass of a Job (Kueue's ``constants.WorkloadPriorityClassLabel``): its
+#: priority when Kueue admits and preempts (``kueue.class_name``).
+KUEUE_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"

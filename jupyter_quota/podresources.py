@@ -230,7 +230,8 @@ def is_integer_resource(name: str) -> bool:
 _QNAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 #: IsDNS1123Label's pattern (namespaces, job names); use ``fullmatch``: ``$`` would pass a final newline.
 DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+#: IsDNS1123Subdomain's pattern (a name prefix, a PriorityClass name); use ``fullmatch``.
+DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _QNAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "
     "alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "
@@ -260,7 +261,7 @@ def qualified_name_errors(value: str) -> list[str]:
         else:
             if len(prefix) > 253:
                 errs.append("prefix part must be no more than 253 characters")
-            if not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            if not DNS1123_SUBDOMAIN.fullmatch(prefix):
                 errs.append("prefix part " + _DNS_MSG)
     if not name:
         errs.append("name part must be non-empty")

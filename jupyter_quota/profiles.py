@@ -110,6 +110,28 @@ class TeamProfile(HasTraits):
         "{'claimName': 'alpha-shared'}}`` (ReadWriteMany). Default: none.",
     ).tag(config=True)
 
+    windows = List(
+        Dict(),
+        help="Time windows that raise the team's hard quota, each ``{'name', 'days': ['Mon'..'Sun'] "
+        "(the days it starts on), 'start': 'HH:MM', 'end': 'HH:MM' (at or before start: runs past "
+        "midnight), 'timezone': IANA name (default 'UTC'), 'extra': {resource: quantity} (added to "
+        "``hard`` while open), 'onClose': 'finish' | 'preempt' (default 'finish': jobs over the base "
+        "quota run to their end)}``; see ``jupyter_quota/windows.py``. Default: none.",
+    ).tag(config=True)
+    borrowingLimit = Dict(
+        help="How much of other teams' unused quota the team's best-effort jobs may use at once, "
+        "resource to quantity, e.g. ``{'requests.nvidia.com/gpu': '2'}``. Default: empty (no borrowing).",
+    ).tag(config=True)
+    lendingLimit = Dict(
+        help="The most of the team's unused quota other teams may borrow at once, resource to "
+        "quantity. A resource not named here may be lent in full. Default: empty (no limit).",
+    ).tag(config=True)
+    priorityClasses = Dict(
+        help="Kubernetes backend: the PriorityClass for each job priority, "
+        "``{'high': name, 'normal': name, 'best-effort': name}``; a priority not named uses "
+        "``priorityClassName``. Default: none.",
+    ).tag(config=True)
+
     def __init__(self, **kwargs):
         unknown = sorted(set(kwargs) - set(self.trait_names()))
         if unknown:
@@ -130,6 +152,7 @@ class TeamProfile(HasTraits):
         try:
             profileshape.check_names(self.team, self.namespace, self.gpuResource)
             profileshape.check_shapes(self.extraQuotas, self.scopeSelector, self.limitRange)
+            profileshape.check_elastic(self)
             for rq in self.resource_quotas():
                 quota.validate_quota_spec(rq["spec"])
             for lr in self.limit_ranges():

@@ -11,10 +11,18 @@ from __future__ import annotations
 
 import re
 
+from . import bounds, quotaspec, windows
 from .bounds import shown
 from .errors import InvalidRequest
 from .limitrange import ITEM_MAPS
-from .podresources import DNS1123_LABEL, container_resource_name_errors, field_invalid, is_extended_resource_name
+from .podresources import (
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
+    container_resource_name_errors,
+    field_invalid,
+    is_extended_resource_name,
+)
+from .priority import PRIORITIES
 
 _DNS1123_LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
@@ -81,6 +89,33 @@ def check_shapes(extra_quotas: list, scope_selector: dict, limit_range: dict) ->
         _typed(item.get("type"), str, f"{path}.type", 'a string: "Container", "Pod" or "PersistentVolumeClaim"')
         for key in ITEM_MAPS:
             _typed(item.get(key), dict, f"{path}.{key}", 'an object of resource to quantity, e.g. {"cpu": "4"}')
+
+
+def check_elastic(profile) -> None:
+    """``borrowingLimit``, ``lendingLimit`` and each window's ``extra`` read as a quota's ``hard``,
+    in whole GPUs (a quota allows ``requests.nvidia.com/gpu: 0.5``; lending half a GPU means
+    nothing); ``priorityClasses`` maps each job priority (``priority.PRIORITIES``) to a
+    PriorityClass name (a DNS-1123 subdomain)."""
+    maps = {"borrowingLimit": profile.borrowingLimit, "lendingLimit": profile.lendingLimit}
+    errs = [e for path, values in maps.items() for e in quotaspec.hard_errors(values, path)]
+    if errs:
+        raise InvalidRequest("; ".join(errs))
+    windows.parse_windows(profile.windows)
+    for i, window in enumerate(profile.windows):
+        maps[f"windows[{i}].extra"] = window.get("extra") or {}
+    gpu_keys = (profile.gpuResource, f"requests.{profile.gpuResource}")
+    for path, values in maps.items():
+        for key in gpu_keys:
+            if key in values and bounds.quantity(values[key], path).milli_value() % 1000:
+                errs.append(f"{path}[{key}]: Invalid value: {shown(str(values[key]))}: GPUs are whole numbers")
+    for priority, name in profile.priorityClasses.items():
+        path = f"priorityClasses[{priority}]"
+        if priority not in PRIORITIES:
+            errs.append(f"{path}: unknown priority {shown(priority)}; priorities are {', '.join(PRIORITIES)}")
+        elif not isinstance(name, str) or len(name) > 253 or not DNS1123_SUBDOMAIN.fullmatch(name):
+            errs.append(f"{path} must be a PriorityClass name (a lowercase DNS-1123 subdomain), not {shown(name)}")
+    if errs:
+        raise InvalidRequest("; ".join(errs))
 
 
 def _selector(selector, path: str) -> None:

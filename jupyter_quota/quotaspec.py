@@ -123,21 +123,27 @@ def validate_quota_spec(spec: dict) -> None:
 
     Hard keys are visited sorted (Go: map order).
     """
-    hard = spec.get("hard") or {}
+    errs = hard_errors(spec.get("hard") or {})
+    errs += _scope_errors(spec)
+    if spec.get("scopeSelector") is not None:
+        errs += _selector_errors(spec)
+    if errs:
+        raise Invalid(aggregate(errs))
+
+
+def hard_errors(hard: dict, where: str = "spec.hard") -> list[str]:
+    """The checks of a quota's ``hard`` map (names, non-negative, whole GPUs), for any map shaped
+    like it (a window's ``extra``, a ``borrowingLimit``); ``where`` names the map in messages."""
     errs: list[str] = []
     for name in sorted(hard):
-        path = f"spec.hard[{name}]"
+        path = f"{where}[{name}]"
         q = bounds.quantity(hard[name], path)
         errs += _quota_name_errors(name, path)
         if q.sign() < 0:
             errs.append(field_invalid(path, str(q), "must be greater than or equal to 0"))
         if is_integer_resource(name) and q.milli_value() % 1000 != 0:
             errs.append(field_invalid(path, q, "must be an integer"))
-    errs += _scope_errors(spec)
-    if spec.get("scopeSelector") is not None:
-        errs += _selector_errors(spec)
-    if errs:
-        raise Invalid(aggregate(errs))
+    return errs
 
 
 # -- scopes and keys -------------------------------------------------------------------------------

@@ -7,6 +7,11 @@
 #   JUPYTER_QUOTA_KUBE_CACHE=/some/dir scripts/build-kube.sh
 #
 # Cache: ${JUPYTER_QUOTA_KUBE_CACHE:-$HOME/.cache/jupyter-quota/kube-1.20.2}/bin
+# Kubernetes 1.20 vendors github.com/modern-go/reflect2 v1.0.1, whose map iteration faults under
+# Go >= 1.18 (json-iterator encoding any custom resource: kube-apiserver dies with "fatal error:
+# fault" in mapiterinit). Debian's Go is 1.19, so the vendored copy is replaced by reflect2 v1.0.2
+# (the fixed release, from Debian's golang-github-modern-go-reflect2-dev) before building; the
+# PATCHES marker in the cache records it, so a cache built without the fix is rebuilt.
 # Needs: Debian bookworm apt sources (binary ones are enough: the deb-src entries are derived
 # from them at run time into a temporary list, never written to /etc/apt), and root or sudo to
 # install golang-go, rsync and etcd-server when they are missing. Takes ~13 min on 2 cores
@@ -16,6 +21,8 @@ set -euo pipefail
 CACHE="${JUPYTER_QUOTA_KUBE_CACHE:-$HOME/.cache/jupyter-quota/kube-1.20.2}"
 BIN="$CACHE/bin"
 COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
+#: What this build changes in Debian's tree (see above); a cache without this line is stale.
+PATCHES="reflect2-v1.0.2"
 T0=$(date +%s)
 
 log() { printf '[build-kube %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
@@ -26,6 +33,7 @@ complete() {
     [ -x "$BIN/$c" ] || return 1
   done
   command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || return 1
+  grep -qx "$PATCHES" "$BIN/PATCHES" 2>/dev/null || return 1
   return 0
 }
 
@@ -39,7 +47,7 @@ fi
 
 # 1. Debian packages: Go toolchain, rsync (the code generators need it), etcd.
 missing=()
-for p in golang-go rsync etcd-server; do
+for p in golang-go rsync etcd-server golang-github-modern-go-reflect2-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -85,7 +93,19 @@ TREE="$(find "$WORK/src" -mindepth 1 -maxdepth 1 -type d -name 'kubernetes-*' | 
 [ -n "$TREE" ] && [ -d "$TREE/cmd/kube-apiserver" ] || { echo "no kubernetes tree in $WORK/src" >&2; exit 1; }
 log "source tree: $(basename "$TREE")"
 
-# 3. Build, offline, from vendor/.
+# 3. reflect2 v1.0.2 in place of the vendored v1.0.1 (see the top), its version recorded where
+#    `go build -mod=vendor` checks it (go.mod's require and replace, vendor/modules.txt).
+REFLECT2=/usr/share/gocode/src/github.com/modern-go/reflect2
+grep -q '^module github.com/modern-go/reflect2' "$REFLECT2/go.mod" && [ -f "$REFLECT2/go_above_118.go" ] \
+  || { echo "$REFLECT2 is not reflect2 v1.0.2" >&2; exit 1; }
+rm -rf "$TREE/vendor/github.com/modern-go/reflect2"
+rsync -a --exclude='*_test.go' --exclude=test --exclude=tests "$REFLECT2/" "$TREE/vendor/github.com/modern-go/reflect2/"
+sed -i 's#github.com/modern-go/reflect2 v1.0.1#github.com/modern-go/reflect2 v1.0.2#g' "$TREE/go.mod" "$TREE/vendor/modules.txt"
+grep -q 'github.com/modern-go/reflect2 v1.0.2' "$TREE/vendor/modules.txt" \
+  || { echo "vendor/modules.txt does not list reflect2" >&2; exit 1; }
+log "vendored reflect2 replaced by v1.0.2"
+
+# 4. Build, offline, from vendor/.
 export GOFLAGS=-mod=vendor GO111MODULE=on GOPROXY=off GOTOOLCHAIN=local
 export KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_TREE_STATE=clean
 for c in "${COMPONENTS[@]}"; do
@@ -102,5 +122,6 @@ for c in "${COMPONENTS[@]}"; do
   [ -n "$out" ] || { echo "binary $c not found under _output" >&2; exit 1; }
   install -m 0755 "$out" "$BIN/$c.tmp" && mv -f "$BIN/$c.tmp" "$BIN/$c"
 done
+echo "$PATCHES" > "$BIN/PATCHES"
 log "cached in $BIN: $("$BIN/kube-apiserver" --version)"
 log "total $(( $(date +%s) - T0 ))s"

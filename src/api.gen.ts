@@ -217,8 +217,108 @@ export interface paths {
         };
         /** One team profile (admins only) */
         get: operations["getProfile"];
-        /** Create or replace a team profile (admins only); validated as the API server validates quotas */
+        /**
+         * Create or replace a team profile (admins only); validated as the API server validates quotas
+         * @description A team not yet defined gets the server's new_team_defaults (by default a small hard quota and a LimitRange) for the fields the body leaves out; a field in the body wins, even empty. An existing team's profile is replaced by the body as given.
+         */
         put: operations["putProfile"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/namespaces/{namespace}/increases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a temporary increase of the team's hard quota (a member of the team)
+         * @description Pending until an admin approves or denies it. Resources are ones the team's hard quota names,
+         *     each more than zero; GPUs and counts in whole units. `hours` is more than 0 and at most
+         *     `JupyterQuota.max_increase_hours`. A user may have at most `JupyterQuota.max_open_increases`
+         *     Pending requests (409 `TooManyOpenRequests`). Recorded in the audit log.
+         */
+        post: operations["requestIncrease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/increases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Increase requests of the caller's teams (every team's for an admin), newest first */
+        get: operations["listIncreases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/increases/{name}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a Pending request (admins only, never their own); the team's quota rises at once until `expiresAt` */
+        post: operations["approveIncrease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/increases/{name}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deny a Pending request (admins only, never their own) */
+        post: operations["denyIncrease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The append-only audit log, oldest first (admins only) */
+        get: operations["getAudit"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -585,6 +685,49 @@ export interface components {
         } & {
             [key: string]: Record<string, unknown>;
         };
+        /**
+         * @example {
+         *       "name": "nights",
+         *       "days": [
+         *         "Mon",
+         *         "Tue",
+         *         "Wed",
+         *         "Thu",
+         *         "Fri"
+         *       ],
+         *       "start": "20:00",
+         *       "end": "08:00",
+         *       "timezone": "Europe/Paris",
+         *       "extra": {
+         *         "requests.nvidia.com/gpu": "2"
+         *       },
+         *       "onClose": "preempt"
+         *     }
+         */
+        QuotaWindow: {
+            name: string;
+            /** @description The days the window starts on */
+            days: ("Mon" | "Tue" | "Wed" | "Thu" | "Fri" | "Sat" | "Sun")[];
+            /** @example 20:00 */
+            start: string;
+            /**
+             * @description At or before `start`, the window runs past midnight (equal to it, a whole day)
+             * @example 08:00
+             */
+            end: string;
+            /**
+             * @description An IANA timezone name; the window keeps its wall-clock hours across DST
+             * @default UTC
+             */
+            timezone: string;
+            extra?: components["schemas"]["Quantities"];
+            /**
+             * @description What happens to the teams jobs over the base quota when the window closes: they run to their end, or the lowest-priority, newest ones are preempted and requeued until the rest fit
+             * @default finish
+             * @enum {string}
+             */
+            onClose: "finish" | "preempt";
+        };
         /** @description A team profile; see `jupyter_quota.profiles.TeamProfile` for every field's help */
         Profile: {
             team?: string;
@@ -607,9 +750,76 @@ export interface components {
             };
             tolerations?: Record<string, unknown>[];
             priorityClassName?: string;
+            /** @description The PriorityClass for each job priority (Kubernetes backend); a priority not named uses `priorityClassName` */
+            priorityClasses?: {
+                high?: string;
+                normal?: string;
+                "best-effort"?: string;
+            };
+            /** @description Time windows that raise the hard quota by `extra` while open (`jupyter_quota/windows.py`) */
+            windows?: components["schemas"]["QuotaWindow"][];
+            /** @description How much of other teams' unused quota the team's best-effort jobs may use at once (empty, the default, is none) */
+            borrowingLimit?: components["schemas"]["Quantities"];
+            /** @description The most of the team's unused quota others may borrow at once, per resource (a resource not named may be lent in full) */
+            lendingLimit?: components["schemas"]["Quantities"];
             image?: string;
             /** @description Kubernetes backend. Volumes the team's job pods mount, each a volume and its mount in one object; `{username}` in `claimName` or `subPath` is the submitting user */
             volumes?: components["schemas"]["JobVolume"][];
+        };
+        IncreaseRequest: {
+            /** @description How much more of each resource, e.g. {"requests.nvidia.com/gpu": "2"} */
+            resources: components["schemas"]["Quantities"];
+            /** @description For how long once approved */
+            hours: number;
+            reason: string;
+        };
+        IncreaseDecision: {
+            comment?: string;
+        };
+        Increase: {
+            /** @description `inc-<n>` */
+            name: string;
+            namespace: string;
+            team: string;
+            /** @description Who asked */
+            user: string;
+            /** @enum {string} */
+            phase: "Pending" | "Approved" | "Denied" | "Expired";
+            resources: components["schemas"]["Quantities"];
+            hours: number;
+            reason: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            decidedAt: string | null;
+            /** @description The admin who approved or denied it */
+            decidedBy: string | null;
+            /** @description The admin's comment */
+            comment: string | null;
+            /**
+             * Format: date-time
+             * @description Set once approved
+             */
+            expiresAt: string | null;
+        };
+        IncreaseList: {
+            increases: components["schemas"]["Increase"][];
+        };
+        AuditEntry: {
+            id: number;
+            /** Format: date-time */
+            at: string;
+            /** @description A user, or "system" for the service's own acts (an expiry) */
+            who: string;
+            /** @description e.g. increase.requested, increase.approved, increase.denied, increase.expired */
+            action: string;
+            /** @description e.g. increase/<namespace>/<name> */
+            target: string;
+            /** @description Why, in words */
+            detail: string;
+        };
+        AuditLog: {
+            entries: components["schemas"]["AuditEntry"][];
         };
     };
     responses: {
@@ -1003,6 +1213,148 @@ export interface operations {
             403: components["responses"]["Error"];
             413: components["responses"]["BodyTooLarge"];
             507: components["responses"]["StateDirectory"];
+        };
+    };
+    requestIncrease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IncreaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The request, Pending */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Increase"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            507: components["responses"]["StateDirectory"];
+        };
+    };
+    listIncreases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The requests */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IncreaseList"];
+                };
+            };
+        };
+    };
+    approveIncrease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["IncreaseDecision"];
+            };
+        };
+        responses: {
+            /** @description The request, Approved */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Increase"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            507: components["responses"]["StateDirectory"];
+        };
+    };
+    denyIncrease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["IncreaseDecision"];
+            };
+        };
+        responses: {
+            /** @description The request, Denied */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Increase"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            507: components["responses"]["StateDirectory"];
+        };
+    };
+    getAudit: {
+        parameters: {
+            query?: {
+                /** @description `json` (the default) or `csv` (a download: `Content-Disposition: attachment`) */
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLog"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
         };
     };
     getIdentity: {

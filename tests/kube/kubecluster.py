@@ -563,6 +563,19 @@ def allowed(kube: Kube, namespace: str, group: str, resource: str, subresource: 
     return review["status"].get("allowed", False)
 
 
+def until(condition, timeout: float = 60.0, what: str = "condition"):
+    """``condition()``'s first truthy value, polled every 0.1 s; AssertionError naming ``what``
+    when ``timeout`` seconds pass first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.1)
+
+
 def wait_quota_status(kube: Kube, namespace: str, timeout: float = 30.0) -> None:
     """Until the quota controller filled ``status.hard`` of every quota in ``namespace``."""
     deadline = time.monotonic() + timeout
@@ -760,5 +773,6 @@ __all__ = [
     "register_node",
     "shared_cluster",
     "start_cluster",
+    "until",
     "wait_quota_status",
 ]

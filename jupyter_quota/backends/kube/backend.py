@@ -67,6 +67,7 @@ class KubeBackend(Backend):
         backoff_max: float = 30.0,
         sync_timeout: float = 10.0,
         namespaced: bool = False,
+        kueue_queue: str = "",
         log: logging.Logger | None = None,
     ):
         self.kube = kube
@@ -77,6 +78,7 @@ class KubeBackend(Backend):
             ttl_seconds_after_finished=ttl_seconds_after_finished,
             mounts=True,
             cache_volumes=tuple(dict(v) for v in cache_volumes or []),
+            kueue_queue=kueue_queue,
         )
         self.sync_timeout = sync_timeout
         self.log = log or logging.getLogger(__name__)
@@ -109,6 +111,7 @@ class KubeBackend(Backend):
             stale_after=config.kube_stale_after,
             backoff_max=config.kube_watch_backoff_max,
             namespaced=config.kube_watch_scope == "namespaces",
+            kueue_queue=config.kueue_queue,
             log=log,
         )
 
@@ -224,21 +227,32 @@ class KubeBackend(Backend):
         self._require_synced(namespace)
         if self.cache["jobs"].get(namespace, name) is not None:
             raise errors.Conflict(f'jobs.batch "{name}" already exists')
-        with self.turns.turn(namespace):  # admission.py: whole-job admission, one submit at a time
-            quotas = self._quotas_from_server(namespace)
-            limit_ranges = self.cache["limitranges"].items(namespace)
-            admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
-            try:
-                with self._reported(f"create job {namespace}/{name}"):
-                    created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
-            except KubeError as e:
-                raise _submit_error(e, name) from None
-            self.cache["jobs"].remember(created)
-            self.turns.created(namespace, created, admitted.pods)
+        if self.job_settings.kueue_queue:
+            # Kueue admits: the Job is created suspended and waits in its LocalQueue, possibly
+            # beyond what the quota has left now; its pods come (and are charged) on admission.
+            created = self._create_job(namespace, name, job)
+            template = quota.apply_limit_ranges(quota.job_pod(job), self.cache["limitranges"].items(namespace))
+        else:
+            with self.turns.turn(namespace):  # admission.py: whole-job admission, one submit at a time
+                quotas = self._quotas_from_server(namespace)
+                limit_ranges = self.cache["limitranges"].items(namespace)
+                admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
+                created = self._create_job(namespace, name, job)
+                self.turns.created(namespace, created, admitted.pods)
+            template = admitted.pod
         with self._lock:
             self._cancelled.pop((namespace, name), None)
         self.log.info("job %s/%s created for %s", namespace, name, owner)
-        return jobview.job_json(created, [], [], profile.gpuResource, template_pod=admitted.pod)
+        return jobview.job_json(created, [], [], profile.gpuResource, template_pod=template)
+
+    def _create_job(self, namespace: str, name: str, job: dict) -> dict:
+        try:
+            with self._reported(f"create job {namespace}/{name}"):
+                created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
+        except KubeError as e:
+            raise _submit_error(e, name) from None
+        self.cache["jobs"].remember(created)
+        return created
 
     def _quotas_from_server(self, namespace: str) -> list[dict]:
         """The namespace's ResourceQuotas read from the API server, which has charged every pod
