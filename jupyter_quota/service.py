@@ -11,9 +11,10 @@ from . import paging
 from .access import TeamRegistry
 from .backends.base import Backend
 from .config import JupyterQuota
-from .errors import Forbidden, InvalidRequest
+from .errors import AdmissionDenied, Forbidden, InvalidRequest
 from .identity import Identity
 from .jobspec import create_named, parse_job_request
+from .metrics import QuotaMetrics
 
 MAX_TAIL_LINES = 10_000
 
@@ -23,6 +24,7 @@ class QuotaService:
         self.config = config
         self.registry = registry
         self.backend = backend
+        self.metrics = QuotaMetrics(self)
 
     # -- namespaces and balance ------------------------------------------------------------
 
@@ -81,7 +83,13 @@ class QuotaService:
 
         def create(named):
             job = self.backend.build_job(profile, named, who.name, list(self.config.job_command))
-            return self.backend.submit(profile, job, who.name)
+            try:
+                created = self.backend.submit(profile, job, who.name)
+            except AdmissionDenied as refusal:
+                self.metrics.admission(profile, refusal.reason)
+                raise
+            self.metrics.admission(profile)
+            return created
 
         return create_named(request, create)
 
@@ -125,6 +133,17 @@ class QuotaService:
             raise InvalidRequest(f"tailLines must be from 1 to {MAX_TAIL_LINES}, not {lines}")
         return lines
 
+    # -- metrics ------------------------------------------------------------------------------
+
+    def scrape(self, who: Identity | None) -> bytes:
+        """Prometheus text: for an admin, or for ``who=None``, a caller that sent the scrape token
+        (``handlers.MetricsHandler`` checks it)."""
+        if who is not None:
+            self._require_admin(
+                who, "metrics are for quota admins and for the scrape token (JupyterQuota.metrics_token)"
+            )
+        return self.metrics.scrape()
+
     # -- profiles (admins) ---------------------------------------------------------------------
 
     def profiles(self, who: Identity) -> dict:
@@ -140,9 +159,8 @@ class QuotaService:
         return self.registry.put(team, body, before_store=self.backend.apply_profile).to_json()
 
     @staticmethod
-    def _require_admin(who: Identity) -> None:
+    def _require_admin(
+        who: Identity, what: str = "profiles are for JupyterHub admins and the users in JupyterQuota.admin_users"
+    ) -> None:
         if not who.admin:
-            raise Forbidden(
-                f'user "{who.name}" is not a quota admin: profiles are for JupyterHub admins '
-                "and the users in JupyterQuota.admin_users"
-            )
+            raise Forbidden(f'user "{who.name}" is not a quota admin: {what}')
