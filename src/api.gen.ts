@@ -300,8 +300,8 @@ export interface paths {
          *     scrape) on: `jupyter_quota_admitted_jobs_total`, `jupyter_quota_refused_jobs_total{reason}`,
          *     `jupyter_quota_finished_jobs_total{phase,reason}`; histograms
          *     `jupyter_quota_job_duration_seconds{phase}`, `jupyter_quota_job_queue_wait_seconds`,
-         *     `jupyter_quota_estimator_error_ratio` ((measured - estimated) / estimated peak GPU
-         *     memory, for jobs that report both). Labels never carry a job's arguments. For quota
+         *     `jupyter_quota_estimator_peak_ratio` (measured / estimated peak GPU memory, for jobs
+         *     that report both: 1 is exact). Labels never carry a job's arguments. For quota
          *     admins, or for a caller sending `Authorization: Bearer <JupyterQuota.metrics_token>`
          *     (Prometheus: `authorization: {credentials: <token>}`), who needs no sign-in. README:
          *     Metrics and dashboards.

@@ -23,8 +23,9 @@ from .tracker import JobTracker
 DURATION_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 259200)
 #: seconds: a second to a day
 WAIT_BUCKETS = (1, 5, 15, 60, 300, 900, 1800, 3600, 14400, 86400)
-#: (measured - estimated) / estimated peak GPU memory
-ERROR_BUCKETS = (-0.5, -0.25, -0.1, -0.05, 0.0, 0.05, 0.1, 0.25, 0.5, 1.0)
+#: measured / estimated peak GPU memory (1 is exact); a ratio, not a signed error, because
+#: prometheus_client leaves out ``_sum`` of a histogram with negative buckets
+RATIO_BUCKETS = (0.5, 0.75, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0)
 
 
 class QuotaMetrics:
@@ -61,12 +62,12 @@ class QuotaMetrics:
             buckets=WAIT_BUCKETS,
             registry=self.registry,
         )
-        self.estimator_error = Histogram(
-            "jupyter_quota_estimator_error_ratio",
-            "Estimator error of ended jobs that report their measured peak GPU memory: "
-            "(measured - estimated) / estimated.",
+        self.estimator_ratio = Histogram(
+            "jupyter_quota_estimator_peak_ratio",
+            "Measured over estimated peak GPU memory of ended jobs that report both: 1 is exact, "
+            "above 1 the estimate was short (an error of ratio - 1).",
             TEAM,
-            buckets=ERROR_BUCKETS,
+            buckets=RATIO_BUCKETS,
             registry=self.registry,
         )
         self.tracker = JobTracker(self._started, self._ended, since=rfc3339(time.time()))
@@ -100,13 +101,16 @@ class QuotaMetrics:
         memory = job.get("memory") or {}
         estimated, measured = memory.get("estimatedGib"), memory.get("measuredGib")
         if isinstance(estimated, (int, float)) and isinstance(measured, (int, float)) and estimated > 0:
-            self.estimator_error.labels(*team).observe((measured - estimated) / estimated)
+            self.estimator_ratio.labels(*team).observe(measured / estimated)
 
     # -- the scrape ------------------------------------------------------------------------------
 
     def scrape(self) -> bytes:
         """The text exposition, after the tracker caught up with the backend's jobs."""
         with self._lock:  # one look at a time: the tracker's cursor moves once per look
-            changes = self._service.backend.job_changes(self._service.registry.all(), self.tracker.cursor)
-            self.tracker.update(changes)
+            profiles = self._service.registry.all()
+            for p in profiles:  # a team's series exist from the start: zero, not absent
+                for family in (self.admitted, self.queue_wait, self.estimator_ratio):
+                    family.labels(p.namespace, p.team)
+            self.tracker.update(self._service.backend.job_changes(profiles, self.tracker.cursor))
             return generate_latest(self.registry)
