@@ -2,7 +2,8 @@
 
 Log progress is the job's log file's modification time (one ``stat`` when a job is shown).
 GPU idleness comes from ``nvidia-smi`` samples the reaper takes every ``SAMPLE_INTERVAL``
-seconds, where ``nvidia-smi`` is present. ``clock`` is ``time.time`` unless a test drives it.
+seconds, where ``nvidia-smi`` is present. ``clock`` (``time.time``) and ``measure`` (``nvidia-smi``)
+are attributes a test may drive.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class StallWatch:
         clock: Callable[[], float] = time.time,
     ):
         self.policy = policy
-        self._job_dir, self._sample, self.clock = job_dir, sample, clock
+        self._job_dir, self.measure, self.clock = job_dir, sample, clock
         self._idle = stall.IdleGpus(policy.gpu_utilization)
         self._sampled_at: float | None = None
         self._lock = threading.Lock()
@@ -40,7 +41,7 @@ class StallWatch:
         if self.policy.minutes <= 0 or (self._sampled_at is not None and now - self._sampled_at < SAMPLE_INTERVAL):
             return
         self._sampled_at = now
-        utilization = self._sample()
+        utilization = self.measure()
         if utilization is not None:
             with self._lock:
                 self._idle.observe(now, utilization)
