@@ -7,37 +7,118 @@ backend is touched, so a foreign namespace never yields data.
 
 from __future__ import annotations
 
-from . import paging
+import threading
+import time
+from collections.abc import Callable
+
+from . import audit, paging
 from .access import TeamRegistry
 from .backends.base import Backend
 from .config import JupyterQuota
+from .effectivequota import effective_hard
 from .errors import AdmissionDenied, Forbidden, InvalidRequest
 from .identity import Identity
+from .increaseservice import ExpiryTimer, Increases
 from .jobspec import create_named, parse_job_request
 from .metrics import QuotaMetrics
+from .profiles import TeamProfile
 
 MAX_TAIL_LINES = 10_000
 
 
 class QuotaService:
-    def __init__(self, config: JupyterQuota, registry: TeamRegistry, backend: Backend):
+    def __init__(
+        self,
+        config: JupyterQuota,
+        registry: TeamRegistry,
+        backend: Backend,
+        clock: Callable[[], float] = time.time,
+    ):
         self.config = config
         self.registry = registry
         self.backend = backend
         self.metrics = QuotaMetrics(self)
+        #: epoch seconds now; tests drive it to expire increases without waiting
+        self.clock = clock
+        self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))
+        self._raised: dict[str, tuple] = {}  # team -> (profile, effective hard, effective profile)
+        self._effective_lock = threading.Lock()
+        self._timer: ExpiryTimer | None = None
+
+    def start(self) -> None:
+        """Start the backend, put right what changed while the service was down (increases that
+        ended), and expire increases at their end from now on."""
+        self.backend.start()
+        try:
+            self.increases.reconcile(self.clock())
+        except Exception:  # the server must start (a read-only state dir); the timer retries
+            self.increases.log.exception("jupyter_quota: reconciling increases at start failed")
+        if self._timer is None:
+            self._timer = ExpiryTimer(self.increases, lambda: self.clock())  # a test may drive self.clock
+            self._timer.start()
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.close()
+            self._timer = None
+        self.backend.close()
+
+    # -- the effective hard quota --------------------------------------------------------------
+
+    def effective_hard(self, team: str, now: float | None = None) -> dict[str, str]:
+        """The team's hard quota at ``now``: its profile's, plus approved unexpired increases.
+
+        The one place that composes it; every balance and admission reads it (``_effective``).
+        """
+        now = self.clock() if now is None else now
+        return self._compose(self.registry.get(team), self.increases.extras(team, now))
+
+    def _compose(self, profile: TeamProfile, increase_extras: list[dict]) -> dict[str, str]:
+        return effective_hard(profile.hard, *increase_extras)
+
+    def _effective(self, profile: TeamProfile, now: float | None = None, extras: list | None = None) -> TeamProfile:
+        """``profile`` with its effective hard quota; the same object while that does not change
+        (the local backend caches a balance per profile object)."""
+        now = self.clock() if now is None else now
+        hard = self._compose(profile, self.increases.extras(profile.team, now) if extras is None else extras)
+        if hard == {k: str(v) for k, v in profile.hard.items()}:
+            return profile
+        with self._effective_lock:
+            cached = self._raised.get(profile.team)
+            if cached is not None and cached[0] is profile and cached[1] == hard:
+                return cached[2]
+        raised = TeamProfile(**{**profile.to_json(), "hard": hard})
+        with self._effective_lock:
+            self._raised[profile.team] = (profile, hard, raised)
+        return raised
+
+    def _apply_effective(self, team: str, now: float, increase_extras: list[dict]) -> None:
+        """Write the team's effective quota where jobs run (the kube backend's ResourceQuota)."""
+        self.backend.apply_profile(self._effective(self.registry.get(team), now, increase_extras))
+        if self._timer is not None:
+            self._timer.wake()
+
+    def profile_for(self, who: Identity, namespace: str) -> TeamProfile:
+        """The namespace's profile, if ``who`` may use it, with its effective hard quota."""
+        return self._effective(self.registry.for_namespace(who, namespace))
 
     # -- namespaces and balance ------------------------------------------------------------
 
     def namespaces(self, who: Identity) -> dict:
         return {
             "namespaces": [
-                {"name": p.namespace, "team": p.team, "gpuResource": p.gpuResource, "balance": self.backend.balance(p)}
+                {
+                    "name": p.namespace,
+                    "team": p.team,
+                    "gpuResource": p.gpuResource,
+                    "balance": self.backend.balance(self._effective(p)),
+                }
                 for p in self.registry.teams_of(who)
             ]
         }
 
     def balance(self, who: Identity, namespace: str) -> dict:
-        return self.backend.balance(self.registry.for_namespace(who, namespace))
+        return self.backend.balance(self.profile_for(who, namespace))
 
     def identity(self, who: Identity) -> dict:
         return {
@@ -70,7 +151,7 @@ class QuotaService:
         from .planner import context_from_balance, plan
         from .planner.request import parse_plan_request
 
-        profile = self.registry.for_namespace(who, namespace)
+        profile = self.profile_for(who, namespace)
         request = parse_plan_request(body)
         context = context_from_balance(self.backend.balance(profile), profile, inventory=self.backend.inventory())
         return plan(request.args, context, gpus=request.gpus).to_json()
@@ -78,7 +159,7 @@ class QuotaService:
     # -- jobs -------------------------------------------------------------------------------
 
     def submit(self, who: Identity, namespace: str, body) -> dict:
-        profile = self.registry.for_namespace(who, namespace)
+        profile = self.profile_for(who, namespace)
         request = parse_job_request(body, profile)
 
         def create(named):
@@ -139,10 +220,12 @@ class QuotaService:
         """Prometheus text: for an admin, or for ``who=None``, a caller that sent the scrape token
         (``handlers.MetricsHandler`` checks it)."""
         if who is not None:
-            self._require_admin(
-                who, "metrics are for quota admins and for the scrape token (JupyterQuota.metrics_token)"
-            )
+            self._require_admin(who, "metrics are")
         return self.metrics.scrape()
+
+    def balance_of(self, profile: TeamProfile) -> dict:
+        """A team's balance, against its effective hard quota (the metrics read every team's)."""
+        return self.backend.balance(self._effective(profile))
 
     # -- profiles (admins) ---------------------------------------------------------------------
 
@@ -156,11 +239,34 @@ class QuotaService:
 
     def put_profile(self, who: Identity, team: str, body) -> dict:
         self._require_admin(who)
-        return self.registry.put(team, body, before_store=self.backend.apply_profile).to_json()
+        # the cluster gets the new profile with the team's increases in force on top
+        return self.registry.put(
+            team, body, before_store=lambda p: self.backend.apply_profile(self._effective(p))
+        ).to_json()
+
+    # -- temporary increases and the audit log ---------------------------------------------------
+
+    def request_increase(self, who: Identity, namespace: str, body) -> dict:
+        return self.increases.request(who, namespace, body, self.clock())
+
+    def list_increases(self, who: Identity) -> dict:
+        return self.increases.list(who, self.clock())
+
+    def decide_increase(self, who: Identity, name: str, body, approve: bool) -> dict:
+        return self.increases.decide(who, name, body, approve, self.clock())
+
+    def expire_increases(self) -> list[str]:
+        """Expire what ended by now (the timer does this at each end; tests drive ``clock``)."""
+        return self.increases.expire_due(self.clock())
+
+    def audit_log(self, who: Identity) -> list[dict]:
+        self._require_admin(who, "the audit log is")
+        return audit.entries(self.config.state_dir)
 
     @staticmethod
-    def _require_admin(
-        who: Identity, what: str = "profiles are for JupyterHub admins and the users in JupyterQuota.admin_users"
-    ) -> None:
+    def _require_admin(who: Identity, what: str = "profiles are") -> None:
         if not who.admin:
-            raise Forbidden(f'user "{who.name}" is not a quota admin: {what}')
+            raise Forbidden(
+                f'user "{who.name}" is not a quota admin: {what} for JupyterHub admins '
+                "and the users in JupyterQuota.admin_users"
+            )

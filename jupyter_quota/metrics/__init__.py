@@ -74,7 +74,7 @@ class QuotaMetrics:
         self.registry.register(
             StateCollector(
                 lambda: service.registry.all(),
-                service.backend.balance,
+                service.balance_of,
                 lambda: list(self.tracker.live.values()),
                 service.backend.stalled,
             )
