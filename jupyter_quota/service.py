@@ -7,6 +7,7 @@ backend is touched, so a foreign namespace never yields data.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -16,12 +17,13 @@ from .access import TeamRegistry
 from .backends.base import Backend
 from .config import JupyterQuota
 from .effectivequota import effective_hard
-from .errors import AdmissionDenied, Forbidden, InvalidRequest
+from .errors import AdmissionDenied, Forbidden, InvalidRequest, QuotaError
 from .identity import Identity
 from .increaseservice import ExpiryTimer, Increases
 from .jobspec import create_named, parse_job_request
 from .metrics import QuotaMetrics
 from .profiles import TeamProfile
+from .stallpolicy import POLICY, STALLED_JOB_CANCELLED, StallPolicyTimer
 
 MAX_TAIL_LINES = 10_000
 
@@ -44,6 +46,8 @@ class QuotaService:
         self._raised: dict[str, tuple] = {}  # team -> (profile, effective hard, effective profile)
         self._effective_lock = threading.Lock()
         self._timer: ExpiryTimer | None = None
+        self._stall_timer: StallPolicyTimer | None = None
+        self.log = getattr(backend, "log", None) or logging.getLogger("jupyter_quota")
 
     def start(self) -> None:
         """Start the backend, put right what changed while the service was down (increases that
@@ -56,11 +60,17 @@ class QuotaService:
         if self._timer is None:
             self._timer = ExpiryTimer(self.increases, lambda: self.clock())  # a test may drive self.clock
             self._timer.start()
+        if self._stall_timer is None and self.config.stalled_job_action == "cancel":
+            self._stall_timer = StallPolicyTimer(self.cancel_stalled, self.log)
+            self._stall_timer.start()
 
     def close(self) -> None:
         if self._timer is not None:
             self._timer.close()
             self._timer = None
+        if self._stall_timer is not None:
+            self._stall_timer.close()
+            self._stall_timer = None
         self.backend.close()
 
     # -- the effective hard quota --------------------------------------------------------------
@@ -226,6 +236,28 @@ class QuotaService:
     def balance_of(self, profile: TeamProfile) -> dict:
         """A team's balance, against its effective hard quota (the metrics read every team's)."""
         return self.backend.balance(self._effective(profile))
+
+    # -- stalled jobs ---------------------------------------------------------------------------
+
+    def cancel_stalled(self) -> list[dict]:
+        """Apply ``JupyterQuota.stalled_job_action``: with ``cancel``, cancel every stalled job and
+        audit each cancel; with ``flag``, nothing. The jobs cancelled."""
+        if self.config.stalled_job_action != "cancel":
+            return []
+        cancelled = []
+        for flagged in self.backend.stalled():
+            target = f"job/{flagged['namespace']}/{flagged['name']}"
+            try:
+                job = self.backend.cancel(self.registry.get(flagged["team"]), flagged["name"], POLICY)
+            except QuotaError as e:  # it ended, or its team is gone: nothing to cancel
+                self.log.info("jupyter_quota: stalled %s not cancelled: %s", target, e.message)
+                continue
+            audit.record(
+                self.config.state_dir, audit.SYSTEM, STALLED_JOB_CANCELLED, target, flagged["stalled"]["message"]
+            )
+            self.log.warning("jupyter_quota: cancelled stalled %s: %s", target, flagged["stalled"]["message"])
+            cancelled.append(job)
+        return cancelled
 
     # -- profiles (admins) ---------------------------------------------------------------------
 
