@@ -44,15 +44,15 @@ def stalled(policy: StallPolicy, now: float, last_output: float, idle_since: flo
         return {
             "since": rfc3339(last_output),
             "reason": NO_LOG_PROGRESS,
-            "message": f"no log output for {_minutes(now - last_output)} minutes "
-            f"(the limit is {policy.minutes:g}): the job may hang",
+            "message": f"no log output for {_duration(now - last_output)} "
+            f"(the limit is {policy.minutes:g} minutes): the job may hang",
         }
     if idle_since is not None and now - idle_since >= policy.seconds:
         return {
             "since": rfc3339(idle_since),
             "reason": LOW_GPU_UTILIZATION,
-            "message": f"its GPUs were under {policy.gpu_utilization:g}% busy for {_minutes(now - idle_since)} "
-            f"minutes (the limit is {policy.minutes:g}): they may be held for nothing",
+            "message": f"its GPUs were under {policy.gpu_utilization:g}% busy for {_duration(now - idle_since)} "
+            f"(the limit is {policy.minutes:g} minutes): they may be held for nothing",
         }
     return None
 
@@ -80,5 +80,5 @@ class IdleGpus:
         return max(started, *(self._since[i] for i in indices))
 
 
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:.0f}"
+def _duration(seconds: float) -> str:
+    return f"{seconds / 60:.0f} minutes" if seconds >= 120 else f"{seconds:.0f} seconds"

@@ -55,24 +55,18 @@ const REASONS: { [reason: string]: string } = {
   Error: 'The trainer failed'
 };
 
-/** Why a job is flagged as stalled, said plainly (`stall.py`'s reasons). */
-const STALL_REASONS: { [reason: string]: string } = {
-  NoLogProgress: 'No log output',
-  LowGpuUtilization: 'GPUs idle'
-};
-
 /**
- * The flag of a stalled job ('' when it is not): what is wrong and since
- * when, e.g. `Stalled: no log output since 2026-11-30 10:05 UTC (…)`.
+ * The flag of a stalled job ('' when it is not): since when, and what is
+ * wrong, e.g. `Stalled since 2026-11-30 10:05 UTC: no log output for 31
+ * minutes (…)`.
  */
 export function stalledLine(job: IJob): string {
   const stalled = job.stalled;
   if (!stalled || job.phase !== 'Running') {
     return '';
   }
-  const what = STALL_REASONS[stalled.reason] ?? splitWords(stalled.reason);
   const since = stalled.since.replace('T', ' ').replace(/:\d\dZ$/, ' UTC');
-  return `Stalled: ${what.toLowerCase()} since ${since}. ${stalled.message}`;
+  return `Stalled since ${since}: ${stalled.message}`;
 }
 
 /**

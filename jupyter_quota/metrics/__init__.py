@@ -109,8 +109,8 @@ class QuotaMetrics:
         """The text exposition, after the tracker caught up with the backend's jobs."""
         with self._lock:  # one look at a time: the tracker's cursor moves once per look
             profiles = self._service.registry.all()
-            for p in profiles:  # a team's series exist from the start: zero, not absent
-                for family in (self.admitted, self.queue_wait, self.estimator_ratio):
+            for p in profiles:  # zero, not absent, for the dashboard (a queue wait comes with any start)
+                for family in (self.admitted, self.estimator_ratio):
                     family.labels(p.namespace, p.team)
             self.tracker.update(self._service.backend.job_changes(profiles, self.tracker.cursor))
             return generate_latest(self.registry)

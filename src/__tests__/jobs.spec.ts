@@ -191,7 +191,7 @@ describe('stalledLine', () => {
         'no log output for 31 minutes (the limit is 30): the job may hang'
     };
     expect(stalledLine(job({ stalled }))).toBe(
-      'Stalled: no log output since 2026-11-30 10:05 UTC. no log output for 31 minutes (the limit is 30): the job may hang'
+      'Stalled since 2026-11-30 10:05 UTC: no log output for 31 minutes (the limit is 30): the job may hang'
     );
   });
 
