@@ -409,3 +409,36 @@ class JupyterQuota(Configurable):
                 "letters, digits and '-', starting and ending with a letter or digit (e.g. 'team-queue')"
             )
         return value
+    # -- metrics and stalled jobs (``metrics/``, ``stall.py``) ----------------------------------
+
+    metrics_token = Unicode(
+        help="A scrape token for ``GET {base_url}quota/v1/metrics``: a caller sending "
+        "``Authorization: Bearer <token>`` gets the metrics without signing in (Prometheus: "
+        "``authorization: {credentials: <token>}`` in the scrape config). Admins may always read "
+        "them. Default: ``JUPYTER_QUOTA_METRICS_TOKEN``, else empty (admins only).",
+    ).tag(config=True)
+
+    @default("metrics_token")
+    def _metrics_token_default(self):
+        return os.environ.get("JUPYTER_QUOTA_METRICS_TOKEN", "")
+
+    stalled_job_minutes = Float(
+        30.0,
+        help="Minutes a Running job may go without writing to its log (or, where ``nvidia-smi`` "
+        "reports it, keep its GPUs under ``stalled_gpu_utilization`` percent busy) before it is "
+        "flagged as stalled (the job's ``stalled`` field, the metric "
+        "``jupyter_quota_stalled_jobs``). 0 turns the check off. Default: 30.",
+    ).tag(config=True)
+
+    stalled_gpu_utilization = Float(
+        5.0,
+        help="GPU utilisation, in percent, under which a Running job's GPUs count as idle for "
+        "``stalled_job_minutes`` (local backend, where ``nvidia-smi`` is present). Default: 5.",
+    ).tag(config=True)
+
+    stalled_job_action = Enum(
+        ("flag", "cancel"),
+        "flag",
+        help="What happens to a stalled job: ``flag`` only shows it (job field, metrics, sidebar); "
+        "``cancel`` also cancels it, as an admin would, and logs each cancel. Default: ``flag``.",
+    ).tag(config=True)

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hmac
 import json
 import sqlite3
 import sys
 
 import tornado.web
-from jupyter_server.auth.decorator import authorized
+from jupyter_server.auth.decorator import allow_unauthenticated, authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from .errors import BodyTooLarge, Forbidden, InvalidRequest, NotFound, QuotaError, ServiceUnavailable
 from .identity import identify
@@ -344,6 +346,47 @@ class PlanHandler(QuotaHandler):
         self.reply(await self.plan_slots.run(self.service.plan, self.who, namespace, body))
 
 
+class MetricsHandler(QuotaHandler):
+    """Prometheus text, for quota admins, or for a scraper that sends the scrape token
+    (``Authorization: Bearer <JupyterQuota.metrics_token>``) and never signs in."""
+
+    async def prepare(self):
+        self._scraper = self._sent_scrape_token()
+        if self._scraper:
+            # The token is the credential: no identity lookup (a hub would be asked about a
+            # token it never issued). GET only, and no body: nothing else of prepare applies.
+            self._body_read = True
+            return
+        await super().prepare()
+
+    def _sent_scrape_token(self) -> bool:
+        token = self.quota_config.metrics_token
+        scheme, _, sent = self.request.headers.get("Authorization", "").partition(" ")
+        return (
+            bool(token)
+            and self.request.method == "GET"
+            and scheme.lower() == "bearer"
+            and hmac.compare_digest(sent.strip().encode(), token.encode())  # constant time
+        )
+
+    @allow_unauthenticated  # not anonymous: the scrape token, else @web.authenticated on _get_as_user
+    async def get(self):
+        await (self._get_as_scraper() if self._scraper else self._get_as_user())
+
+    @api_call
+    async def _get_as_scraper(self):
+        self._reply_text(await self.run(self.service.scrape, None))
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def _get_as_user(self):
+        self._reply_text(await self.run(self.service.scrape, self.who))
+
+    def _reply_text(self, text: bytes) -> None:
+        self.finish(text, set_content_type=CONTENT_TYPE_LATEST)  # APIHandler.finish would say JSON
+
+
 class IncreasesHandler(QuotaHandler):
     @tornado.web.authenticated
     @authorized
@@ -420,6 +463,7 @@ ROUTES = [
     ("/audit", AuditHandler),
     ("/identity", IdentityHandler),
     ("/inventory", InventoryHandler),
+    ("/metrics", MetricsHandler),
 ]
 
 

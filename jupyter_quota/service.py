@@ -8,6 +8,7 @@ backend is touched, so a foreign namespace never yields data.
 from __future__ import annotations
 
 import copy
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -18,11 +19,13 @@ from .access import TeamRegistry
 from .backends.base import Backend
 from .config import JupyterQuota
 from .effectivequota import effective_hard
-from .errors import Forbidden, InvalidRequest
+from .errors import AdmissionDenied, Forbidden, InvalidRequest, QuotaError
 from .identity import Identity
 from .increaseservice import ExpiryTimer, Increases
 from .jobspec import create_named, parse_job_request
+from .metrics import QuotaMetrics
 from .profiles import TeamProfile
+from .stallpolicy import POLICY, STALLED_JOB_CANCELLED, StallPolicyTimer
 from .windows import window_extra
 from .windowtimer import WindowTimer
 
@@ -40,6 +43,7 @@ class QuotaService:
         self.config = config
         self.registry = registry
         self.backend = backend
+        self.metrics = QuotaMetrics(self)
         #: epoch seconds now; tests drive it to expire increases without waiting
         self.clock = clock
         self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))
@@ -48,6 +52,8 @@ class QuotaService:
         self._timer: ExpiryTimer | None = None
         #: follows the profiles' time windows (windowtimer.py); tests wait on its passes
         self.window_timer: WindowTimer | None = None
+        self._stall_timer: StallPolicyTimer | None = None
+        self.log = getattr(backend, "log", None) or logging.getLogger("jupyter_quota")
 
     def start(self) -> None:
         """Start the backend, put right what changed while the service was down (increases that
@@ -68,6 +74,9 @@ class QuotaService:
                 log=self.increases.log,
             )
             self.window_timer.start()
+        if self._stall_timer is None and self.config.stalled_job_action == "cancel":
+            self._stall_timer = StallPolicyTimer(self.cancel_stalled, self.log)
+            self._stall_timer.start()
 
     def close(self) -> None:
         if self._timer is not None:
@@ -76,6 +85,9 @@ class QuotaService:
         if self.window_timer is not None:
             self.window_timer.close()
             self.window_timer = None
+        if self._stall_timer is not None:
+            self._stall_timer.close()
+            self._stall_timer = None
         self.backend.close()
 
     # -- the effective hard quota --------------------------------------------------------------
@@ -182,7 +194,13 @@ class QuotaService:
 
         def create(named):
             job = self.backend.build_job(profile, named, who.name, list(self.config.job_command))
-            return self.backend.submit(profile, job, who.name)
+            try:
+                created = self.backend.submit(profile, job, who.name)
+            except AdmissionDenied as refusal:
+                self.metrics.admission(profile, refusal.reason)
+                raise
+            self.metrics.admission(profile)
+            return created
 
         return create_named(request, create)
 
@@ -225,6 +243,41 @@ class QuotaService:
         if not 1 <= lines <= MAX_TAIL_LINES:
             raise InvalidRequest(f"tailLines must be from 1 to {MAX_TAIL_LINES}, not {lines}")
         return lines
+
+    # -- metrics ------------------------------------------------------------------------------
+
+    def scrape(self, who: Identity | None) -> bytes:
+        """Prometheus text: for an admin, or for ``who=None``, a caller that sent the scrape token
+        (``handlers.MetricsHandler`` checks it)."""
+        if who is not None:
+            self._require_admin(who, "metrics are")
+        return self.metrics.scrape()
+
+    def balance_of(self, profile: TeamProfile) -> dict:
+        """A team's balance, against its effective hard quota (the metrics read every team's)."""
+        return self.backend.balance(self._effective(profile))
+
+    # -- stalled jobs ---------------------------------------------------------------------------
+
+    def cancel_stalled(self) -> list[dict]:
+        """Apply ``JupyterQuota.stalled_job_action``: with ``cancel``, cancel every stalled job and
+        audit each cancel; with ``flag``, nothing. The jobs cancelled."""
+        if self.config.stalled_job_action != "cancel":
+            return []
+        cancelled = []
+        for flagged in self.backend.stalled():
+            target = f"job/{flagged['namespace']}/{flagged['name']}"
+            try:
+                job = self.backend.cancel(self.registry.get(flagged["team"]), flagged["name"], POLICY)
+            except QuotaError as e:  # it ended, or its team is gone: nothing to cancel
+                self.log.info("jupyter_quota: stalled %s not cancelled: %s", target, e.message)
+                continue
+            audit.record(
+                self.config.state_dir, audit.SYSTEM, STALLED_JOB_CANCELLED, target, flagged["stalled"]["message"]
+            )
+            self.log.warning("jupyter_quota: cancelled stalled %s: %s", target, flagged["stalled"]["message"])
+            cancelled.append(job)
+        return cancelled
 
     # -- profiles (admins) ---------------------------------------------------------------------
 

@@ -381,6 +381,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics of the quota service (quota admins, or the scrape token)
+         * @description The Prometheus text exposition format (written by `prometheus_client`). Per team:
+         *     `jupyter_quota_resourcequota{namespace,team,resourcequota,resource,type="hard"|"used"}`
+         *     (as kube-state-metrics' `kube_resourcequota`; memory in bytes, CPU in cores),
+         *     `jupyter_quota_resourcequota_remaining{namespace,team,resource}`,
+         *     `jupyter_quota_balance_stale`, `jupyter_quota_jobs{phase="Pending"|"Running"}`,
+         *     `jupyter_quota_running_requests{owner,resource}` (who holds what),
+         *     `jupyter_quota_stalled_jobs{reason}`; counters from the service's start (or its first
+         *     scrape) on: `jupyter_quota_admitted_jobs_total`, `jupyter_quota_refused_jobs_total{reason}`,
+         *     `jupyter_quota_finished_jobs_total{phase,reason}`; histograms
+         *     `jupyter_quota_job_duration_seconds{phase}`, `jupyter_quota_job_queue_wait_seconds`,
+         *     `jupyter_quota_estimator_peak_ratio` (measured / estimated peak GPU memory, for jobs
+         *     that report both: 1 is exact). Labels never carry a job's arguments. For quota
+         *     admins, or for a caller sending `Authorization: Bearer <JupyterQuota.metrics_token>`
+         *     (Prometheus: `authorization: {credentials: <token>}`), who needs no sign-in. README:
+         *     Metrics and dashboards.
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -527,6 +561,22 @@ export interface components {
             exitCode?: number | null;
             reason?: string | null;
             message?: string | null;
+            /**
+             * @description null, or why a Running job looks stalled (it holds resources and shows no progress):
+             *     no log output, or (local backend, where `nvidia-smi` answers) GPUs under
+             *     `JupyterQuota.stalled_gpu_utilization` percent busy, for `JupyterQuota.stalled_job_minutes`.
+             *     Flagged only, unless `JupyterQuota.stalled_job_action` is `cancel`. The kube backend never flags.
+             */
+            stalled?: {
+                /**
+                 * Format: date-time
+                 * @description when the progress stopped
+                 */
+                since: string;
+                /** @enum {string} */
+                reason: "NoLogProgress" | "LowGpuUtilization";
+                message: string;
+            } | null;
         };
         /** @description ms-swift `sft` arguments, one per item (never a shell string), e.g. `["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]` */
         SwiftArgs: string[];
@@ -1415,6 +1465,27 @@ export interface operations {
                     "application/json": components["schemas"]["Inventory"];
                 };
             };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            403: components["responses"]["Error"];
         };
     };
 }

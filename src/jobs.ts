@@ -56,6 +56,20 @@ const REASONS: { [reason: string]: string } = {
 };
 
 /**
+ * The flag of a stalled job ('' when it is not): since when, and what is
+ * wrong, e.g. `Stalled since 2026-11-30 10:05 UTC: no log output for 31
+ * minutes (…)`.
+ */
+export function stalledLine(job: IJob): string {
+  const stalled = job.stalled;
+  if (!stalled || job.phase !== 'Running') {
+    return '';
+  }
+  const since = stalled.since.replace('T', ' ').replace(/:\d\dZ$/, ' UTC');
+  return `Stalled since ${since}: ${stalled.message}`;
+}
+
+/**
  * The line under a job list that leaves older jobs out ('' when it shows
  * them all): `Showing the newest 100 of 1,234 jobs`.
  */

@@ -7,6 +7,7 @@ from ..errors import InvalidRequest
 
 def make_backend(config, log=None, root_dir: str = ""):
     if config.backend == "local":
+        from ..stall import StallPolicy
         from .local import LocalBackend
         from .local.inventory import detect_inventory
 
@@ -25,6 +26,7 @@ def make_backend(config, log=None, root_dir: str = ""):
             retention_seconds=config.job_retention_seconds,
             retention_count=config.job_retention_count,
             job_image=config.job_image,
+            stall_policy=StallPolicy(config.stalled_job_minutes, config.stalled_gpu_utilization),
             log=log,
         )
     if config.backend == "kube":

@@ -15,7 +15,9 @@ Times are RFC 3339 UTC strings (``2026-11-29T08:30:00Z``, :func:`rfc3339`).
 from __future__ import annotations
 
 import abc
+import calendar
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .. import limitrange, quota
@@ -96,6 +98,17 @@ class Backend(abc.ABC):
     def cancel(self, profile: TeamProfile, name: str, by: str) -> dict:
         """Stop the job and release what it holds; return the job. ``NotFound`` if unknown."""
 
+    def job_changes(self, profiles: list[TeamProfile], cursor=None) -> JobChanges:
+        """Jobs changed since ``cursor`` (a ``JobChanges.cursor`` this backend returned), for the
+        metrics (``metrics/tracker.py``). This default answers a snapshot of every job of
+        ``profiles`` each time; a backend that can tell what changed answers only that."""
+        return JobChanges([job for p in profiles for job in self.list_jobs(p)], None, snapshot=True)
+
+    def stalled(self) -> list[dict]:
+        """Running jobs flagged as stalled now: ``{"namespace", "team", "name", "stalled"}``
+        (``stall.py``). Default: none (a backend that cannot tell)."""
+        return []
+
     def inventory(self) -> dict:
         """What the jobs run on: ``{"source": "nvidia-smi"|"declared"|"cluster", "gpus": [...], ...}``."""
         return {"source": self.name}
@@ -113,6 +126,22 @@ def balance_json(profile: TeamProfile, quotas: list[dict], limit_ranges: list[di
         "warnings": summary["warnings"],
         "limitRange": limitrange.limit_range_spec(limit_ranges),
     }
+
+
+@dataclass(frozen=True)
+class JobChanges:
+    """What :meth:`Backend.job_changes` answers: jobs as the API shows them, the cursor to ask
+    from next time, and whether ``jobs`` holds every live job there is (a snapshot: a live job
+    not in it has ended or gone) or only the jobs that changed."""
+
+    jobs: list[dict]
+    cursor: object
+    snapshot: bool
+
+
+def epoch_of(stamp: str) -> float:
+    """An RFC 3339 UTC time as :func:`rfc3339` writes it, in epoch seconds."""
+    return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
 
 
 def rfc3339(epoch: float) -> str:

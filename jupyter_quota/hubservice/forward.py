@@ -87,7 +87,8 @@ class ForwardHandler(QuotaHandler):
                 self.set_header(name, answer.headers[name])
         if "Location" in answer.headers:
             self.set_header("Location", local + answer.headers["Location"].split("/".join(API_PREFIX), 1)[-1])
-        self.finish(answer.body or b"")
+        # APIHandler.finish would label every answer JSON: metrics are text (and a CSV is CSV)
+        self.finish(answer.body or b"", set_content_type=answer.headers.get("Content-Type", "application/json"))
 
     def _unavailable(self, settings, cause) -> ServiceUnavailable:
         self.log.warning("jupyter_quota: the quota service at %s did not answer: %s", settings.service_url, cause)

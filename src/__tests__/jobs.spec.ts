@@ -4,6 +4,7 @@ import {
   explainJob,
   jobsShownLine,
   magicLine,
+  stalledLine,
   splitArgs,
   swiftArgs
 } from '../jobs';
@@ -178,5 +179,30 @@ describe('jobsShownLine', () => {
 
   it('says nothing when every job is shown', () => {
     expect(jobsShownLine(3, 0)).toBe('');
+  });
+});
+
+describe('stalledLine', () => {
+  it('flags a running job with what is wrong and since when', () => {
+    const stalled = {
+      since: '2026-11-30T10:05:00Z',
+      reason: 'NoLogProgress' as const,
+      message:
+        'no log output for 31 minutes (the limit is 30): the job may hang'
+    };
+    expect(stalledLine(job({ stalled }))).toBe(
+      'Stalled since 2026-11-30 10:05 UTC: no log output for 31 minutes (the limit is 30): the job may hang'
+    );
+  });
+
+  it('says nothing of a job that is not stalled or no longer runs', () => {
+    expect(stalledLine(job({ stalled: null }))).toBe('');
+    expect(stalledLine(job({}))).toBe('');
+    const stalled = {
+      since: '2026-11-30T10:05:00Z',
+      reason: 'LowGpuUtilization' as const,
+      message: 'm'
+    };
+    expect(stalledLine(job({ phase: 'Failed', stalled }))).toBe('');
   });
 });

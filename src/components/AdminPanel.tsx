@@ -1,13 +1,14 @@
 /**
  * The admin view, a left-area panel of its own that only quota admins get:
- * every team's balance (an admin's `GET namespaces` lists every team) and the
- * profile form.
+ * every team's balance (an admin's `GET namespaces` lists every team), the
+ * stalled jobs of every team, and the profile form.
  */
 
 import { ReactWidget } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
 import { quotaAdminIcon } from '../icons';
+import { stalledLine } from '../jobs';
 import { QuotaModel } from '../model';
 import { ProfileEditor } from '../profileeditor';
 import { useModel, useNow } from './hooks';
@@ -65,6 +66,7 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
         )}
         <TeamBalances namespaces={model.namespaces} now={now} />
       </section>
+      <StalledJobs model={model} />
       <section
         className="jp-QuotaSidebar-section"
         aria-labelledby="jp-QuotaAdmin-profileTitle"
@@ -73,5 +75,54 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
         <ProfileForm editor={editor} />
       </section>
     </div>
+  );
+}
+
+/**
+ * Every team's Running jobs flagged as stalled (the job's `stalled` field):
+ * jobs that hold resources and show no progress.
+ */
+function StalledJobs(props: { model: QuotaModel }): JSX.Element {
+  const { model } = props;
+  const stalled = model.namespaces
+    .flatMap(ns => model.jobs(ns.name))
+    .filter(job => stalledLine(job) !== '');
+  return (
+    <section
+      className="jp-QuotaSidebar-section jp-QuotaAdmin-stalled"
+      aria-labelledby="jp-QuotaAdmin-stalledTitle"
+    >
+      <h2 id="jp-QuotaAdmin-stalledTitle">Stalled jobs</h2>
+      {stalled.length === 0 ? (
+        <p className="jp-QuotaSidebar-empty">No stalled jobs.</p>
+      ) : (
+        <ul
+          className="jp-QuotaJobs"
+          aria-labelledby="jp-QuotaAdmin-stalledTitle"
+        >
+          {stalled.map(job => (
+            <li
+              key={`${job.namespace}/${job.name}`}
+              className="jp-QuotaJob"
+              data-job={job.name}
+              data-namespace={job.namespace}
+              data-stalled={job.stalled?.reason}
+            >
+              <div className="jp-QuotaJob-head">
+                <span className="jp-QuotaJob-name">
+                  {job.namespace}/{job.name}
+                </span>
+                <span className="jp-QuotaJob-stalledFlag">Stalled</span>
+              </div>
+              <div className="jp-QuotaJob-meta">
+                <span title="owner">{job.owner}</span> · {job.gpus}{' '}
+                {job.gpus === 1 ? 'GPU' : 'GPUs'}
+              </div>
+              <p className="jp-QuotaJob-stalled">{stalledLine(job)}</p>
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
   );
 }

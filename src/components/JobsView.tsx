@@ -5,7 +5,7 @@
 
 import * as React from 'react';
 
-import { canCancel, explainJob, jobsShownLine } from '../jobs';
+import { canCancel, explainJob, jobsShownLine, stalledLine } from '../jobs';
 import { asModelError, QuotaModel } from '../model';
 import { ageSeconds, formatAge } from '../quantity';
 import { IJob } from '../tokens';
@@ -102,6 +102,7 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
   const [error, setError] = React.useState('');
   const [busy, setBusy] = React.useState(false);
   const explanation = explainJob(job);
+  const stalled = stalledLine(job);
   const logId = `jp-QuotaJob-log-${job.namespace}-${job.name}`;
 
   const cancel = async () => {
@@ -124,9 +125,19 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
   };
 
   return (
-    <li className="jp-QuotaJob" data-job={job.name} data-phase={job.phase}>
+    <li
+      className="jp-QuotaJob"
+      data-job={job.name}
+      data-phase={job.phase}
+      data-stalled={stalled ? job.stalled?.reason : undefined}
+    >
       <div className="jp-QuotaJob-head">
         <span className="jp-QuotaJob-name">{job.name}</span>
+        {stalled && (
+          <span className="jp-QuotaJob-stalledFlag" title={stalled}>
+            Stalled
+          </span>
+        )}
         <span className={`jp-QuotaJob-phase jp-mod-${job.phase.toLowerCase()}`}>
           {job.phase}
         </span>
@@ -139,6 +150,7 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
         </span>
       </div>
       {explanation && <p className="jp-QuotaJob-reason">{explanation}</p>}
+      {stalled && <p className="jp-QuotaJob-stalled">{stalled}</p>}
       {error && (
         <p className="jp-QuotaJob-error" role="alert">
           {error}

@@ -114,6 +114,27 @@ def admin_lab_server(tmp_path_factory, ui_output_dir) -> Iterator[LabServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def stalling_lab_server(tmp_path_factory, ui_output_dir) -> Iterator[LabServer]:
+    """A ``jupyter lab`` of its own whose user is a quota admin and whose jobs count as stalled
+    after 3 seconds without log output (``JupyterQuota.stalled_job_minutes = 0.05``)."""
+    extra = [
+        "import getpass",
+        "c.JupyterQuota.admin_users = [getpass.getuser()]",
+        "c.JupyterQuota.stalled_job_minutes = 0.05",
+    ]
+    home = tmp_path_factory.mktemp("stallinglab")
+    with _running_lab(home, ui_output_dir / "jupyter-lab-stalling.log", extra) as server:
+        yield server
+
+
+@pytest.fixture
+def stalling_lab_page(stalling_lab_server, chromium_browser) -> Iterator[LabPage]:
+    """As ``lab_page``, on the server whose jobs stall after 3 quiet seconds."""
+    with open_lab_page(chromium_browser, stalling_lab_server) as lab:
+        yield lab
+
+
 @contextlib.contextmanager
 def _running_lab(home: Path, log_path: Path, extra_config: Sequence[str] = ()) -> Iterator[LabServer]:
     root_dir = home / "root"

@@ -55,6 +55,9 @@ def job_json(
         "gpus": int(Quantity(gpus).value()),
         "resources": resources,
         "createdAt": meta.get("creationTimestamp", ""),
+        # stall.py's checks need the log's progress and GPU samples, which this backend does not
+        # read yet: a cluster's jobs are never flagged (README: Stalled jobs)
+        "stalled": None,
     }
     if status.get("startTime"):
         out["startedAt"] = status["startTime"]

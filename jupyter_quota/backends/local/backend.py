@@ -50,10 +50,11 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ... import errors, paging, quota, reasons, statedir
+from ... import errors, paging, quota, reasons, stall, statedir
 from ...jobspec import JobSettings
-from ..base import Backend, balance_json
+from ..base import Backend, JobChanges, balance_json
 from . import account, admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking
+from .stallwatch import StallWatch
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
 PRUNE_INTERVAL = 60.0  # seconds between the reaper's looks for finished jobs past retention
@@ -82,6 +83,7 @@ class LocalBackend(Backend):
         retention_count: int = 1000,
         prune_batch: int = 500,
         job_image: str = "",
+        stall_policy: stall.StallPolicy | None = None,
     ):
         # The image only labels the Job (a local job runs its command as a process).
         self.job_settings = JobSettings(image=job_image)
@@ -111,6 +113,7 @@ class LocalBackend(Backend):
             self.log,
             runner.Settings(log_max_bytes, log_backups, cgroups),
         )
+        self.stall_watch = StallWatch(stall_policy or stall.StallPolicy(), self._jobs.job_dir)
         self._usage: dict[str, _Usage] = {}
         self._usage_lock = threading.Lock()
         self._stop = threading.Event()
@@ -208,13 +211,13 @@ class LocalBackend(Backend):
         with self._ledger.read() as con:
             rows = ledger.page_in_namespace(con, profile.namespace, limit + 1, before)
             if len(rows) <= limit:
-                return paging.Page([jobview.job_json(r) for r in rows])
+                return paging.Page([self._shown(r) for r in rows])
             rows = rows[:limit]
             remaining = ledger.count_in_namespace(con, profile.namespace, rows[-1]["id"])
-        return paging.Page([jobview.job_json(r) for r in rows], str(rows[-1]["id"]), remaining)
+        return paging.Page([self._shown(r) for r in rows], str(rows[-1]["id"]), remaining)
 
     def get_job(self, profile, name: str) -> dict:
-        return jobview.job_json(self._row(profile.namespace, name))
+        return self._shown(self._row(profile.namespace, name))
 
     def logs(self, profile, name: str, tail_lines: int = 200) -> str:
         row = self._row(profile.namespace, name)
@@ -250,10 +253,31 @@ class LocalBackend(Backend):
             self.reap()  # an end the reaper has not recorded yet shows as it really was
         return self.get_job(profile, name)
 
+    def job_changes(self, profiles, cursor=None) -> JobChanges:
+        """The live jobs the first time, then the rows changed since (``rev`` above ``cursor``, a
+        generation): a scrape reads what changed, never every finished job."""
+        with self._ledger.read() as con:
+            rows = ledger.live_rows(con) if cursor is None else ledger.rows_changed_since(con, cursor)
+            current = ledger.generation(con)
+        return JobChanges([self._shown(r) for r in rows], current, snapshot=cursor is None)
+
+    def stalled(self) -> list[dict]:
+        with self._ledger.read() as con:
+            rows = ledger.in_phase(con, "Running")
+        flagged = ((row, self.stall_watch.of(row)) for row in rows)
+        return [
+            {"namespace": row["namespace"], "team": row["team"], "name": row["name"], "stalled": flag}
+            for row, flag in flagged
+            if flag is not None
+        ]
+
     def inventory(self) -> dict:
         return copy.deepcopy(self._inventory)
 
     # Helpers
+
+    def _shown(self, row) -> dict:
+        return jobview.job_json(row, stalled=self.stall_watch.of(row))
 
     def _row(self, namespace: str, name: str):
         with self._ledger.read() as con:
@@ -293,6 +317,7 @@ class LocalBackend(Backend):
             failed = False
             try:
                 self.reap()
+                self.stall_watch.sample()
             except Exception as e:  # keep reaping; a bad pass is logged, the next may succeed
                 failed = True
                 if not self._warn_storage(e):

@@ -18,6 +18,7 @@ NVIDIA_SMI_QUERY = [
     "--query-gpu=index,name,memory.total,uuid",
     "--format=csv,noheader,nounits",
 ]
+UTILIZATION_QUERY = ["--query-gpu=index,utilization.gpu", "--format=csv,noheader,nounits"]
 NVIDIA_SMI_TIMEOUT = 10.0
 
 
@@ -66,22 +67,54 @@ def parse_nvidia_smi(output: str) -> list[dict]:
 
 def _query_nvidia_smi() -> list[dict] | None:
     """The GPUs ``nvidia-smi`` lists, or None when it is absent or fails."""
+    try:
+        output = _nvidia_smi(NVIDIA_SMI_QUERY)
+        return None if output is None else parse_nvidia_smi(output)
+    except ValueError:
+        return None
+
+
+def gpu_utilization() -> dict[int, float] | None:
+    """Each GPU's utilisation in percent (index to percent), or None without ``nvidia-smi``."""
+    try:
+        output = _nvidia_smi(UTILIZATION_QUERY)
+        return None if output is None else parse_utilization(output)
+    except ValueError:
+        return None
+
+
+def parse_utilization(output: str) -> dict[int, float]:
+    """Parse ``index, utilization.gpu`` CSV lines (no units); a GPU that says ``[N/A]`` is left out."""
+    found = {}
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        index, _, percent = (f.strip() for f in line.partition(","))
+        if not index.isdigit():
+            raise ValueError(f"unexpected nvidia-smi line: {line!r}")
+        try:
+            found[int(index)] = float(percent)
+        except ValueError:
+            continue  # "[N/A]", "[Not Supported]": not measured, so never idle
+    return found
+
+
+def _nvidia_smi(args) -> str | None:
+    """``nvidia-smi``'s output for ``args``, or None when it is absent or fails."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None
     try:
         done = subprocess.run(
-            [exe, *NVIDIA_SMI_QUERY],
+            [exe, *args],
             capture_output=True,
             text=True,
             timeout=NVIDIA_SMI_TIMEOUT,
             check=False,
         )
-        if done.returncode != 0:
-            return None
-        return parse_nvidia_smi(done.stdout)
-    except (OSError, subprocess.TimeoutExpired, ValueError):
+    except (OSError, subprocess.TimeoutExpired):
         return None
+    return done.stdout if done.returncode == 0 else None
 
 
 def _declared_gpus(declared: dict) -> list[dict]:

@@ -10,8 +10,9 @@ from ...jobfields import container_resources, train_container
 from . import ledger
 
 
-def job_json(row: sqlite3.Row) -> dict:
-    """The API's job dict for a row; a cancel in progress shows as Running/Terminating."""
+def job_json(row: sqlite3.Row, stalled: dict | None = None) -> dict:
+    """The API's job dict for a row; a cancel in progress shows as Running/Terminating.
+    ``stalled`` is the ``stallwatch`` verdict on the row."""
     pod = ledger.loads(row["pod"])
     job = {
         "name": row["name"],
@@ -24,6 +25,7 @@ def job_json(row: sqlite3.Row) -> dict:
         "gpuIndices": ledger.loads(row["gpu_indices"], []),
         "resources": container_resources(train_container(pod)),
         "createdAt": row["created_at"],
+        "stalled": stalled,
     }
     for key, column in (("startedAt", "started_at"), ("finishedAt", "finished_at")):
         if row[column]:

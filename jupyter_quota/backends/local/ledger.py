@@ -368,6 +368,17 @@ def changed_since(con: sqlite3.Connection, generation: int) -> list[sqlite3.Row]
     return sorted(rows, key=lambda row: row["id"])
 
 
+def live_rows(con: sqlite3.Connection) -> list[sqlite3.Row]:
+    """Every Pending and Running job, whole rows, oldest first (the metrics' first look)."""
+    return con.execute("SELECT * FROM jobs WHERE phase IN (?, ?) ORDER BY id", LIVE).fetchall()
+
+
+def rows_changed_since(con: sqlite3.Connection, generation: int) -> list[sqlite3.Row]:
+    """Whole rows of every job changed after ``generation``, oldest first (the metrics' next looks)."""
+    rows = con.execute("SELECT * FROM jobs INDEXED BY jobs_by_rev WHERE rev > ?", (generation,)).fetchall()
+    return sorted(rows, key=lambda row: row["id"])
+
+
 _SCHEDULING = "id, namespace, name, phase, reason, message, gpu_indices, pod"
 
 
