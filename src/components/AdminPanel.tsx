@@ -1,6 +1,7 @@
 /**
  * The admin view, a left-area panel of its own that only quota admins get:
- * every team's balance (an admin's `GET namespaces` lists every team) and the
+ * every team's balance (an admin's `GET namespaces` lists every team), their
+ * usage, top holders and stalled jobs, the monthly chargeback, and the
  * profile form.
  */
 
@@ -10,6 +11,9 @@ import * as React from 'react';
 import { quotaAdminIcon } from '../icons';
 import { QuotaModel } from '../model';
 import { ProfileEditor } from '../profileeditor';
+import { IChargebackClient, IUsageClient } from '../usage';
+import { AdminUsage } from './AdminUsage';
+import { ChargebackView } from './ChargebackView';
 import { useModel, useNow } from './hooks';
 import { PanelHeader } from './PanelHeader';
 import { ProfileForm } from './ProfileForm';
@@ -18,6 +22,7 @@ import { TeamBalances } from './TeamBalances';
 export interface IAdminPanelOptions {
   model: QuotaModel;
   editor: ProfileEditor;
+  client: IUsageClient & IChargebackClient;
 }
 
 /** The id of the admin panel (and of its tab in the left side bar). */
@@ -65,6 +70,8 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
         )}
         <TeamBalances namespaces={model.namespaces} now={now} />
       </section>
+      <AdminUsage model={model} client={props.client} />
+      <ChargebackView client={props.client} />
       <section
         className="jp-QuotaSidebar-section"
         aria-labelledby="jp-QuotaAdmin-profileTitle"
