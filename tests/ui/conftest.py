@@ -114,6 +114,18 @@ def admin_lab_server(tmp_path_factory, ui_output_dir) -> Iterator[LabServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def start_lab(ui_output_dir):
+    """A ``jupyter lab`` of a test module's own: ``start_lab(home, log_name, extra_config)`` is a
+    context manager yielding the ``LabServer``; the server's state directory is ``home / "state"``,
+    so a module can seed its ledger before starting it."""
+
+    def start(home: Path, log_name: str, extra_config: Sequence[str] = ()):
+        return _running_lab(home, ui_output_dir / log_name, extra_config)
+
+    return start
+
+
 @contextlib.contextmanager
 def _running_lab(home: Path, log_path: Path, extra_config: Sequence[str] = ()) -> Iterator[LabServer]:
     root_dir = home / "root"
@@ -182,6 +194,12 @@ def admin_viewer_page(admin_lab_server, chromium_browser) -> Iterator[LabPage]:
     was open before an edit made in another page."""
     with open_lab_page(chromium_browser, admin_lab_server) as lab:
         yield lab
+
+
+@pytest.fixture(scope="session")
+def open_page():
+    """``open_lab_page`` for a module's own server: ``open_page(browser, server)``."""
+    return open_lab_page
 
 
 @contextlib.contextmanager
