@@ -236,6 +236,21 @@ class JupyterQuota(Configurable):
             raise ValueError(f"JupyterQuota.max_concurrent_plans must be at least 1, not {proposal['value']}")
         return proposal["value"]
 
+    prices = Dict(
+        help="Prices per resource-hour that turn usage (``GET .../usage``) into cost and the monthly "
+        'chargeback (``GET .../chargeback``): ``{"currency": "EUR", "gpuHour": 2.5, '
+        '"cpuHour": 0.04, "memoryGibHour": 0.005}``, each the price of one GPU, one CPU core or '
+        "one GiB of memory requested for an hour (``jupyter_quota/chargeback.py``). A resource left "
+        "out costs 0. Default: empty (usage has no cost; ``cost`` is null).",
+    ).tag(config=True)
+
+    @validate("prices")
+    def _valid_prices(self, proposal):
+        from .chargeback import parse_prices
+
+        parse_prices(proposal["value"])  # raises ValueError naming the bad key
+        return proposal["value"]
+
     @property
     def ledger_path(self) -> str:
         return os.path.join(self.state_dir, "ledger.sqlite3")

@@ -19,6 +19,7 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
+from .chargeback import chargeback_csv
 from .errors import BodyTooLarge, Forbidden, InvalidRequest, NotFound, QuotaError, ServiceUnavailable
 from .identity import identify
 from .slots import WorkSlots
@@ -344,6 +345,32 @@ class PlanHandler(QuotaHandler):
         self.reply(await self.plan_slots.run(self.service.plan, self.who, namespace, body))
 
 
+class UsageHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        params = [self.get_query_argument(k, None) for k in ("since", "until", "by", "namespace", "step")]
+        self.reply(await self.run(self.service.usage, self.who, *params))
+
+
+class ChargebackHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        month, form = self.get_query_argument("month", None), self.get_query_argument("format", "json")
+        if form not in ("json", "csv"):
+            raise InvalidRequest(f"format must be json or csv, not {form[:32]!r}")
+        report = await self.run(self.service.chargeback, self.who, month)
+        if form == "json":
+            self.reply(report)
+            return
+        self.set_header("Content-Type", "text/csv; charset=utf-8")
+        self.set_header("Content-Disposition", f"attachment; filename=chargeback-{report['month']}.csv")
+        self.finish(chargeback_csv(report))
+
+
 _SEGMENT = r"([^/]+)"
 
 #: (path below quota/v1, handler): the OpenAPI file documents exactly these.
@@ -360,6 +387,8 @@ ROUTES = [
     (f"/profiles/{_SEGMENT}", ProfileHandler),
     ("/identity", IdentityHandler),
     ("/inventory", InventoryHandler),
+    ("/usage", UsageHandler),
+    ("/chargeback", ChargebackHandler),
 ]
 
 

@@ -7,7 +7,9 @@ backend is touched, so a foreign namespace never yields data.
 
 from __future__ import annotations
 
-from . import paging
+import time
+
+from . import chargeback, paging, usage
 from .access import TeamRegistry
 from .backends.base import Backend
 from .config import JupyterQuota
@@ -125,6 +127,33 @@ class QuotaService:
             raise InvalidRequest(f"tailLines must be from 1 to {MAX_TAIL_LINES}, not {lines}")
         return lines
 
+    # -- usage and chargeback --------------------------------------------------------------------
+
+    def usage(self, who: Identity, since=None, until=None, by=None, namespace=None, step=None) -> dict:
+        """Requested resources integrated over the window, per team, user or job (``usage.py``):
+        an admin sees every team, a user their teams (a ``namespace`` not theirs: 403)."""
+        window = usage.parse_window(since, until, by, step, namespace)
+        if window.namespace is not None:
+            visible = {self.registry.for_namespace(who, window.namespace).namespace}
+        else:
+            visible = {p.namespace for p in self.registry.teams_of(who)}
+        now = int(time.time())
+        spans = [s for s in self.backend.usage_spans(window.since, window.until) if s.namespace in visible]
+        return chargeback.usage_json(usage.integrate(spans, window, now), window, self.prices)
+
+    def chargeback(self, who: Identity, month=None) -> dict:
+        """A month's usage and cost per team, with a totals row that adds up (admins)."""
+        self._require_admin(who, "the chargeback is")
+        now = int(time.time())
+        month, since, until = chargeback.month_window(month, now)
+        window = usage.Window(since, until, "team")
+        sums = usage.integrate(self.backend.usage_spans(since, until), window, now)
+        return chargeback.chargeback(sums, month, since, until, self.prices)
+
+    @property
+    def prices(self) -> dict | None:
+        return chargeback.parse_prices(self.config.prices)
+
     # -- profiles (admins) ---------------------------------------------------------------------
 
     def profiles(self, who: Identity) -> dict:
@@ -140,9 +169,9 @@ class QuotaService:
         return self.registry.put(team, body, before_store=self.backend.apply_profile).to_json()
 
     @staticmethod
-    def _require_admin(who: Identity) -> None:
+    def _require_admin(who: Identity, what: str = "profiles are") -> None:
         if not who.admin:
             raise Forbidden(
-                f'user "{who.name}" is not a quota admin: profiles are for JupyterHub admins '
+                f'user "{who.name}" is not a quota admin: {what} for JupyterHub admins '
                 "and the users in JupyterQuota.admin_users"
             )

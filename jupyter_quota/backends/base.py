@@ -24,6 +24,7 @@ from ..paging import MAX_LIMIT, Page
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..profiles import TeamProfile
+    from ..usage import Span
 
 
 class Backend(abc.ABC):
@@ -95,6 +96,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def cancel(self, profile: TeamProfile, name: str, by: str) -> dict:
         """Stop the job and release what it holds; return the job. ``NotFound`` if unknown."""
+
+    @abc.abstractmethod
+    def usage_spans(self, since: int, until: int) -> list[Span]:
+        """Every job (or pod) that held requested resources at some time in ``[since, until)``
+        (epoch seconds), for ``usage.integrate``: durable, so a restart loses and repeats nothing."""
 
     def inventory(self) -> dict:
         """What the jobs run on: ``{"source": "nvidia-smi"|"declared"|"cluster", "gpus": [...], ...}``."""

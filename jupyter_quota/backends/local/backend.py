@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from ... import errors, paging, quota, reasons, statedir
 from ...jobspec import JobSettings
 from ..base import Backend, balance_json
-from . import account, admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking
+from . import account, admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking, usagespans
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
 PRUNE_INTERVAL = 60.0  # seconds between the reaper's looks for finished jobs past retention
@@ -252,6 +252,10 @@ class LocalBackend(Backend):
 
     def inventory(self) -> dict:
         return copy.deepcopy(self._inventory)
+
+    def usage_spans(self, since: int, until: int) -> list:
+        """Jobs that held resources in ``[since, until)``, from the ledger (``usagespans``)."""
+        return usagespans.spans(self._ledger, since, until)
 
     # Helpers
 
