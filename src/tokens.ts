@@ -102,65 +102,30 @@ export type IProfile = Schemas['Profile'];
 /** `GET profiles`: every team profile (admins only). */
 export type IProfileList = Schemas['ProfileList'];
 
+/** How `GET usage` groups its rows: per team (namespace), per user, or per job. */
+export type UsageBy = Schemas['UsageReport']['by'];
+
+/** Resources integrated over time (GPU-, CPU-, memory GiB-seconds), and their cost with prices. */
+export type IUsageTotals = Schemas['UsageFigures'];
+
+/** One row of `GET usage`: a group (and its bucket's `start`, with `step`) and what it used. */
+export type IUsageRow = Schemas['UsageRow'];
+
+/** `GET usage`: the window, the grouping, the rows and their totals, and the prices used. */
+export type IUsage = Schemas['UsageReport'];
+
+/** A chargeback's figures: hours and cost of each resource, and their total cost (null without prices). */
+export type IChargebackFigures = Schemas['ChargebackFigures'];
+
+/** `GET chargeback?month=`: a month's usage and cost per team, and the totals row (admins only). */
+export type IChargeback = Schemas['Chargeback'];
+
 /**
- * How usage is grouped: per team (namespace), per user, or per job.
- * Hand-written from the lead's contract until the usage routes' schemas land
- * in openapi.yaml (then these become `Schemas[...]` like the rest).
+ * Why a running job is flagged as a zombie, and since when (the Job's
+ * `stalled`; hand-written from the issue 12 contract until the Job schema has it).
  */
-export type UsageBy = 'team' | 'user' | 'job';
-
-/** Resources integrated over time, and their cost when prices are configured. */
-export interface IUsageTotals {
-  gpuSeconds: number;
-  cpuSeconds: number;
-  memoryGibSeconds: number;
-  cost: number | null;
-}
-
-/** One row of `GET usage`: a group (and a bucket, with `step`) and what it used. */
-export interface IUsageRow extends IUsageTotals {
-  namespace: string;
-  team: string;
-  user?: string;
-  job?: string;
-  start?: string;
-}
-
-/** `GET usage`: the window, the grouping, the rows and their totals. */
-export interface IUsage {
-  since: string;
-  until: string;
-  by: UsageBy;
-  step: number | null;
-  rows: IUsageRow[];
-  totals: IUsageTotals;
-  prices: ({ currency: string } & Record<string, unknown>) | null;
-}
-
-/** Why a running job is flagged as a zombie, and since when. */
 export interface IStalled {
   since: string;
   reason: 'NoLogProgress' | 'LowGpuUtilization' | string;
   message: string;
-}
-
-/** A chargeback's figures: hours and cost of each resource, and their total cost (null without prices). */
-export interface IChargebackFigures {
-  gpuHours: number;
-  gpuCost: number | null;
-  cpuHours: number;
-  cpuCost: number | null;
-  memoryGibHours: number;
-  memoryCost: number | null;
-  cost: number | null;
-}
-
-/** `GET chargeback?month=`: a month's usage and cost per team, and the totals row (admins only). */
-export interface IChargeback {
-  month: string;
-  since: string;
-  until: string;
-  prices: IUsage['prices'];
-  rows: (IChargebackFigures & { namespace: string; team: string })[];
-  totals: IChargebackFigures;
 }

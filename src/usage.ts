@@ -250,7 +250,10 @@ export function usageTotals(
     );
 }
 
-/** Hours for a table cell or a tooltip: up to 2 decimals, no trailing zeros. */
+/**
+ * Hours for a table cell or a tooltip, to 3 significant digits or the whole
+ * hour (`0.25`, `4.92`, `17.2`, `611`, `20090`); `<0.01` for a trace.
+ */
 export function formatHours(hours: number): string {
   if (hours === 0) {
     return '0';
@@ -258,7 +261,8 @@ export function formatHours(hours: number): string {
   if (hours < 0.01) {
     return '<0.01';
   }
-  return String(Math.round(hours * 100) / 100);
+  const digits = hours < 10 ? 2 : hours < 100 ? 1 : 0;
+  return String(Number(hours.toFixed(digits)));
 }
 
 /** "You: 3.5 of 10 GPU-hours (35%)", or that nothing was used. */

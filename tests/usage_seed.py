@@ -36,8 +36,16 @@ SHAPES = (  # (gpus, cpu request or None for the LimitRange default, memory requ
 )
 
 
-def seed(state_dir: Path, profiles: list[TeamProfile], jobs: int = 400, rng_seed: int = 12, running: bool = True):
-    """Fill ``state_dir``'s ledger; return the ledger. Users are each profile's ``users``."""
+def seed(
+    state_dir: Path,
+    profiles: list[TeamProfile],
+    jobs: int = 400,
+    rng_seed: int = 12,
+    running: bool = True,
+    week_start: int = WEEK_START,
+):
+    """Fill ``state_dir``'s ledger with a week from ``week_start`` (epoch seconds); return the ledger.
+    Users are each profile's ``users``."""
     book = ledger.Ledger(Path(state_dir) / "ledger.sqlite3")
     rng = random.Random(rng_seed)
     admitted = {}
@@ -49,13 +57,13 @@ def seed(state_dir: Path, profiles: list[TeamProfile], jobs: int = 400, rng_seed
             if (profile.team, shape) not in admitted:
                 admitted[profile.team, shape] = _admitted(profile, SHAPES[shape])
             spec, admission_ = admitted[profile.team, shape]
-            start = WEEK_START + rng.randrange(WEEK)
+            start = week_start + rng.randrange(WEEK)
             duration = rng.randrange(60, 10 * 3600)  # may run past the week's end
             ledger.insert(con, _row(profile, spec, admission_, user, f"job-{i:06d}", start, duration, rng))
         if running:
             for n, profile in enumerate(profiles):
                 spec, admission_ = admitted.get((profile.team, 0)) or _admitted(profile, SHAPES[0])
-                row = _row(profile, spec, admission_, profile.users[0], f"live-{n:04d}", WEEK_START + 3600, 0, rng)
+                row = _row(profile, spec, admission_, profile.users[0], f"live-{n:04d}", week_start + 3600, 0, rng)
                 ledger.insert(con, {**row, "phase": "Running", "finished_at": None, "exit_code": None})
     return book
 

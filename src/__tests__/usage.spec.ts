@@ -1,6 +1,7 @@
 import {
   chargebackCsvUrl,
   chargebackLines,
+  formatHours,
   chargebackPath,
   isMonth,
   monthOf,
@@ -220,7 +221,12 @@ describe('chargebackLines', () => {
       month: '2026-11',
       since: '2026-11-01T00:00:00Z',
       until: '2026-12-01T00:00:00Z',
-      prices: { currency: 'EUR' },
+      prices: {
+        currency: 'EUR',
+        gpuHour: 2.5,
+        cpuHour: 0.04,
+        memoryGibHour: 0.005
+      },
       rows: [{ namespace: 'team-alpha', team: 'alpha', ...figures }],
       totals: figures
     });
@@ -235,5 +241,13 @@ describe('chargebackLines', () => {
       }
     ]);
     expect(lines.total).toMatchObject({ key: 'Total', cost: 5.72 });
+  });
+});
+
+describe('formatHours', () => {
+  it('keeps three significant digits, or the whole hour', () => {
+    expect(
+      [0, 0.004, 0.25, 4.917, 17.16, 611.13, 20090.18].map(formatHours)
+    ).toEqual(['0', '<0.01', '0.25', '4.92', '17.2', '611', '20090']);
   });
 });

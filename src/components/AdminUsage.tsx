@@ -26,8 +26,9 @@ import {
   UsageResource
 } from '../usage';
 import { useLoad, useNow } from './hooks';
-import { HoursTable } from './HoursTable';
+import { costColumn, HoursTable, IHoursColumn } from './HoursTable';
 import { StalledFlag } from './StalledFlag';
+import { THEMED_AXIS } from './UsageChart';
 import { unitOf, UsageControls, useUsageControls } from './UsageControls';
 
 /** How many users the top holders list shows. */
@@ -71,6 +72,8 @@ export function AdminUsage(props: {
         aria-labelledby="jp-QuotaAdmin-usageTitle"
         aria-busy={teams.loading}
         data-range={range.id}
+        data-since={teams.value?.since}
+        data-until={teams.value?.until}
       >
         <h2 id="jp-QuotaAdmin-usageTitle">Usage by team</h2>
         <UsageControls
@@ -97,7 +100,7 @@ export function AdminUsage(props: {
               rows={[...byTeam].sort(rank)}
               label={`Usage per team over the last ${range.label}`}
               keyTitle="Namespace"
-              costTitle={teams.value.prices?.currency}
+              columns={rankingColumns(unit, field, teams.value.prices)}
               empty="Nothing used in this range."
             />
           </>
@@ -124,7 +127,7 @@ export function AdminUsage(props: {
             rows={[...byUser].sort(rank).slice(0, TOP_HOLDERS)}
             label={`Top ${TOP_HOLDERS} users by ${unit}`}
             keyTitle="User"
-            costTitle={users.value.prices?.currency}
+            columns={rankingColumns(unit, field, users.value.prices)}
             empty="Nothing used in this range."
             className="jp-QuotaAdmin-holders"
           />
@@ -133,6 +136,19 @@ export function AdminUsage(props: {
       <StalledSection model={props.model} />
     </>
   );
+}
+
+/** A ranking's columns: the chosen resource's hours, and the cost when prices are set. */
+function rankingColumns(
+  unit: string,
+  field: keyof IUsageTotal,
+  prices: { currency: string } | null
+): IHoursColumn[] {
+  const hours: IHoursColumn = {
+    title: unit,
+    value: row => row[field] as number
+  };
+  return prices ? [hours, costColumn(prices.currency)] : [hours];
 }
 
 /** The teams' hours as horizontal bars, heaviest on top. */
@@ -152,8 +168,19 @@ function TeamChart(props: {
           margin={{ top: 4, right: 8, bottom: 0, left: 0 }}
         >
           <CartesianGrid horizontal={false} strokeDasharray="2 3" />
-          <XAxis type="number" tickFormatter={formatHours} tickLine={false} />
-          <YAxis type="category" dataKey="key" width={90} tickLine={false} />
+          <XAxis
+            {...THEMED_AXIS}
+            type="number"
+            tickFormatter={formatHours}
+            tickLine={false}
+          />
+          <YAxis
+            {...THEMED_AXIS}
+            type="category"
+            dataKey="key"
+            width={90}
+            tickLine={false}
+          />
           <Tooltip
             formatter={value => [`${formatHours(Number(value))} ${unit}`]}
             cursor={{ fill: 'var(--jp-layout-color3)', opacity: 0.4 }}

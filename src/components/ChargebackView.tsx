@@ -7,7 +7,7 @@ import * as React from 'react';
 
 import { chargebackLines, IChargebackClient, isMonth, monthOf } from '../usage';
 import { useLoad } from './hooks';
-import { HoursTable } from './HoursTable';
+import { costColumn, HoursTable, RESOURCE_COLUMNS } from './HoursTable';
 
 export function ChargebackView(props: {
   client: IChargebackClient;
@@ -65,7 +65,10 @@ export function ChargebackView(props: {
           total={lines.total}
           label={`Chargeback for ${shown.month}`}
           keyTitle="Namespace"
-          costTitle={currency ? `Cost (${currency})` : 'Cost'}
+          columns={[
+            costColumn(currency ? `Cost (${currency})` : 'Cost'),
+            ...RESOURCE_COLUMNS
+          ]}
           empty={`Nothing used in ${shown.month}.`}
           className="jp-QuotaAdmin-chargebackTable"
         />

@@ -19,6 +19,15 @@ import {
 
 import { formatHours, IUsagePoint, IUsageRange } from '../usage';
 
+/**
+ * Theme colours for an axis: Recharts writes its grey into each tick's inline
+ * style, which a stylesheet cannot override, so the colours go in as props.
+ */
+export const THEMED_AXIS = {
+  stroke: 'var(--jp-border-color2)',
+  tick: { fill: 'var(--jp-ui-font-color2)' }
+};
+
 export interface IUsageChartProps {
   points: IUsagePoint[];
   range: IUsageRange;
@@ -41,12 +50,18 @@ export function UsageChart(props: IUsageChartProps): JSX.Element {
         >
           <CartesianGrid vertical={false} strokeDasharray="2 3" />
           <XAxis
+            {...THEMED_AXIS}
             dataKey="start"
             tickFormatter={tick}
             minTickGap={16}
             tickLine={false}
           />
-          <YAxis width={40} tickFormatter={formatHours} tickLine={false} />
+          <YAxis
+            {...THEMED_AXIS}
+            width={40}
+            tickFormatter={formatHours}
+            tickLine={false}
+          />
           <Tooltip
             labelFormatter={start => tooltipLabel(Number(start), range)}
             formatter={value => [`${formatHours(Number(value))} ${unit}`]}

@@ -4,7 +4,8 @@ The module's own server (an admin's, with prices) starts on a ledger seeded with
 finished jobs of the demo teams (``tests/usage_seed.py``) that ended a day before the test, some
 of them the lab user's and some another alpha member's, so both "You" and "Others" have bars.
 Each figure the page shows is checked against the REST API's own answer. Screenshots:
-``usage-sidebar.png``, ``usage-sidebar-week-dark.png``, ``usage-admin.png``.
+``usage-sidebar.png``, ``usage-sidebar-week-dark.png``, ``usage-chargeback.png``, ``usage-admin.png``;
+the downloaded CSV as ``chargeback-YYYY-MM.csv``.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def test_usage_chart_and_the_chargeback_csv(usage_page, ui_output_dir, tmp_path)
     for row in report["rows"]:
         line = table.locator(f"tbody tr[data-key='{row['namespace']}']")
         assert float(line.get_attribute("data-cost")) == row["cost"], row
-        assert line.locator("td").last.inner_text() == f"{row['cost']:.2f}"
+        assert line.locator("td").first.inner_text() == f"{row['cost']:.2f}"  # cost first: a narrow panel shows it
     assert table.locator("tbody tr").count() == len(report["rows"]) > 0
     total = table.locator("tfoot tr")
     assert float(total.get_attribute("data-cost")) == report["totals"]["cost"]
@@ -181,13 +182,27 @@ def test_usage_chart_and_the_chargeback_csv(usage_page, ui_output_dir, tmp_path)
     assert lines[-1].startswith("total,")
     assert len(lines) == len(report["rows"]) + 2
     (ui_output_dir / f"chargeback-{month}.csv").write_text(csv_text)
+    admin.get_by_role("heading", name="Chargeback").scroll_into_view_if_needed()
+    admin.screenshot(path=ui_output_dir / "usage-chargeback.png")
 
-    # The admin's usage by team and top holders come from the same API.
-    teams = admin.get_by_role("table", name="Usage per team over the last 24 hours")
-    teams.wait_for()
-    holders = admin.locator("table.jp-QuotaAdmin-holders tbody tr")
-    assert holders.count() >= 1
-    admin.locator("section.jp-QuotaAdmin-usage .recharts-bar-rectangle").first.wait_for()
-    table.scroll_into_view_if_needed()
+    # The admin's usage by team and top holders: the API's figures for the same window.
+    usage = admin.locator("section.jp-QuotaAdmin-usage[aria-busy='false']")
+    usage.locator("table.jp-QuotaUsage-table").wait_for()
+    window = f"since={usage.get_attribute('data-since')}&until={usage.get_attribute('data-until')}"
+    for by, rows, size in (
+        ("team", usage.locator("table.jp-QuotaUsage-table tbody tr"), None),
+        ("user", admin.locator("table.jp-QuotaAdmin-holders tbody tr"), 5),
+    ):
+        answer = api(page, "GET", f"usage?{window}&by={by}")["body"]["rows"]
+        key = "namespace" if by == "team" else "user"
+        hours: dict[str, float] = {}
+        for row in answer:
+            hours[row[key]] = hours.get(row[key], 0) + row["gpuSeconds"] / HOUR
+        ranked = sorted(hours.items(), key=lambda item: (-item[1], item[0]))[:size]
+        shown = [(row.get_attribute("data-key"), float(row.get_attribute("data-gpu-hours"))) for row in rows.all()]
+        assert [name for name, _ in shown] == [name for name, _ in ranked], by
+        assert all(math.isclose(a, b, abs_tol=1e-6) for (_, a), (_, b) in zip(shown, ranked, strict=True)), by
+    usage.locator(".recharts-bar-rectangle").first.wait_for()
+    admin.get_by_role("heading", name="Usage by team").scroll_into_view_if_needed()
     admin.screenshot(path=ui_output_dir / "usage-admin.png")
     print(json.dumps({"month": month, "chargebackRows": len(report["rows"]), "totalCost": report["totals"]["cost"]}))
