@@ -280,6 +280,19 @@ class JupyterQuota(Configurable):
     def _valid_increase_limits(self, proposal):
         if proposal["value"] <= 0:
             raise ValueError(f"JupyterQuota.{proposal['trait'].name} must be more than 0, not {proposal['value']}")
+    prices = Dict(
+        help="Prices per resource-hour that turn usage (``GET .../usage``) into cost and the monthly "
+        'chargeback (``GET .../chargeback``): ``{"currency": "EUR", "gpuHour": 2.5, '
+        '"cpuHour": 0.04, "memoryGibHour": 0.005}``, each the price of one GPU, one CPU core or '
+        "one GiB of memory requested for an hour (``jupyter_quota/chargeback.py``). A resource left "
+        "out costs 0. Default: empty (usage has no cost; ``cost`` is null).",
+    ).tag(config=True)
+
+    @validate("prices")
+    def _valid_prices(self, proposal):
+        from .chargeback import parse_prices
+
+        parse_prices(proposal["value"])  # raises ValueError naming the bad key
         return proposal["value"]
 
     @property

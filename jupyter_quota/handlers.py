@@ -21,6 +21,7 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from .chargeback import chargeback_csv
 from .errors import BodyTooLarge, Forbidden, InvalidRequest, NotFound, QuotaError, ServiceUnavailable
 from .identity import identify
 from .slots import WorkSlots
@@ -440,6 +441,30 @@ class AuditHandler(QuotaHandler):
 
         self.set_header("Content-Disposition", "attachment; filename=quota-audit.csv")
         self.finish(to_csv(entries), set_content_type="text/csv; charset=utf-8")
+class UsageHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        params = [self.get_query_argument(k, None) for k in ("since", "until", "by", "namespace", "step")]
+        self.reply(await self.run(self.service.usage, self.who, *params))
+
+
+class ChargebackHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        month, form = self.get_query_argument("month", None), self.get_query_argument("format", "json")
+        if form not in ("json", "csv"):
+            raise InvalidRequest(f"format must be json or csv, not {form[:32]!r}")
+        report = await self.run(self.service.chargeback, self.who, month)
+        if form == "json":
+            self.reply(report)
+            return
+        self.set_header("Content-Type", "text/csv; charset=utf-8")
+        self.set_header("Content-Disposition", f"attachment; filename=chargeback-{report['month']}.csv")
+        self.finish(chargeback_csv(report))
 
 
 _SEGMENT = r"([^/]+)"
@@ -464,6 +489,8 @@ ROUTES = [
     ("/identity", IdentityHandler),
     ("/inventory", InventoryHandler),
     ("/metrics", MetricsHandler),
+    ("/usage", UsageHandler),
+    ("/chargeback", ChargebackHandler),
 ]
 
 

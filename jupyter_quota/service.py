@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from . import audit, paging
+from . import audit, chargeback, paging, usage
 from .access import TeamRegistry
 from .backends.base import Backend
 from .config import JupyterQuota
@@ -278,6 +278,32 @@ class QuotaService:
             self.log.warning("jupyter_quota: cancelled stalled %s: %s", target, flagged["stalled"]["message"])
             cancelled.append(job)
         return cancelled
+    # -- usage and chargeback --------------------------------------------------------------------
+
+    def usage(self, who: Identity, since=None, until=None, by=None, namespace=None, step=None) -> dict:
+        """Requested resources integrated over the window, per team, user or job (``usage.py``):
+        an admin sees every team, a user their teams (a ``namespace`` not theirs: 403)."""
+        window = usage.parse_window(since, until, by, step, namespace)
+        if window.namespace is not None:
+            visible = {self.registry.for_namespace(who, window.namespace).namespace}
+        else:
+            visible = {p.namespace for p in self.registry.teams_of(who)}
+        now = int(time.time())
+        spans = [s for s in self.backend.usage_spans(window.since, window.until) if s.namespace in visible]
+        return chargeback.usage_json(usage.integrate(spans, window, now), window, self.prices)
+
+    def chargeback(self, who: Identity, month=None) -> dict:
+        """A month's usage and cost per team, with a totals row that adds up (admins)."""
+        self._require_admin(who, "the chargeback is")
+        now = int(time.time())
+        month, since, until = chargeback.month_window(month, now)
+        window = usage.Window(since, until, "team")
+        sums = usage.integrate(self.backend.usage_spans(since, until), window, now)
+        return chargeback.chargeback(sums, month, since, until, self.prices)
+
+    @property
+    def prices(self) -> dict | None:
+        return chargeback.parse_prices(self.config.prices)
 
     # -- profiles (admins) ---------------------------------------------------------------------
 

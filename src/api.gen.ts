@@ -415,6 +415,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Requested resources integrated over time, per team, user or job
+         * @description GPU-, CPU- and memory GiB-seconds that jobs requested (the admitted pod's requests, after
+         *     LimitRange defaults, as quota counts them) integrated from each job's start to its end, in
+         *     the window `[since, until)`. A job overlapping the window counts only the overlap; a
+         *     running job counts up to now. Admins see every team; a user sees only their teams' rows.
+         *     Rows with no usage are left out. With `JupyterQuota.prices` each row has a `cost` and
+         *     `totals.cost` is the sum of the rows' (rounded to cents); without, `cost` is null. The
+         *     local backend reads its ledger (pruned jobs included); the Kubernetes backend reads the
+         *     pod starts and finishes the service recorded in its state directory.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/chargeback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A month's usage and cost per team, with a totals row (admins only)
+         * @description The month's usage (as `/usage` by team) in hours per resource, priced with
+         *     `JupyterQuota.prices`: each resource's cost rounded to cents, each team's `cost` the sum of
+         *     its resource costs, and `totals` the sums of the teams' figures, so the table adds up.
+         *     Without prices every cost is null. `format=csv` answers the same table as a CSV download.
+         */
+        get: operations["getChargeback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -870,6 +920,78 @@ export interface components {
         };
         AuditLog: {
             entries: components["schemas"]["AuditEntry"][];
+        };
+        /** @description `JupyterQuota.prices`: the price of one GPU, one CPU core, one GiB of memory for an hour */
+        Prices: {
+            currency: string;
+            gpuHour: number;
+            cpuHour: number;
+            memoryGibHour: number;
+        } | null;
+        UsageFigures: {
+            gpuSeconds: number;
+            cpuSeconds: number;
+            memoryGibSeconds: number;
+            cost: number | null;
+        };
+        UsageRow: {
+            namespace: string;
+            team: string;
+            /** @description With by=user and by=job */
+            user?: string;
+            /** @description With by=job */
+            job?: string;
+            /**
+             * Format: date-time
+             * @description The bucket's start, with step
+             */
+            start?: string;
+            gpuSeconds: number;
+            cpuSeconds: number;
+            memoryGibSeconds: number;
+            cost: number | null;
+        };
+        UsageReport: {
+            /** Format: date-time */
+            since: string;
+            /** Format: date-time */
+            until: string;
+            /** @enum {string} */
+            by: "team" | "user" | "job";
+            step: number | null;
+            rows: components["schemas"]["UsageRow"][];
+            totals: components["schemas"]["UsageFigures"];
+            prices: components["schemas"]["Prices"];
+        };
+        ChargebackFigures: {
+            gpuHours: number;
+            gpuCost: number | null;
+            cpuHours: number;
+            cpuCost: number | null;
+            memoryGibHours: number;
+            memoryCost: number | null;
+            cost: number | null;
+        };
+        ChargebackRow: {
+            namespace: string;
+            team: string;
+            gpuHours: number;
+            gpuCost: number | null;
+            cpuHours: number;
+            cpuCost: number | null;
+            memoryGibHours: number;
+            memoryCost: number | null;
+            cost: number | null;
+        };
+        Chargeback: {
+            month: string;
+            /** Format: date-time */
+            since: string;
+            /** Format: date-time */
+            until: string;
+            prices: components["schemas"]["Prices"];
+            rows: components["schemas"]["ChargebackRow"][];
+            totals: components["schemas"]["ChargebackFigures"];
         };
     };
     responses: {
@@ -1485,6 +1607,67 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: {
+                /** @description RFC 3339 (default: `until` minus 24 hours) */
+                since?: string;
+                /** @description RFC 3339 (default: now) */
+                until?: string;
+                by?: "team" | "user" | "job";
+                /** @description Only this team namespace (403 if it is not the caller's) */
+                namespace?: string;
+                /** @description Cut the window into buckets of this many seconds (rows then carry `start`); at most 1000 buckets */
+                step?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The usage */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageReport"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    getChargeback: {
+        parameters: {
+            query?: {
+                /** @description YYYY-MM, a UTC calendar month (default: the current one) */
+                month?: string;
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The chargeback */
+            200: {
+                headers: {
+                    /** @description With `format=csv`: `attachment; filename=chargeback-YYYY-MM.csv` */
+                    "Content-Disposition"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Chargeback"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["Error"];
             403: components["responses"]["Error"];
         };
     };

@@ -8,6 +8,13 @@ import { ServerConnection } from '@jupyterlab/services';
 import { IQuotaClient } from './model';
 import { requestAPI } from './request';
 import {
+  chargebackCsvUrl,
+  chargebackPath,
+  IUsageClient,
+  IUsageQuery,
+  usagePath
+} from './usage';
+import {
   IEstimate,
   IIdentity,
   IInventory,
@@ -20,10 +27,12 @@ import {
   INamespaceList,
   IPlanResult,
   IProfile,
-  IProfileList
+  IChargeback,
+  IProfileList,
+  IUsage
 } from './tokens';
 
-export class QuotaClient implements IQuotaClient {
+export class QuotaClient implements IQuotaClient, IUsageClient {
   constructor(readonly serverSettings: ServerConnection.ISettings) {}
 
   namespaces(): Promise<INamespaceList> {
@@ -104,6 +113,21 @@ export class QuotaClient implements IQuotaClient {
   /** `PUT profiles/{team}`: replace a team's profile (admins only); 400 with the validation message. */
   putProfile(team: string, profile: IProfile): Promise<IProfile> {
     return this._send<IProfile>(`profiles/${enc(team)}`, 'PUT', profile);
+  }
+
+  /** `GET usage`: resources used over a window, per team, user or job (and per bucket with `step`). */
+  usage(query: IUsageQuery): Promise<IUsage> {
+    return this._get<IUsage>(usagePath(query));
+  }
+
+  /** `GET chargeback?month=`: a month's per-team usage and cost (admins only). */
+  chargeback(month: string): Promise<IChargeback> {
+    return this._get<IChargeback>(chargebackPath(month));
+  }
+
+  /** The address of a month's chargeback as CSV, for a download link. */
+  chargebackCsvUrl(month: string): string {
+    return chargebackCsvUrl(this.serverSettings.baseUrl, month);
   }
 
   private _get<T>(endPoint: string): Promise<T> {

@@ -101,3 +101,31 @@ export type IProfile = Schemas['Profile'];
 
 /** `GET profiles`: every team profile (admins only). */
 export type IProfileList = Schemas['ProfileList'];
+
+/** How `GET usage` groups its rows: per team (namespace), per user, or per job. */
+export type UsageBy = Schemas['UsageReport']['by'];
+
+/** Resources integrated over time (GPU-, CPU-, memory GiB-seconds), and their cost with prices. */
+export type IUsageTotals = Schemas['UsageFigures'];
+
+/** One row of `GET usage`: a group (and its bucket's `start`, with `step`) and what it used. */
+export type IUsageRow = Schemas['UsageRow'];
+
+/** `GET usage`: the window, the grouping, the rows and their totals, and the prices used. */
+export type IUsage = Schemas['UsageReport'];
+
+/** A chargeback's figures: hours and cost of each resource, and their total cost (null without prices). */
+export type IChargebackFigures = Schemas['ChargebackFigures'];
+
+/** `GET chargeback?month=`: a month's usage and cost per team, and the totals row (admins only). */
+export type IChargeback = Schemas['Chargeback'];
+
+/**
+ * Why a running job is flagged as a zombie, and since when (the Job's
+ * `stalled`; hand-written from the issue 12 contract until the Job schema has it).
+ */
+export interface IStalled {
+  since: string;
+  reason: 'NoLogProgress' | 'LowGpuUtilization' | string;
+  message: string;
+}

@@ -26,6 +26,7 @@ from ..paging import MAX_LIMIT, Page
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..profiles import TeamProfile
+    from ..usage import Span
 
 
 class Backend(abc.ABC):
@@ -108,6 +109,10 @@ class Backend(abc.ABC):
         """Running jobs flagged as stalled now: ``{"namespace", "team", "name", "stalled"}``
         (``stall.py``). Default: none (a backend that cannot tell)."""
         return []
+    @abc.abstractmethod
+    def usage_spans(self, since: int, until: int) -> list[Span]:
+        """Every job (or pod) that held requested resources at some time in ``[since, until)``
+        (epoch seconds), for ``usage.integrate``: durable, so a restart loses and repeats nothing."""
 
     def inventory(self) -> dict:
         """What the jobs run on: ``{"source": "nvidia-smi"|"declared"|"cluster", "gpus": [...], ...}``."""

@@ -2,6 +2,9 @@
  * The admin view, a left-area panel of its own that only quota admins get:
  * every team's balance (an admin's `GET namespaces` lists every team), the
  * stalled jobs of every team, and the profile form.
+ * every team's balance (an admin's `GET namespaces` lists every team), their
+ * usage, top holders and stalled jobs, the monthly chargeback, and the
+ * profile form.
  */
 
 import { ReactWidget } from '@jupyterlab/ui-components';
@@ -11,6 +14,9 @@ import { quotaAdminIcon } from '../icons';
 import { stalledLine } from '../jobs';
 import { QuotaModel } from '../model';
 import { ProfileEditor } from '../profileeditor';
+import { IChargebackClient, IUsageClient } from '../usage';
+import { AdminUsage } from './AdminUsage';
+import { ChargebackView } from './ChargebackView';
 import { useModel, useNow } from './hooks';
 import { PanelHeader } from './PanelHeader';
 import { ProfileForm } from './ProfileForm';
@@ -19,6 +25,7 @@ import { TeamBalances } from './TeamBalances';
 export interface IAdminPanelOptions {
   model: QuotaModel;
   editor: ProfileEditor;
+  client: IUsageClient & IChargebackClient;
 }
 
 /** The id of the admin panel (and of its tab in the left side bar). */
@@ -67,6 +74,8 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
         <TeamBalances namespaces={model.namespaces} now={now} />
       </section>
       <StalledJobs model={model} />
+      <AdminUsage model={model} client={props.client} />
+      <ChargebackView client={props.client} />
       <section
         className="jp-QuotaSidebar-section"
         aria-labelledby="jp-QuotaAdmin-profileTitle"

@@ -10,6 +10,7 @@ import { asModelError, QuotaModel } from '../model';
 import { ageSeconds, formatAge } from '../quantity';
 import { IJob } from '../tokens';
 import { LogViewer } from './LogViewer';
+import { StalledFlag } from './StalledFlag';
 
 export interface IJobsViewProps {
   model: QuotaModel;
@@ -151,6 +152,7 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
       </div>
       {explanation && <p className="jp-QuotaJob-reason">{explanation}</p>}
       {stalled && <p className="jp-QuotaJob-stalled">{stalled}</p>}
+      <StalledFlag job={job} now={now} />
       {error && (
         <p className="jp-QuotaJob-error" role="alert">
           {error}

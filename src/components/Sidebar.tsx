@@ -15,10 +15,12 @@ import { useModel, useNow } from './hooks';
 import { JobsView } from './JobsView';
 import { PanelHeader } from './PanelHeader';
 import { IPlannerClient, PlannerForm } from './PlannerForm';
+import { UsageSection } from './UsageSection';
+import { IUsageClient } from '../usage';
 
 export interface ISidebarOptions {
   model: QuotaModel;
-  client: IPlannerClient;
+  client: IPlannerClient & IUsageClient;
   confirm: (title: string, body: string) => Promise<boolean>;
   copy: (text: string) => void;
   /** Lines of log the viewer shows (read on each render, so settings apply at once). */
@@ -90,6 +92,7 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
             <BalanceView key={ns.name} summary={ns} now={now} />
           ))}
         </section>
+        <UsageSection model={model} client={props.client} />
         <section
           className="jp-QuotaSidebar-section"
           aria-labelledby="jp-QuotaSidebar-jobsTitle"

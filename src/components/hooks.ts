@@ -40,3 +40,37 @@ export function useNow(interval = 5000): number {
   }, [interval]);
   return now;
 }
+
+/**
+ * The value `load` resolves to, loaded again whenever `deps` change; a load
+ * that a newer one overtook is dropped. `error` holds the last failure's message.
+ */
+export function useLoad<T>(
+  load: () => Promise<T>,
+  deps: React.DependencyList
+): { value: T | null; error: string; loading: boolean } {
+  const [state, setState] = React.useState<{
+    value: T | null;
+    error: string;
+    loading: boolean;
+  }>({ value: null, error: '', loading: true });
+  React.useEffect(() => {
+    let current = true;
+    setState(s => ({ ...s, loading: true }));
+    load().then(
+      value => current && setState({ value, error: '', loading: false }),
+      (error: unknown) =>
+        current &&
+        setState(s => ({
+          value: s.value,
+          error: error instanceof Error ? error.message : String(error),
+          loading: false
+        }))
+    );
+    return () => {
+      current = false;
+    };
+    // The caller names what `load` depends on, as with useEffect.
+  }, deps);
+  return state;
+}

@@ -133,6 +133,16 @@ def stalling_lab_page(stalling_lab_server, chromium_browser) -> Iterator[LabPage
     """As ``lab_page``, on the server whose jobs stall after 3 quiet seconds."""
     with open_lab_page(chromium_browser, stalling_lab_server) as lab:
         yield lab
+@pytest.fixture(scope="session")
+def start_lab(ui_output_dir):
+    """A ``jupyter lab`` of a test module's own: ``start_lab(home, log_name, extra_config)`` is a
+    context manager yielding the ``LabServer``; the server's state directory is ``home / "state"``,
+    so a module can seed its ledger before starting it."""
+
+    def start(home: Path, log_name: str, extra_config: Sequence[str] = ()):
+        return _running_lab(home, ui_output_dir / log_name, extra_config)
+
+    return start
 
 
 @contextlib.contextmanager
@@ -203,6 +213,12 @@ def admin_viewer_page(admin_lab_server, chromium_browser) -> Iterator[LabPage]:
     was open before an edit made in another page."""
     with open_lab_page(chromium_browser, admin_lab_server) as lab:
         yield lab
+
+
+@pytest.fixture(scope="session")
+def open_page():
+    """``open_lab_page`` for a module's own server: ``open_page(browser, server)``."""
+    return open_lab_page
 
 
 @contextlib.contextmanager

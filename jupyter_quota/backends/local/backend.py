@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from ... import errors, paging, quota, reasons, stall, statedir
 from ...jobspec import JobSettings
 from ..base import Backend, JobChanges, balance_json
-from . import account, admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking
+from . import account, admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking, usagespans
 from .stallwatch import StallWatch
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
@@ -273,6 +273,10 @@ class LocalBackend(Backend):
 
     def inventory(self) -> dict:
         return copy.deepcopy(self._inventory)
+
+    def usage_spans(self, since: int, until: int) -> list:
+        """Jobs that held resources in ``[since, until)``, from the ledger (``usagespans``)."""
+        return usagespans.spans(self._ledger, since, until)
 
     # Helpers
 

@@ -98,6 +98,7 @@ CREATE TABLE IF NOT EXISTS job_history (  -- finished jobs pruned from jobs: see
     pruned_at    TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS job_history_by_namespace ON job_history (namespace, finished_at);
+CREATE INDEX IF NOT EXISTS job_history_by_finish ON job_history (finished_at);  -- usage windows
 """
 
 # A trigger body holds semicolons, so these are statements of their own. A row's ``rev`` is the

@@ -1,0 +1,241 @@
+"""Usage accounting: requested resources integrated over each job's lifetime. Pure, no I/O.
+
+A job's *span* is what it requested (GPUs, CPU cores, memory bytes: the admitted pod's requests,
+after LimitRange defaults, as quota counts them) and when it held it (from its start to its end,
+or to ``now`` while it runs). A window ``[since, until)`` counts only the overlap of each span
+with it, optionally cut into buckets of ``step`` seconds, and sums per team, user or job:
+
+    gpuSeconds = GPUs x seconds, cpuSeconds = cores x seconds, memoryGibSeconds = GiB x seconds
+
+This is OpenCost's allocation model on requests (what a job reserved, whether it used it or not),
+the basis of a chargeback (``chargeback.py``). The backends only produce spans: the local
+backend from its ledger (``backends/local/usagespans.py``), the kube backend from the pod
+records it keeps (``backends/kube/usagestore.py``). Times are whole epoch seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from fractions import Fraction
+
+from .errors import InvalidRequest
+from .quantity import Quantity, QuantityError
+
+BY = ("team", "user", "job")
+DEFAULT_WINDOW = 24 * 3600  # seconds: since defaults to until minus this
+MAX_BUCKETS = 1000  # buckets per answer: past this a step is too small for the window
+GIB = 2**30
+#: The three figures of a row, in the order tables and CSV show them.
+FIGURES = ("gpuSeconds", "cpuSeconds", "memoryGibSeconds")
+#: Rounding of the figures in answers (exact inside).
+DIGITS = 3
+
+
+@dataclass(frozen=True)
+class Span:
+    """One job's (or pod's) requested resources and the time it held them."""
+
+    namespace: str
+    team: str
+    user: str
+    job: str
+    start: int  # epoch seconds
+    end: int | None  # epoch seconds; None while it runs
+    gpus: Fraction = Fraction(0)
+    cpu: Fraction = Fraction(0)  # cores
+    memory: Fraction = Fraction(0)  # bytes
+
+    def seconds(self, since: int, until: int, now: int) -> int:
+        """How long the span overlaps ``[since, until)``; a running span counts up to ``now``."""
+        end = now if self.end is None else self.end
+        return max(0, min(end, until) - max(self.start, since))
+
+
+@dataclass(frozen=True)
+class Window:
+    """A parsed, valid usage query."""
+
+    since: int
+    until: int
+    by: str = "team"
+    step: int | None = None
+    namespace: str | None = None
+
+    def buckets(self) -> list[int]:
+        """The start of every bucket (one, ``since``, without a step)."""
+        if self.step is None:
+            return [self.since]
+        return list(range(self.since, self.until, self.step))
+
+
+@dataclass
+class Totals:
+    """Exact sums of the three figures."""
+
+    gpu: Fraction = field(default_factory=Fraction)
+    cpu: Fraction = field(default_factory=Fraction)
+    memory: Fraction = field(default_factory=Fraction)  # byte-seconds
+
+    def add(self, span: Span, seconds: int) -> None:
+        self.gpu += span.gpus * seconds
+        self.cpu += span.cpu * seconds
+        self.memory += span.memory * seconds
+
+    def __iadd__(self, other: Totals) -> Totals:
+        self.gpu += other.gpu
+        self.cpu += other.cpu
+        self.memory += other.memory
+        return self
+
+    def __bool__(self) -> bool:
+        return bool(self.gpu or self.cpu or self.memory)
+
+    def to_json(self) -> dict:
+        return {
+            "gpuSeconds": round(float(self.gpu), DIGITS),
+            "cpuSeconds": round(float(self.cpu), DIGITS),
+            "memoryGibSeconds": round(float(self.memory / GIB), DIGITS),
+        }
+
+
+def requested(requests: Mapping[str, object]) -> tuple[Fraction, Fraction, Fraction]:
+    """(GPUs, CPU cores, memory bytes) of a request list, as quota names them.
+
+    Takes a pod's requests (``cpu``, ``memory``, ``nvidia.com/gpu``) or quota usage
+    (``requests.cpu``, ...; quota usage also holds ``cpu`` and ``memory``, the same requests under
+    their short names, so a ``requests.`` key wins over its short name). A GPU is any extended
+    resource named ``<vendor>/gpu``, so a profile's ``gpuResource`` (``nvidia.com/gpu``,
+    ``amd.com/gpu``) counts without being named here.
+    """
+    named = {k: v for k, v in requests.items() if not k.startswith("requests.")}
+    named.update({k.removeprefix("requests."): v for k, v in requests.items() if k.startswith("requests.")})
+    gpus = sum((_amount(v) for k, v in named.items() if k.endswith("/gpu")), Fraction(0))
+    return gpus, _amount(named.get("cpu", 0)), _amount(named.get("memory", 0))
+
+
+def _amount(value) -> Fraction:
+    try:
+        return Quantity(str(value)).as_fraction()
+    except QuantityError:
+        return Fraction(0)  # a value quota itself would have refused: it held nothing
+
+
+def parse_window(
+    since: str | None = None,
+    until: str | None = None,
+    by: str | None = None,
+    step: str | None = None,
+    namespace: str | None = None,
+    *,
+    now: int | None = None,
+) -> Window:
+    """The query parameters of ``GET /usage`` as a :class:`Window`; ``InvalidRequest`` names what to fix."""
+    now = int(time.time()) if now is None else now
+    end = parse_time(until, "until") if until else now
+    start = parse_time(since, "since") if since else end - DEFAULT_WINDOW
+    if start >= end:
+        raise InvalidRequest(
+            f"since ({format_time(start)}) must be before until ({format_time(end)}); "
+            "leave since out for the 24 hours before until"
+        )
+    by = by or "team"
+    if by not in BY:
+        raise InvalidRequest(f"by must be one of {', '.join(BY)}, not {by[:32]!r}")
+    return Window(start, end, by, _step(step, end - start), namespace or None)
+
+
+def _step(raw: str | None, length: int) -> int | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        step = int(raw)
+    except ValueError:
+        raise InvalidRequest(f"step must be a whole number of seconds, not {str(raw)[:32]!r}") from None
+    if step < 1:
+        raise InvalidRequest(f"step must be at least 1 second, not {step}")
+    if math.ceil(length / step) > MAX_BUCKETS:
+        smallest = math.ceil(length / MAX_BUCKETS)
+        raise InvalidRequest(
+            f"step={step} cuts the {length} s window into {math.ceil(length / step)} buckets; at most "
+            f"{MAX_BUCKETS} are returned: use step >= {smallest}, or a shorter window"
+        )
+    return step
+
+
+def parse_time(text: str, name: str) -> int:
+    """An RFC 3339 time (``2026-11-30T08:00:00Z`` or with an offset) as epoch seconds."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except (ValueError, AttributeError):
+        raise InvalidRequest(
+            f"{name} must be an RFC 3339 time such as 2026-11-30T08:00:00Z, not {str(text)[:40]!r}"
+        ) from None
+    if moment.tzinfo is None:
+        raise InvalidRequest(f"{name} {text[:40]!r} has no time zone: end it with Z (UTC) or an offset like +02:00")
+    return math.floor(moment.timestamp())
+
+
+def format_time(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def group_key(span: Span, by: str) -> tuple:
+    """(namespace, team[, user[, job]]): what a row of ``by`` names."""
+    base = (span.namespace, span.team)
+    if by == "team":
+        return base
+    if by == "user":
+        return (*base, span.user)
+    return (*base, span.user, span.job)
+
+
+_KEY_FIELDS = {"team": ("namespace", "team"), "user": ("namespace", "team", "user")}
+_KEY_FIELDS["job"] = (*_KEY_FIELDS["user"], "job")
+
+
+def integrate(spans: Iterable[Span], window: Window, now: int) -> dict[tuple, Totals]:
+    """Exact usage per (group key, bucket start) of the spans' overlap with the window."""
+    sums: dict[tuple, Totals] = {}
+    buckets = window.buckets()
+    step = window.step
+    for span in spans:
+        if window.namespace is not None and span.namespace != window.namespace:
+            continue
+        key = group_key(span, window.by)
+        if step is None:
+            seconds = span.seconds(window.since, window.until, now)
+            if seconds:
+                sums.setdefault((key, window.since), Totals()).add(span, seconds)
+            continue
+        end = now if span.end is None else span.end
+        first = max(0, (span.start - window.since) // step)
+        for start in buckets[first:]:
+            if start >= end:
+                break
+            seconds = span.seconds(start, min(start + step, window.until), now)
+            if seconds:
+                sums.setdefault((key, start), Totals()).add(span, seconds)
+    return sums
+
+
+def rows_json(sums: Mapping[tuple, Totals], window: Window) -> list[dict]:
+    """Rows as the API returns them, ordered by group then bucket; rows with no usage are left out."""
+    fields = _KEY_FIELDS[window.by]
+    rows = []
+    for (key, start), totals in sorted(sums.items()):
+        row = dict(zip(fields, key, strict=True))
+        if window.step is not None:
+            row["start"] = format_time(start)
+        rows.append({**row, **totals.to_json()})
+    return rows
+
+
+def total(sums: Mapping[tuple, Totals]) -> Totals:
+    out = Totals()
+    for totals in sums.values():
+        out += totals
+    return out

@@ -1,0 +1,237 @@
+/**
+ * The admin view's usage: every team's hours over the last 24 hours or 7
+ * days (chart and table, from `GET usage?by=team`), the top holders (from
+ * `by=user`), and every job the service flags as stalled.
+ */
+
+import * as React from 'react';
+import {
+  Bar,
+  BarChart,
+  CartesianGrid,
+  ResponsiveContainer,
+  Tooltip,
+  XAxis,
+  YAxis
+} from 'recharts';
+
+import { QuotaModel } from '../model';
+import { stalledJobs } from '../stalled';
+import {
+  formatHours,
+  IUsageClient,
+  IUsageTotal,
+  usageQuery,
+  usageTotals,
+  UsageResource
+} from '../usage';
+import { useLoad, useNow } from './hooks';
+import { costColumn, HoursTable, IHoursColumn } from './HoursTable';
+import { StalledFlag } from './StalledFlag';
+import { THEMED_AXIS } from './UsageChart';
+import { unitOf, UsageControls, useUsageControls } from './UsageControls';
+
+/** How many users the top holders list shows. */
+const TOP_HOLDERS = 5;
+/** How many teams the chart draws (the table lists them all). */
+const CHART_TEAMS = 10;
+const USAGE_REFRESH = 60 * 1000;
+
+const HOURS_OF: { [R in UsageResource]: keyof IUsageTotal } = {
+  gpuSeconds: 'gpuHours',
+  cpuSeconds: 'cpuHours',
+  memoryGibSeconds: 'memoryGibHours'
+};
+
+export function AdminUsage(props: {
+  model: QuotaModel;
+  client: IUsageClient;
+}): JSX.Element {
+  const { client } = props;
+  const controls = useUsageControls();
+  const { range, resource } = controls;
+  const now = useNow(USAGE_REFRESH);
+  const teams = useLoad(
+    () => client.usage(usageQuery(range, now, 'team', { totals: true })),
+    [client, range, now]
+  );
+  const users = useLoad(
+    () => client.usage(usageQuery(range, now, 'user', { totals: true })),
+    [client, range, now]
+  );
+  const unit = unitOf(resource);
+  const field = HOURS_OF[resource];
+  const byTeam = teams.value ? usageTotals(teams.value.rows, 'namespace') : [];
+  const byUser = users.value ? usageTotals(users.value.rows, 'user') : [];
+  const rank = (a: IUsageTotal, b: IUsageTotal) =>
+    (b[field] as number) - (a[field] as number) || a.key.localeCompare(b.key);
+  return (
+    <>
+      <section
+        className="jp-QuotaSidebar-section jp-QuotaAdmin-usage"
+        aria-labelledby="jp-QuotaAdmin-usageTitle"
+        aria-busy={teams.loading}
+        data-range={range.id}
+        data-since={teams.value?.since}
+        data-until={teams.value?.until}
+      >
+        <h2 id="jp-QuotaAdmin-usageTitle">Usage by team</h2>
+        <UsageControls
+          idPrefix="jp-QuotaAdmin-usage"
+          range={range}
+          resource={resource}
+          onRange={controls.setRange}
+          onResource={controls.setResource}
+        />
+        {teams.error && (
+          <p className="jp-QuotaSidebar-error" role="alert">
+            Could not read the usage: {teams.error}
+          </p>
+        )}
+        {teams.value && (
+          <>
+            <TeamChart
+              teams={[...byTeam].sort(rank).slice(0, CHART_TEAMS)}
+              field={field}
+              unit={unit}
+              label={`${unit} per team over the last ${range.label}`}
+            />
+            <HoursTable
+              rows={[...byTeam].sort(rank)}
+              label={`Usage per team over the last ${range.label}`}
+              keyTitle="Namespace"
+              columns={rankingColumns(unit, field, teams.value.prices)}
+              empty="Nothing used in this range."
+            />
+          </>
+        )}
+      </section>
+      <section
+        className="jp-QuotaSidebar-section"
+        aria-labelledby="jp-QuotaAdmin-holdersTitle"
+      >
+        <h2 id="jp-QuotaAdmin-holdersTitle">
+          Top holders
+          <span className="jp-QuotaSidebar-hint">
+            {' '}
+            · {unit}, last {range.label}
+          </span>
+        </h2>
+        {users.error && (
+          <p className="jp-QuotaSidebar-error" role="alert">
+            Could not read the usage: {users.error}
+          </p>
+        )}
+        {users.value && (
+          <HoursTable
+            rows={[...byUser].sort(rank).slice(0, TOP_HOLDERS)}
+            label={`Top ${TOP_HOLDERS} users by ${unit}`}
+            keyTitle="User"
+            columns={rankingColumns(unit, field, users.value.prices)}
+            empty="Nothing used in this range."
+            className="jp-QuotaAdmin-holders"
+          />
+        )}
+      </section>
+      <StalledSection model={props.model} />
+    </>
+  );
+}
+
+/** A ranking's columns: the chosen resource's hours, and the cost when prices are set. */
+function rankingColumns(
+  unit: string,
+  field: keyof IUsageTotal,
+  prices: { currency: string } | null
+): IHoursColumn[] {
+  const hours: IHoursColumn = {
+    title: unit,
+    value: row => row[field] as number
+  };
+  return prices ? [hours, costColumn(prices.currency)] : [hours];
+}
+
+/** The teams' hours as horizontal bars, heaviest on top. */
+function TeamChart(props: {
+  teams: IUsageTotal[];
+  field: keyof IUsageTotal;
+  unit: string;
+  label: string;
+}): JSX.Element {
+  const { teams, field, unit } = props;
+  return (
+    <div className="jp-QuotaUsage-chart" role="img" aria-label={props.label}>
+      <ResponsiveContainer width="100%" height={40 + 22 * teams.length}>
+        <BarChart
+          data={teams}
+          layout="vertical"
+          margin={{ top: 4, right: 8, bottom: 0, left: 0 }}
+        >
+          <CartesianGrid horizontal={false} strokeDasharray="2 3" />
+          <XAxis
+            {...THEMED_AXIS}
+            type="number"
+            tickFormatter={formatHours}
+            tickLine={false}
+          />
+          <YAxis
+            {...THEMED_AXIS}
+            type="category"
+            dataKey="key"
+            width={90}
+            tickLine={false}
+          />
+          <Tooltip
+            formatter={value => [`${formatHours(Number(value))} ${unit}`]}
+            cursor={{ fill: 'var(--jp-layout-color3)', opacity: 0.4 }}
+            wrapperClassName="jp-QuotaUsage-tooltip"
+          />
+          <Bar
+            dataKey={field}
+            name={unit}
+            fill="var(--jp-brand-color1)"
+            isAnimationActive={false}
+          />
+        </BarChart>
+      </ResponsiveContainer>
+    </div>
+  );
+}
+
+/** Every stalled job of every team (an admin's model reads every namespace's jobs). */
+function StalledSection(props: { model: QuotaModel }): JSX.Element {
+  const { model } = props;
+  const now = useNow();
+  const jobs = stalledJobs(model.namespaces.flatMap(ns => model.jobs(ns.name)));
+  return (
+    <section
+      className="jp-QuotaSidebar-section"
+      aria-labelledby="jp-QuotaAdmin-stalledTitle"
+    >
+      <h2 id="jp-QuotaAdmin-stalledTitle">Stalled jobs</h2>
+      {jobs.length === 0 ? (
+        <p className="jp-QuotaSidebar-empty">No job is flagged as stalled.</p>
+      ) : (
+        <ul className="jp-QuotaJobs jp-QuotaAdmin-stalled">
+          {jobs.map(job => (
+            <li
+              key={`${job.namespace}/${job.name}`}
+              className="jp-QuotaJob"
+              data-job={job.name}
+              data-namespace={job.namespace}
+            >
+              <div className="jp-QuotaJob-head">
+                <span className="jp-QuotaJob-name">{job.name}</span>
+                <span className="jp-QuotaSidebar-hint">
+                  {job.namespace} · {job.owner} · {job.gpus}{' '}
+                  {job.gpus === 1 ? 'GPU' : 'GPUs'}
+                </span>
+              </div>
+              <StalledFlag job={job} now={now} />
+            </li>
+          ))}
+        </ul>
+      )}
+    </section>
+  );
+}
