@@ -310,6 +310,7 @@ def configured_context(namespace: str | None, config_file=None, **options):
                 raise QuotaError(f"name the namespace with --namespace; yours: {names}")
             namespace = mine[0].namespace
         profile = service.registry.for_namespace(who, namespace)
+        options.setdefault("fit", config.plan_fit)
         return context_from_balance(
             service.backend.balance(profile), profile, inventory=service.backend.inventory(), **options
         )
