@@ -173,3 +173,17 @@ def test_ddp_and_deepspeed_buckets_are_their_own_term():
     assert one["buckets"] == 0 and ddp["buckets"] == ddp["gradients"] == one["gradients"]
     zero2, _ = _parts(QWEN + ["--tuner_type", "full", "--deepspeed", "zero2"], 2)
     assert zero2["buckets"] == (2e8 + 2e8) * 2
+
+
+def test_the_cli_text_and_the_magic_show_the_range():
+    from jupyter_quota.magics.display import plan_html
+    from jupyter_quota.planner.report import estimate_text, plan_text
+
+    est = estimate(QWEN, 1).to_json()
+    low, high = est["rangeGibPerGpu"]
+    phrase = f"range {low:.1f}-{high:.1f} GiB (regime lora/single/dense)"
+    assert phrase in estimate_text(est).splitlines()[0]
+    result = plan(QWEN, _context(40 * GIB)).to_json()
+    assert phrase in plan_text(result).splitlines()[1]
+    html = plan_html(result)
+    assert phrase in html and "plans are fitted to the range's upper end" in html
