@@ -106,7 +106,8 @@ def test_a_marginal_plan_with_no_safer_sibling_says_it_is_marginal():
     high = estimate(lean, 1).range.high
     result = plan(lean, _context(high + GIB // 10)).to_json()
     assert result["recommended"]["args"] == lean and result["recommended"]["marginal"]
-    assert any(n.startswith("the recommended plan is marginal") for n in result["notes"])
+    note = next(n for n in result["notes"] if n.startswith("the recommended plan is marginal"))
+    assert "; a safer alternative: QLoRA" in note
 
 
 def test_fit_must_be_upper_or_estimate():

@@ -112,10 +112,11 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
     if not candidates:
         notes.append(f"nothing fits {context.namespace} now: see the rejected plans for what each would need")
     elif candidates[0]["marginal"]:
+        safer = next((c["summary"] for c in candidates if not c["marginal"]), None)
         notes.append(
             f"the recommended plan is marginal: {gib(fitting[0].peak)} GiB per GPU of "
             f"{gib(context.usable_bytes)} usable; it may run out of memory if the run's longest batch or the "
-            "allocator's fragmentation comes out above the range"
+            "allocator's fragmentation comes out above the range" + (f"; a safer alternative: {safer}" if safer else "")
         )
     assumptions = [
         *context.assumptions,
