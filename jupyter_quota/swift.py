@@ -186,6 +186,7 @@ _KNOWN_OTHER = frozenset(
         "gradient_checkpointing_kwargs",
         "ddp_timeout",
         "ddp_backend",
+        "ddp_bucket_cap_mb",
         "deepspeed_autotp_size",
         "zero_hpz_partition_size",
         "packing_length",
