@@ -1,8 +1,13 @@
 """Error of the estimator on measured runs (benchmarks/data/estimator_calibration.tsv), beside two peers.
 
 Each row of the calibration file becomes a ``swift sft`` argv (current names) and a GPU count; the
-estimator's CUDA figure is compared with the measured peak per GPU. Printed per subset: median
-absolute error, p90 absolute error, and the share under-predicted by more than 10%.
+estimator's CUDA figure is compared with the measured peak per GPU. Printed: every row (with its
+range and regime), then per subset the median absolute error, p90 absolute error, and the share
+under-predicted by more than 10%, for the estimator and both peers on the same rows: first ALL
+rows (the headline), then per regime (method/parallelism/family, docs/estimator.md §9.1), then by
+source and method. Last, the held-out figures: each fitted row's range from ranges fitted without
+it (leave-one-out, ``estimator_ranges.held_out``); no formula or range is tuned on the row it is
+checked against.
 
 Peers, computed for the same rows, faithfully to their sources:
 * accelerate ``estimate-memory`` (huggingface/accelerate src/accelerate/commands/estimate.py,
@@ -13,7 +18,7 @@ Peers, computed for the same rows, faithfully to their sources:
   ``x B`` column: Full (pure_bf16) 8x GB, Full (bf16/fp16 amp) 18x GB, Freeze/LoRA 2x GB,
   QLoRA 8-bit x GB, 4-bit x/2 GB, with x the parameter count in billions; one GPU.
 
-Run: ``.venv/bin/python benchmarks/estimator_calibration.py [path/to/tsv]``.
+Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/estimator_calibration.py [path/to/tsv]``.
 """
 
 from __future__ import annotations
