@@ -46,6 +46,7 @@ def plan(
     gpu_memory=None,
     margin: float | None = None,
     config=None,
+    fit: str | None = None,
 ):
     """The best configuration of a ``swift sft`` command that fits a namespace: a ``PlanResult``.
 
@@ -60,13 +61,16 @@ def plan(
       ``namespace`` may be left out when the owner has one team.
 
     ``gpus`` is the GPU count in mind (default 1). ``margin`` is the share of GPU memory kept free
-    (default 0.10). ``.to_json()`` has the shape of ``POST /namespaces/{ns}/plan``; ``str()`` is
-    the text ``jupyter quota plan`` prints.
+    (default 0.10). ``fit``: what a plan must fit, ``"upper"`` (the upper end of its estimate's
+    range; the default, or the config's ``plan_fit``) or ``"estimate"``. ``.to_json()`` has the
+    shape of ``POST /namespaces/{ns}/plan``; ``str()`` is the text ``jupyter quota plan`` prints.
     """
     from .planner import DEFAULT_MARGIN, context_from_balance
     from .planner import plan as _plan
 
     options = {"gpu_memory": gpu_memory, "margin": DEFAULT_MARGIN if margin is None else margin}
+    if fit is not None:
+        options["fit"] = fit
     if balance is not None:
         if namespace and not balance.get("namespace"):
             balance = {**balance, "namespace": namespace}

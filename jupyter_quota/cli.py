@@ -333,6 +333,7 @@ def configured_context(namespace: str | None, config_file=None, **options):
     try:
         who = owner_identity(config)
         profile = service.profile_for(who, namespace or only_namespace(service.registry, who))
+        options.setdefault("fit", config.plan_fit)
         return context_from_balance(
             service.backend.balance(profile), profile, inventory=service.backend.inventory(), **options
         )

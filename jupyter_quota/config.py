@@ -245,6 +245,15 @@ class JupyterQuota(Configurable):
             raise ValueError(f"JupyterQuota.job_list_limit must be from 1 to {MAX_LIMIT}, not {proposal['value']}")
         return proposal["value"]
 
+    plan_fit = Enum(
+        ("upper", "estimate"),
+        "upper",
+        help="What a plan must fit under the GPU's memory less the safety margin: ``upper``, the "
+        "upper end of its estimate's range (where measured peaks of the estimate's regime fell, "
+        "docs/estimator.md §9.1), or ``estimate``, the point estimate (more plans fit; more of "
+        "them run out of memory). Default: ``upper``.",
+    ).tag(config=True)
+
     log_tail_lines = Int(
         200, help="Lines of a job's log returned when the request names no ``tailLines``. Default: 200."
     ).tag(config=True)

@@ -183,7 +183,9 @@ class QuotaService:
 
         profile = self.profile_for(who, namespace)
         request = parse_plan_request(body)
-        context = context_from_balance(self.backend.balance(profile), profile, inventory=self.backend.inventory())
+        context = context_from_balance(
+            self.backend.balance(profile), profile, inventory=self.backend.inventory(), fit=self.config.plan_fit
+        )
         return plan(request.args, context, gpus=request.gpus).to_json()
 
     # -- jobs -------------------------------------------------------------------------------

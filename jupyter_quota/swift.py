@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from . import bounds
@@ -186,6 +187,7 @@ _KNOWN_OTHER = frozenset(
         "gradient_checkpointing_kwargs",
         "ddp_timeout",
         "ddp_backend",
+        "ddp_bucket_cap_mb",
         "deepspeed_autotp_size",
         "zero_hpz_partition_size",
         "packing_length",
@@ -305,12 +307,7 @@ class SftArgs:
     @property
     def deepspeed_stage(self) -> tuple[int, bool]:
         """(ZeRO stage, offload) of ``--deepspeed``; (0, False) without DeepSpeed."""
-        ds = (self.deepspeed or "").lower()
-        if not ds:
-            return 0, False
-        match = re.search(r"zero[_\-]?([0-3])", ds) or re.search(r"stage[\"':\s]*([0-3])", ds)
-        stage = int(match.group(1)) if match else 2
-        return stage, "offload" in ds
+        return _deepspeed_stage((self.deepspeed or "").lower())
 
     def gradient_accumulation(self, world_size: int = 1) -> int:
         """ms-swift's effective gradient accumulation (``ceil(16 / batch / world)`` when unset)."""
@@ -360,6 +357,16 @@ class SftArgs:
 
     def to_json(self) -> dict:
         return {"argv": self.to_argv(), "notes": list(self.notes), "unknown": list(self.unknown)}
+
+
+@lru_cache(maxsize=64)
+def _deepspeed_stage(ds: str) -> tuple[int, bool]:
+    """(stage, offload) of a lowercased ``--deepspeed`` value; cached: the planner asks 100s of times."""
+    if not ds:
+        return 0, False
+    match = re.search(r"zero[_\-]?([0-3])", ds) or re.search(r"stage[\"':\s]*([0-3])", ds)
+    stage = int(match.group(1)) if match else 2
+    return stage, "offload" in ds
 
 
 def _render(value: Any) -> str:

@@ -657,14 +657,33 @@ export interface components {
             gpus: number;
             /** @description The ms-swift argv as estimated (4.x names) */
             args: string[];
+            /** @description [low, high] bytes per GPU: where measured peaks of the estimate's regime fell around their estimates (calibration residuals, docs/estimator.md §9.1). Plans fit the high end by default */
+            rangeBytesPerGpu?: number[] | null;
+            /** @description The same in GiB, rounded to 2 decimals */
+            rangeGibPerGpu?: number[] | null;
+            /** @description The calibration regime the range came from, method/parallelism/family (e.g. `lora/single/dense`; `*` where it fell back to a wider one; `approximate (...)` when widened) */
+            regime?: string | null;
+            /** @description The model's facts were approximate (e.g. its size read from its name): a wider range */
+            approximate?: boolean;
         };
-        /** @description Bytes per GPU; the parts add up to the peak */
+        /** @description Bytes per GPU; the parts add up to the peak (docs/estimator.md names each term's section) */
         Breakdown: {
             weights: number;
             gradients: number;
             optimizer: number;
             activations: number;
             logits: number;
+            /** @description The vision tower's activations for the images of a micro-batch (--max_pixels) */
+            vision: number;
+            /** @description Sequence parallel's buffers (Ulysses all-to-all, ring attention) */
+            parallel: number;
+            /** @description DDP's gradient buckets or DeepSpeed's reduce/gather/prefetch buckets */
+            buckets: number;
+            /** @description What the eval phase needs beyond the training step (a validation split) */
+            evaluation: number;
+            /** @description The caching allocator's reserve on top of allocated memory */
+            allocator: number;
+            /** @description cuBLAS/NCCL workspaces, a dequantized weight */
             overhead: number;
         };
         /** @description The architecture facts the estimator used (`jupyter_quota.estimator.ModelSpec`), each a Hugging Face `config.json` field in camelCase (`hidden_size` is `hiddenSize`) */
@@ -728,6 +747,8 @@ export interface components {
             /** @description Host memory a DeepSpeed offload plan pins (a quantity; DeepSpeed's own estimate x 1.5); null without offload */
             hostMemory: string | null;
             changes: components["schemas"]["PlanChange"][];
+            /** @description It fits with less headroom than 2% of the GPU's memory: ranked after safer plans */
+            marginal?: boolean;
         };
         PlanResult: {
             namespace: string;
@@ -737,6 +758,11 @@ export interface components {
             /** @description `gpuMemory` less the margin */
             usableGpuMemory: string;
             margin: number;
+            /**
+             * @description What a plan fits: the upper end of its estimate's range (default) or the estimate (config JupyterQuota.plan_fit)
+             * @enum {string}
+             */
+            fit: "upper" | "estimate";
             /** @description The GPUs the namespace's quota has remaining (what a plan may use) */
             gpusFree: number;
             request: {

@@ -419,8 +419,15 @@ def test_classic_qwen_vl_full_on_one_24gib_gpu_is_refused_and_qlora_4_bit_is_rec
     result = result.to_json()
     asked = result["rejected"][0]
     assert asked["plan"]["args"] == ["--model", "Qwen/Qwen-VL-Chat", "--tuner_type", "full"]
-    m = re.fullmatch(r"needs ([\d.]+) GiB per GPU; a GPU has 24 GiB \(21.6 GiB with the 10% margin\)", asked["reason"])
+    m = re.fullmatch(
+        r"needs ([\d.]+) GiB \(the upper end of its range ([\d.]+)-([\d.]+); estimate ([\d.]+)\) per GPU; "
+        r"a GPU has 24 GiB \(21.6 GiB with the 10% margin\)",
+        asked["reason"],
+    )
     assert m and float(m.group(1)) > 24, asked["reason"]
+    need, low, high, point = map(float, m.groups())
+    assert need == high and low <= point <= high
+    assert need == round(asked["plan"]["estimate"]["rangeBytesPerGpu"][1] / 1024**3, 1)
     full = next(r["reason"] for r in result["rejected"] if r["reason"].startswith("full fine-tune needs"))
     assert "GiB" in full
     best = result["recommended"]

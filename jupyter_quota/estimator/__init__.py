@@ -14,10 +14,23 @@ from ..errors import InvalidRequest
 from ..swift import SftArgs, parse_sft_args
 from .memory import GIB, compute
 from .model import ModelSpec, resolve_model
+from .ranges import Range, interval, regime_of
 
 __all__ = ["BREAKDOWN_KEYS", "Estimate", "ModelSpec", "estimate", "resolve_model"]
 
-BREAKDOWN_KEYS = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
+BREAKDOWN_KEYS = (
+    "weights",
+    "gradients",
+    "optimizer",
+    "activations",
+    "logits",
+    "vision",
+    "parallel",
+    "buckets",
+    "evaluation",
+    "allocator",
+    "overhead",
+)
 
 
 @dataclass(frozen=True)
@@ -31,10 +44,19 @@ class Estimate:
     args: SftArgs | None = None
     gpus: int = 1
     device: str = "cuda"
+    #: where measured peaks of this regime fell around such an estimate (docs/estimator.md §9.1)
+    range: Range | None = None
+    #: the model's facts were approximate (no config.json: the size read from its name)
+    approximate: bool = False
 
     @property
     def peak_gib_per_gpu(self) -> float:
         return round(self.peak_bytes_per_gpu / GIB, 2)
+
+    @property
+    def upper_bytes_per_gpu(self) -> int:
+        """The range's upper end: what a plan must fit by default (the peak without a range)."""
+        return self.range.high if self.range else self.peak_bytes_per_gpu
 
     def to_json(self) -> dict:
         """The REST body of ``POST estimate`` (openapi.yaml's ``Estimate``: camelCase keys)."""
@@ -46,6 +68,10 @@ class Estimate:
             "model": self.model.to_json() if self.model else None,
             "gpus": self.gpus,
             "args": self.args.to_argv() if self.args else [],
+            "rangeBytesPerGpu": [self.range.low, self.range.high] if self.range else None,
+            "rangeGibPerGpu": [round(self.range.low / GIB, 2), round(self.range.high / GIB, 2)] if self.range else None,
+            "regime": self.range.regime if self.range else None,
+            "approximate": self.approximate,
         }
 
 
@@ -76,12 +102,17 @@ def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") 
         )
     if args.unknown:
         assumptions.append(f"not modelled (passed through): {', '.join('--' + u for u in args.unknown)}")
+    peak = sum(breakdown.values())
+    approximate = bool(getattr(spec, "approximate", False))  # set by model resolution for ids outside the catalog
+    span = interval(peak, regime_of(spec, args, gpus), approximate)
     return Estimate(
-        peak_bytes_per_gpu=sum(breakdown.values()),
+        peak_bytes_per_gpu=peak,
         breakdown=breakdown,
         assumptions=assumptions,
         model=spec,
         args=args,
         gpus=gpus,
         device=device,
+        range=span,
+        approximate=approximate,
     )

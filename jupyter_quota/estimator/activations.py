@@ -10,7 +10,8 @@ from .run import Run
 
 def activations(run: Run, notes: list[str]) -> int:
     """What the backward pass keeps: every layer's activations, or with gradient checkpointing one
-    saved input per layer and one recomputed layer; plus the vision tower (docs/estimator.md §5.2, §5.3)."""
+    saved input per layer and one recomputed layer (docs/estimator.md §5.2); the vision tower is
+    ``terms.vision``."""
     spec, tokens, dtype_bytes = run.spec, run.tokens, run.dtype_bytes
     hidden = spec.hidden_size
     layer_per_token = _layer_activation_bytes(run, _attention_kernel(run, notes))
@@ -28,12 +29,6 @@ def activations(run: Run, notes: list[str]) -> int:
     else:
         total = spec.num_layers * layer_per_token * tokens + transient + tokens * hidden * dtype_bytes
         notes.append("gradient checkpointing off: every layer keeps its activations")
-    if spec.vision_params:
-        total += _vision_activation_bytes(run)
-        notes.append(
-            "vision tower: one image of 1024 patches per sample"
-            + ("; trained (freeze_vit false)" if run.train_vit else "; frozen (ms-swift default)")
-        )
     return total
 
 
@@ -94,17 +89,6 @@ def _adapter_activation_bytes(run: Run) -> int:
         routed = max(1, spec.num_experts_per_tok) if (spec.is_moe and count > 1) else 1  # experts a token visits
         total += routed * (per_input * fan_in + 8 * rank)
     return total
-
-
-def _vision_activation_bytes(run: Run) -> int:
-    """A 1024-patch image per sample through the vision tower: one layer's worth when frozen, every
-    layer (or two with checkpointing) when trained (docs/estimator.md §5.3)."""
-    spec = run.spec
-    patches = 1024 * run.batch
-    vision = patches * run.dtype_bytes * (4 * spec.vision_hidden + 2 * spec.vision_intermediate)
-    if run.train_vit:
-        vision *= spec.vision_layers if not run.args.gradient_checkpointing else 2
-    return vision
 
 
 def logits(run: Run, notes: list[str]) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..swift import SftArgs
+from . import terms as extra
 from .activations import activations, logits
 from .model import ModelSpec
 from .run import Run, describe_run
@@ -41,8 +42,22 @@ class Terms:
     optimizer: float = 0.0
     activations: float = 0.0
     logits: float = 0.0
+    vision: float = 0.0
+    parallel: float = 0.0
+    buckets: float = 0.0
+    evaluation: float = 0.0
+    allocator: float = 0.0
     step_buffers: float = 0.0
     overhead: float = 0.0
+
+    @property
+    def dynamic(self) -> float:
+        """What a training step allocates and frees: activations, logits, vision, SP buffers."""
+        return self.activations + self.logits + self.vision + self.parallel
+
+    @property
+    def states(self) -> float:
+        return self.weights + self.gradients + self.optimizer
 
 
 def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dict, list[str]]:
@@ -56,7 +71,12 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
     terms.optimizer = _optimizer_states(run, replica, notes)
     terms.activations = activations(run, notes)
     terms.logits = logits(run, notes)
+    terms.vision = extra.vision(run, notes)
+    terms.parallel = extra.parallel(run, notes)
+    terms.buckets = extra.buckets(run, replica.gradients, notes)
+    terms.evaluation = extra.evaluation(run, terms.dynamic, notes)
     terms.step_buffers = _step_buffers(run, terms, notes)
+    terms.allocator = extra.allocator(run, terms.dynamic, terms.states + terms.buckets, notes)
     terms.overhead = _overhead(run, terms, notes)
     return _breakdown(terms), notes
 
@@ -140,13 +160,7 @@ def _gradients(run: Run, replica: ModelStates, notes: list[str]) -> float:
     """Gradients on one GPU, per strategy (docs/estimator.md §4.2-§4.5)."""
     trainable, dtype_bytes, shards = run.trainable, run.dtype_bytes, run.shards
     if run.zero_stage == 0:
-        if run.gpus > 1:
-            notes.append(
-                f"DDP over {run.gpus} GPUs: every GPU holds the whole model, gradients and "
-                "optimizer, plus DDP's gradient buckets (one more gradient copy)"
-            )
-            return replica.gradients + replica.gradients
-        return replica.gradients
+        return replica.gradients  # DDP's buckets: terms.buckets
     if run.zero_stage in (1, 2):
         if run.offload:
             return min(trainable, 5e8) * dtype_bytes
@@ -201,7 +215,7 @@ def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
     else:
         return 0.0
     step = local_params * (run.dtype_bytes if run.full else 4)
-    if step > terms.activations + terms.logits:
+    if step > terms.dynamic:
         notes.append(
             "peak at the optimizer step: one parameter-sized buffer for AdamW "
             "(torch's foreach path; the fused kernel needs none, so this keeps a margin)"
@@ -210,8 +224,9 @@ def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
 
 
 def _overhead(run: Run, terms: Terms, notes: list[str]) -> float:
-    """DeepSpeed's buckets, a dequantized weight, CUDA workspaces and fragmentation (docs/estimator.md §8)."""
-    overhead = _deepspeed_buffer_bytes(run)
+    """A dequantized weight, cuBLAS and NCCL workspaces (docs/estimator.md §8); the buckets and the
+    allocator's reserve are terms of their own."""
+    overhead = 0.0
     if run.quant_bits:
         overhead += run.spec.hidden_size * run.mlp_width * run.dtype_bytes  # one dequantized weight at a time
         notes.append(
@@ -219,38 +234,28 @@ def _overhead(run: Run, terms: Terms, notes: list[str]) -> float:
             "(a frozen 16-bit linear keeps none): counted in the activations"
         )
     if run.cuda:
-        dynamic = terms.activations + terms.logits
-        overhead += 0.35 * GIB + 0.10 * dynamic + 0.02 * (terms.weights + terms.gradients + terms.optimizer)
+        overhead += 0.35 * GIB
         if run.gpus > 1:
             overhead += 0.25 * GIB
-        notes.append(
-            "overhead: cuBLAS/NCCL workspaces and caching-allocator fragmentation "
-            "(reserved memory, as ms-swift logs it; the CUDA context is not included)"
-        )
+        notes.append("overhead: cuBLAS/NCCL workspaces (the CUDA context is not included)")
     return overhead
-
-
-def _deepspeed_buffer_bytes(run: Run) -> float:
-    """The reduce and gather (ZeRO-1/2) or reduce and prefetch (ZeRO-3) buckets of ms-swift's
-    DeepSpeed configs (docs/estimator.md §8)."""
-    if run.zero_stage == 0:
-        return 0.0
-    if run.zero_stage in (1, 2):
-        return (2e8 + min(2e8, run.trainable)) * run.dtype_bytes
-    hidden = run.spec.hidden_size
-    return 1.9 * hidden * hidden * run.dtype_bytes
 
 
 def _breakdown(terms: Terms) -> dict:
     """Whole bytes per key; the step buffer counts only where it exceeds the activations and logits
     (docs/estimator.md §7)."""
-    extra_step = max(0.0, terms.step_buffers - (terms.activations + terms.logits))
+    extra_step = max(0.0, terms.step_buffers - terms.dynamic - terms.evaluation)
     parts = {
         "weights": terms.weights,
         "gradients": terms.gradients,
         "optimizer": terms.optimizer + extra_step,
         "activations": terms.activations,
         "logits": terms.logits,
+        "vision": terms.vision,
+        "parallel": terms.parallel,
+        "buckets": terms.buckets,
+        "evaluation": terms.evaluation,
+        "allocator": terms.allocator,
         "overhead": terms.overhead,
     }
     return {key: math.ceil(value) for key, value in parts.items()}

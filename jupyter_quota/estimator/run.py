@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..swift import SftArgs
+from .features import eval_tokens, extra_value, image_patches, sequence_parallel_degrees
 from .lora import adapter_params, lora_roles
 from .model import ModelSpec
 
@@ -44,6 +45,12 @@ class Run:
     trainable: int  # every trained parameter
     zero_stage: int  # DeepSpeed ZeRO stage, 0 without DeepSpeed
     offload: bool  # DeepSpeed CPU offload
+    train_llm: bool = True  # --freeze_llm false (ms-swift's default)
+    ulysses: int = 1  # Ulysses degree of --sequence_parallel_size (splits attention heads)
+    ring: int = 1  # ring-attention degree: what the heads cannot split
+    fixed_shapes: bool = False  # --packing: every micro-batch has the same shape
+    eval_tokens: int = 0  # tokens of one eval micro-batch on one device; 0 without an eval phase
+    image_patches: int = 0  # vision-tower patches per sample (one image)
 
     @property
     def batch(self) -> int:
@@ -81,8 +88,10 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
         notes.append("a quantized model cannot be fully fine-tuned; estimated without quantization")
         quant_bits = None
     train_vit = not args.freeze_vit and spec.vision_params > 0
-    trained = _trained_parameters(spec, args, tuner, full, train_vit, dtype, notes)
+    train_llm = not (args.freeze_llm and spec.vision_params > 0)  # ms-swift: for multimodal models only
+    trained = _trained_parameters(spec, args, tuner, full, train_vit, train_llm, dtype, notes)
     stage, offload = args.deepspeed_stage
+    ulysses, ring = sequence_parallel_degrees(spec, args, gpus, notes)
     return Run(
         spec=spec,
         args=args,
@@ -96,6 +105,14 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
         train_vit=train_vit,
         zero_stage=stage,
         offload=offload,
+        train_llm=train_llm,
+        ulysses=ulysses,
+        ring=ring,
+        fixed_shapes=bool(args.packing),
+        eval_tokens=eval_tokens(args, seq_len, notes),
+        image_patches=image_patches(spec, args, seq_len * max(1, args.sequence_parallel_size), notes)
+        if spec.vision_params
+        else 0,
         **trained._asdict(),
     )
 
@@ -111,6 +128,9 @@ def _tokens_per_sample(spec: ModelSpec, args: SftArgs, notes: list[str]) -> int:
             f"({spec.max_position_embeddings}); estimated for {DEFAULT_TOKENS}-token "
             "samples (memory follows the longest sample; pass --max_length to bound it)"
         )
+    packing_length = extra_value(args, "packing_length") if args.packing else None
+    if packing_length and packing_length.isdigit() and int(packing_length) > 0:
+        max_length = int(packing_length)  # packed rows are --packing_length long (default: max_length)
     seq_len = max(1, math.ceil(max_length / max(1, args.sequence_parallel_size)))
     batch = args.per_device_train_batch_size
     if args.packing:
@@ -133,12 +153,25 @@ class Trained(NamedTuple):
 
 
 def _trained_parameters(
-    spec: ModelSpec, args: SftArgs, tuner: str, full: bool, train_vit: bool, dtype: str, notes: list[str]
+    spec: ModelSpec,
+    args: SftArgs,
+    tuner: str,
+    full: bool,
+    train_vit: bool,
+    train_llm: bool,
+    dtype: str,
+    notes: list[str],
 ) -> Trained:
     """What the tuner trains: every parameter, or LoRA adapters, trainable copies of embeddings or
-    lm_head (modules_to_save) and LLaMA Pro's new blocks (docs/estimator.md §2.2, §2.3)."""
+    lm_head (modules_to_save) and LLaMA Pro's new blocks; --freeze_vit / --freeze_llm choose the
+    towers (docs/estimator.md §2.2, §2.3)."""
+    if spec.vision_params:
+        notes.append(
+            f"multimodal: language model {'trained' if train_llm else 'frozen (--freeze_llm true)'}, "
+            f"vision tower {'trained (--freeze_vit false)' if train_vit else 'frozen (--freeze_vit, default true)'}"
+        )
     if full:
-        trainable = spec.llm_params + (spec.vision_params if train_vit else 0)
+        trainable = (spec.llm_params if train_llm else 0) + (spec.vision_params if train_vit else 0)
         if tuner != "full":
             notes.append(f"tuner_type {tuner}: estimated as a full fine-tune (upper bound)")
         notes.append(
@@ -147,7 +180,11 @@ def _trained_parameters(
         )
         return Trained(frozenset(), 0, 0, 0, trainable)
     roles = lora_roles(args.target_modules, notes)
-    lora_params = adapter_params(spec, roles, args.lora_rank)
+    lora_params = adapter_params(spec, roles, args.lora_rank) if train_llm else 0
+    if train_vit and "all-linear" in args.target_modules:
+        # ms-swift's all-linear wraps the vision tower's linears too when it is trained
+        # (swift/utils/transformers_utils.py get_multimodal_target_regex): qkv, proj, fc1, fc2
+        lora_params += args.lora_rank * spec.vision_layers * (8 * spec.vision_hidden + 2 * spec.vision_intermediate)
     new_block_params = 0
     if tuner == "llamapro":
         new_block_params = args.llamapro_num_new_blocks * spec.layer_params[0]

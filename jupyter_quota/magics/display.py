@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 
-from ..planner.report import command_line
+from ..planner.report import command_line, range_phrase
 from ..quantity import Quantity
 
 #: resources listed first, in this order; the rest follow alphabetically
@@ -159,13 +159,19 @@ def plan_html(result: dict) -> str:
         f"{_e(result.get('gpusFree'))} GPU(s) left, {_e(result.get('gpuMemory'))} per GPU "
         f"({_e(result.get('usableGpuMemory'))} usable)<br>"
         f"As written: {_e(request.get('gpus'))} GPU(s), estimated "
-        f"<b>{est.get('peakGibPerGpu', 0):.1f} GiB</b> per GPU"
+        f"<b>{est.get('peakGibPerGpu', 0):.1f} GiB</b> per GPU{_e(range_phrase(est))}"
+        + (" (plans are fitted to the range's upper end)" if result.get("fit") == "upper" else "")
     ]
     best = result.get("recommended")
     if best is None:
         parts.append("<p><b style='color:#d9534f'>Nothing fits now.</b></p>")
     else:
         parts.append(f"<p><b>Recommended:</b> {_e(best['summary'])}</p>")
+        if best.get("marginal"):
+            parts.append(
+                "<p><b style='color:#f0ad4e'>Marginal:</b> the upper end of its range leaves less than 2% of "
+                "the GPU's memory free, and no safer plan as close to the request fits.</p>"
+            )
         if best.get("changes"):
             rows = "".join(
                 f"<tr><td><code>{_e(c['field'])}</code></td><td>{_e(_shown(c['from']))}</td>"

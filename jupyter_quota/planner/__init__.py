@@ -52,6 +52,7 @@ class PlanResult:
             "gpuMemory": f"{gib(ctx.gpu_memory)}Gi",
             "usableGpuMemory": f"{gib(ctx.usable_bytes)}Gi",
             "margin": ctx.margin,
+            "fit": ctx.fit,
             "gpusFree": ctx.gpus_remaining,
             "request": self.request,
             "recommended": self.recommended,
@@ -93,7 +94,7 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
     search.run()
 
     fitting = _dedupe(search.fitting)
-    candidates = [_plan_json(e) for e in fitting[:CANDIDATE_CAP]]
+    candidates = [_plan_json(e, context) for e in fitting[:CANDIDATE_CAP]]
     rejected_all = _dedupe(
         [
             *([search.asked_result] if search.asked_result.reason else []),
@@ -101,7 +102,7 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
             *[e for e in search.rejected if e is not search.asked_result],
         ]
     )
-    rejected = [{"plan": _plan_json(e), "reason": e.reason} for e in rejected_all[:REJECTED_CAP]]
+    rejected = [{"plan": _plan_json(e, context), "reason": e.reason} for e in rejected_all[:REJECTED_CAP]]
 
     notes = [str(n) for n in (getattr(asked, "notes", None) or [])]
     if len(fitting) > CANDIDATE_CAP:
@@ -110,6 +111,13 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
         notes.append(f"{len(rejected_all) - REJECTED_CAP} more rejected configurations are not listed")
     if not candidates:
         notes.append(f"nothing fits {context.namespace} now: see the rejected plans for what each would need")
+    elif candidates[0]["marginal"]:
+        safer = next((c["summary"] for c in candidates if not c["marginal"]), None)
+        notes.append(
+            f"the recommended plan is marginal: {gib(fitting[0].peak)} GiB per GPU of "
+            f"{gib(context.usable_bytes)} usable; it may run out of memory if the run's longest batch or the "
+            "allocator's fragmentation comes out above the range" + (f"; a safer alternative: {safer}" if safer else "")
+        )
     assumptions = [
         *context.assumptions,
         search.admission.assumption(),
@@ -135,9 +143,9 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
     )
 
 
-def _plan_json(e: Evaluated) -> dict:
+def _plan_json(e: Evaluated, context: PlanContext) -> dict:
     return {
-        "summary": _summary(e),
+        "summary": _summary(e, context),
         "args": list(e.args.to_argv()),
         "gpus": e.gpus,
         "resources": e.resources,
@@ -146,10 +154,11 @@ def _plan_json(e: Evaluated) -> dict:
         "relativeStepTime": round(e.speed, 2) if e.estimate is not None else None,
         "hostMemory": str(host_quantity(e.host_memory)) if e.host_memory else None,
         "changes": e.changes,
+        "marginal": e.estimate is not None and context.is_marginal(e.peak),
     }
 
 
-def _summary(e: Evaluated) -> str:
+def _summary(e: Evaluated, context: PlanContext) -> str:
     a = e.args
     parts = [e.method.label, f"{e.gpus} GPU{'s' if e.gpus != 1 else ''}"]
     parts.append(str(a.deepspeed) if a.deepspeed else ("DDP" if e.gpus > 1 else "single GPU"))
@@ -159,7 +168,9 @@ def _summary(e: Evaluated) -> str:
     if a.attn_impl:
         parts.append(str(a.attn_impl))
     if e.estimate is not None:
-        parts.append(f"{gib(e.peak)} GiB per GPU")
+        parts.append(
+            f"{context.need_phrase(e.estimate)} per GPU" + (" (marginal)" if context.is_marginal(e.peak) else "")
+        )
     if e.host_memory:
         parts.append(f"{gib(e.host_memory)} GiB host memory")
     return ", ".join(parts)

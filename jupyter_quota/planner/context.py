@@ -19,6 +19,12 @@ from ..quantity import Quantity
 DEFAULT_MARGIN = 0.10
 #: The most GPUs one plan spreads over (one node's worth); more are never enumerated.
 MAX_PLAN_GPUS = 8
+#: What a plan must fit: "upper", the upper end of its estimate's range (docs/estimator.md §9.1),
+#: or "estimate", the point estimate. Config: ``JupyterQuota.plan_fit``.
+FIT_CHOICES = ("upper", "estimate")
+#: A plan that fits with less headroom than this share of the GPU's memory is marginal: it is
+#: said so, and ranked after a sibling that fits with more (a 14B plan at 71.7 of 72 usable GiB).
+MARGINAL_SHARE = 0.02
 
 GIB = 1024**3
 
@@ -39,10 +45,26 @@ class PlanContext:
     #: the most GPUs a job could get here at all (machine size, quota hard, MAX_PLAN_GPUS)
     gpu_ceiling: int = MAX_PLAN_GPUS
     assumptions: tuple = ()
+    fit: str = "upper"
 
     @property
     def usable_bytes(self) -> int:
         return int(self.gpu_memory * (1 - self.margin))
+
+    def is_marginal(self, need: int) -> bool:
+        """It fits, with less headroom than MARGINAL_SHARE of the GPU's memory."""
+        return self.usable_bytes - self.gpu_memory * MARGINAL_SHARE < need <= self.usable_bytes
+
+    def need_phrase(self, estimate) -> str:
+        """``23.5 GiB (the upper end of its range 17.5-23.5; estimate 20.7)``, or the estimate when fitting it."""
+        point = estimate.peak_bytes_per_gpu
+        span = getattr(estimate, "range", None)
+        if span is None:
+            return f"{gib(point)} GiB"
+        if self.fit == "upper":
+            span_text = f"{gib(span.low)}-{gib(span.high)}"
+            return f"{gib(span.high)} GiB (the upper end of its range {span_text}; estimate {gib(point)})"
+        return f"{gib(point)} GiB (the estimate; range {gib(span.low)}-{gib(span.high)})"
 
     @property
     def gpu_resource(self) -> str:
@@ -67,6 +89,7 @@ def context_from_balance(
     inventory: dict | None = None,
     gpu_memory: str | int | None = None,
     margin: float = DEFAULT_MARGIN,
+    fit: str = "upper",
 ) -> PlanContext:
     """The planning context of one namespace.
 
@@ -74,16 +97,25 @@ def context_from_balance(
     key; a bare ``resources`` map also works and is read as one quota named ``team-quota``).
     ``profile`` gives the GPU memory, the LimitRange and the pod template's extras; without one,
     the balance's ``limitRange`` is used. GPU memory: ``gpu_memory`` if given, else the profile's
-    ``gpuMemory``, else the smallest GPU of ``inventory``; unknown is an error.
+    ``gpuMemory``, else the smallest GPU of ``inventory``; unknown is an error. ``fit``: what a plan
+    must fit, the upper end of its estimate's range ("upper") or the estimate itself ("estimate").
     """
     if not isinstance(balance, dict):
         raise InvalidRequest("a balance must be a dict shaped like GET /namespaces/{ns}/balance")
     if not 0 <= margin < 1:
         raise InvalidRequest(f"the safety margin must be from 0 to 1 (e.g. 0.1 for 10%), not {margin!r}")
+    if fit not in FIT_CHOICES:
+        raise InvalidRequest(f"fit must be one of {', '.join(FIT_CHOICES)}, not {fit!r}")
     profile = _profile(balance, profile)
     namespace, team = profile.namespace, profile.team
+    what = (
+        "the upper end of its estimate's range (where measured peaks of its regime fell)"
+        if fit == "upper"
+        else "its estimated peak (not the range's upper end: plan_fit is 'estimate')"
+    )
     assumptions = [
-        f"a plan fits when its estimated peak is at most the GPU's memory less a {margin * 100:g}% safety margin"
+        f"a plan fits when {what} is at most the GPU's memory less a {margin * 100:g}% safety margin; "
+        f"one within {MARGINAL_SHARE * 100:g}% of the GPU's memory of that is marginal"
     ]
     memory, source = _gpu_memory(profile, inventory, gpu_memory)
     assumptions.append(f"GPU memory {gib(memory)} GiB per GPU ({source})")
@@ -120,6 +152,7 @@ def context_from_balance(
         margin=margin,
         gpu_ceiling=max(1, ceiling),
         assumptions=tuple(assumptions),
+        fit=fit,
     )
 
 

@@ -5,9 +5,17 @@ from __future__ import annotations
 import json
 import shlex
 
+from ..estimator import BREAKDOWN_KEYS as BREAKDOWN
 from .context import GIB
 
-BREAKDOWN = ("weights", "gradients", "optimizer", "activations", "logits", "overhead")
+
+def range_phrase(estimate: dict) -> str:
+    """``, range 17.5-23.5 GiB (regime lora/single/dense)``, or nothing for an estimate without one."""
+    span = estimate.get("rangeGibPerGpu")
+    if not span:
+        return ""
+    approximate = ", approximate model" if estimate.get("approximate") else ""
+    return f", range {span[0]:.1f}-{span[1]:.1f} GiB (regime {estimate.get('regime')}{approximate})"
 
 
 def command_line(args: list[str], gpus: int) -> str:
@@ -25,7 +33,7 @@ def estimate_text(estimate: dict, notes=()) -> str:
     name = model.get("name") if isinstance(model, dict) else model
     lines = [
         f"{name or 'model'} on {gpus} GPU{'s' if gpus != 1 else ''}: "
-        f"peak {_gib(estimate['peakBytesPerGpu'])} GiB per GPU",
+        f"peak {_gib(estimate['peakBytesPerGpu'])} GiB per GPU{range_phrase(estimate)}",
         "",
     ]
     lines += _breakdown_table(estimate, indent="  ")
@@ -45,7 +53,8 @@ def plan_text(result: dict) -> str:
     lines.append(
         f"request: {shlex.join(request['args'])} on {request['gpus']} GPU"
         f"{'s' if request['gpus'] != 1 else ''} "
-        f"(estimated {request['estimate']['peakGibPerGpu']:.1f} GiB per GPU, effective batch "
+        f"(estimated {request['estimate']['peakGibPerGpu']:.1f} GiB per GPU{range_phrase(request['estimate'])}, "
+        "effective batch "
         f"{request['effectiveBatch']})"
     )
     lines.append("")
@@ -94,6 +103,9 @@ def _breakdown_table(estimate: dict, indent: str) -> list[str]:
     rows = [f"{indent}{'part':<12} {'GiB':>8}"]
     rows += [f"{indent}{k:<12} {_gib(breakdown[k]):>8.2f}" for k in keys]
     rows.append(f"{indent}{'peak':<12} {_gib(estimate['peakBytesPerGpu']):>8.2f}")
+    if estimate.get("rangeGibPerGpu"):
+        low, high = estimate["rangeGibPerGpu"]
+        rows.append(f"{indent}{'range':<12} {low:>8.2f} - {high:.2f}  ({estimate.get('regime')})")
     return rows
 
 

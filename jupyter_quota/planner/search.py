@@ -15,8 +15,13 @@ limit are raised to it, and a plan whose need the LimitRange's max or the quota'
 cannot give is refused with those numbers (more GPUs never need less host memory, so a refused
 strategy is not retried on more).
 
+A variant that fits with less headroom than ``context.MARGINAL_SHARE`` of the GPU's memory is
+marginal: the group keeps looking for one that is not, and a marginal candidate ranks after a safer
+one of the same method.
+
 Candidates are ranked by closeness to the request (method first, then whether offload was added,
-then the effective batch, then how many other settings change), then quality tier (full, LoRA,
+then whether it is marginal, then the effective batch, then how many other settings change), then
+quality tier (full, LoRA,
 QLoRA of either width: see ``options``), then speed: an
 offload plan comes after every plain one of the same method, but a full fine-tune with offload
 before LoRA when the user asked for a full fine-tune.
@@ -57,6 +62,7 @@ class Rank(NamedTuple):
     tier_distance: int  # how far the method's quality tier is from the one asked for
     method_changed: bool
     offload_added: bool  # DeepSpeed CPU offload the user did not ask for
+    marginal: bool  # fits with less headroom than MARGINAL_SHARE of the GPU: a safer sibling first
     batch_inexact: bool  # the effective batch could not be kept exactly
     settings_changed: int  # how many settings other than the method differ from the request
     tier: int  # quality tier: full before LoRA before QLoRA
@@ -89,9 +95,13 @@ class Evaluated:
     host_memory: int = 0  # bytes of host memory an offload plan needs (DeepSpeed's estimate)
     host_formula: str = ""
     host_refused: bool = False  # refused because the pod cannot have host_memory
+    upper: bool = True  # fit the upper end of the estimate's range (PlanContext.fit)
 
     @property
     def peak(self) -> int:
+        """What the plan must fit per GPU: the range's upper end, or the estimate (PlanContext.fit)."""
+        if self.upper:
+            return getattr(self.estimate, "upper_bytes_per_gpu", self.estimate.peak_bytes_per_gpu)
         return self.estimate.peak_bytes_per_gpu
 
 
@@ -141,12 +151,10 @@ class Search:
         """The request exactly as given; errors here (an unknown model) are the caller's 400."""
         r = self.request
         method = methods_for(self.asked)[0]
-        ev = Evaluated(
-            self.asked, r.gpus, method, BatchSplit(r.batch, r.accumulation, True), self._estimate(self.asked, r.gpus)
-        )
+        ev = self._evaluated(self.asked, r.gpus, method, BatchSplit(r.batch, r.accumulation, True))
         refusal = self._admit(ev)
         if ev.peak > self.context.usable_bytes:
-            ev.reason = f"needs {gib(ev.peak)} GiB per GPU; {self.context.memory_phrase()}"
+            ev.reason = f"needs {self.context.need_phrase(ev.estimate)} per GPU; {self.context.memory_phrase()}"
         elif r.gpus > self.context.gpus_remaining:
             ev.reason = f"asks for {r.gpus} GPU{'s' if r.gpus != 1 else ''}; {self.context.remaining_phrase()}" + (
                 f" (the pod would be refused: {refusal})" if refusal else ""
@@ -200,7 +208,7 @@ class Search:
         batches = batch_options(self.request, gpus)
         lean_batch = min(batches, key=lambda b: b.per_device)
         lean = self._variant(base, lean_batch, True, self.lean_attention)
-        lean_ev = Evaluated(lean, gpus, method, lean_batch, self._estimate(lean, gpus))
+        lean_ev = self._evaluated(lean, gpus, method, lean_batch)
         if lean_ev.peak > self.context.usable_bytes:
             kernel = (
                 ", gradient checkpointing and flash_attn"
@@ -208,7 +216,7 @@ class Search:
                 else " and gradient checkpointing"
             )
             lean_ev.reason = (
-                f"needs {gib(lean_ev.peak)} GiB per GPU even with a micro-batch of "
+                f"needs {self.context.need_phrase(lean_ev.estimate)} per GPU even with a micro-batch of "
                 f"{lean_batch.per_device}{kernel}; {self.context.memory_phrase()}"
             )
             lean_ev.resources, _ = self.admission.resources(gpus)
@@ -220,14 +228,19 @@ class Search:
                 lean_ev.reason = short
                 lean_ev.resources, _ = self.admission.resources(gpus)
                 return lean_ev
-        chosen = lean_ev
+        chosen, closest_marginal = lean_ev, None
         for args, batch in self._variants(base, batches, gpus):
             if args.to_argv() == lean.to_argv():
-                break  # the lean one fits and nothing closer did
-            ev = Evaluated(args, gpus, method, batch, self._estimate(args, gpus))
+                break  # the lean one fits and nothing closer did without being marginal
+            ev = self._evaluated(args, gpus, method, batch)
             if ev.peak <= self.context.usable_bytes:
+                if self.context.is_marginal(ev.peak):
+                    closest_marginal = closest_marginal or ev  # a safer variant further on wins
+                    continue
                 chosen = ev
                 break
+        if chosen is lean_ev and closest_marginal and self.context.is_marginal(lean_ev.peak):
+            chosen = closest_marginal  # every variant is marginal: the closest to the request
         if chosen.args.to_argv() == self.asked.to_argv() and gpus == self.request.gpus:
             return None  # the request itself, already evaluated
         chosen.reason = self._admit(chosen)
@@ -267,7 +280,7 @@ class Search:
             lean_args = [
                 self._variant(base.replace(deepspeed=s), lean_batch, True, self.lean_attention) for s in strategies
             ]
-            evs = [Evaluated(a, gpus, method, lean_batch, self._estimate(a, gpus)) for a in lean_args]
+            evs = [self._evaluated(a, gpus, method, lean_batch) for a in lean_args]
             best = min(evs, key=lambda e: e.peak)
             first = first or best
             if best.peak <= usable:
@@ -330,6 +343,9 @@ class Search:
         ev.resources, refusal = self.admission.resources(ev.gpus, ev.host_memory)
         return f"the pod would be refused: {refusal}" if refusal else None
 
+    def _evaluated(self, args, gpus: int, method: Method, batch: BatchSplit) -> Evaluated:
+        return Evaluated(args, gpus, method, batch, self._estimate(args, gpus), upper=self.context.fit == "upper")
+
     def _estimate(self, args, gpus: int):
         key = (tuple(args.to_argv()), gpus)
         if key not in self._estimates:
@@ -346,6 +362,7 @@ class Search:
             tier_distance=abs(ev.method.tier - r.tier),
             method_changed=bool(ev.method.changes),
             offload_added=is_offload(ev.args.deepspeed) and not is_offload(r.deepspeed),
+            marginal=self.context.is_marginal(ev.peak),
             batch_inexact=not ev.batch.exact,
             settings_changed=sum(1 for c in ev.changes if c["field"] != "method"),
             tier=ev.method.tier,

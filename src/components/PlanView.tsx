@@ -25,6 +25,13 @@ export function PlanView(props: IPlanViewProps): JSX.Element {
       {plan ? (
         <div className="jp-QuotaPlan-recommended" data-gpus={plan.gpus}>
           <p className="jp-QuotaPlan-summary">{plan.summary}</p>
+          {plan.marginal && (
+            <p className="jp-QuotaPlan-marginal" role="note">
+              Marginal: the upper end of its range leaves less than 2% of the
+              GPU&apos;s memory free, and no safer plan as close to the request
+              fits.
+            </p>
+          )}
           {plan.changes.length > 0 && (
             <ul
               className="jp-QuotaPlan-changes"

@@ -123,6 +123,15 @@ def test_launch_from_the_planner_makes_the_job_appear(quota_page, ui_output_dir)
 
     assert form.locator(".jp-QuotaPlan-recommended").count() == 1, form.inner_text()
     form.locator(".jp-QuotaEstimate").first.wait_for()
+    # the bar shows the estimate's range (docs/estimator.md §9.1) as the API gives it
+    bar = form.locator(".jp-QuotaPlan-recommended .jp-QuotaEstimate")
+    recommended = form.locator(".jp-QuotaPlan-recommended")
+    args = recommended.locator(".jp-QuotaPlan-args").inner_text().split()
+    gpus = int(recommended.get_attribute("data-gpus"))
+    low, high = api(page, "POST", "estimate", {"args": args, "gpus": gpus})["body"]["rangeBytesPerGpu"]
+    assert bar.get_attribute("data-range") == f"{low}-{high}"
+    assert "range " in bar.locator(".jp-QuotaEstimate-range").inner_text()
+    assert bar.locator(".jp-QuotaEstimate-band").count() == 1
     form.get_by_role("button", name="Launch recommended plan").click()
     launched = form.get_by_role("status").filter(has_text="Launched")
     launched.wait_for()
