@@ -51,9 +51,9 @@ class Correction:
     jobs: int
 
     def note(self) -> str:
-        clamp = "" if self.factor == self.raw else f" (clamped from ×{self.raw:.2f})"
+        clamp = "" if self.factor == self.raw else f" (clamped from x{self.raw:.2f})"
         return (
-            f"corrected ×{self.factor:.2f}{clamp} from {self.jobs} finished jobs of {self.family} "
+            f"corrected x{self.factor:.2f}{clamp} from {self.jobs} finished jobs of {self.family} "
             f"in regime {self.regime} (the {QUANTILE:.0%} quantile of measured/estimated)"
         )
 
@@ -99,11 +99,11 @@ def apply(estimate: dict, correction: Correction | None) -> dict:
     if correction is None:
         return out
     peak = int(estimate["peakBytesPerGpu"])
-    corrected = int(math.ceil(peak * correction.factor))
+    corrected = math.ceil(peak * correction.factor)
     out["peakBytesPerGpu"] = corrected
     out["peakGibPerGpu"] = round(corrected / GIB, 2)
     if estimate.get("rangeBytesPerGpu"):
-        lo, hi = (int(math.ceil(b * correction.factor)) for b in estimate["rangeBytesPerGpu"])
+        lo, hi = (math.ceil(b * correction.factor) for b in estimate["rangeBytesPerGpu"])
         out["rangeBytesPerGpu"] = [lo, hi]
         out["rangeGibPerGpu"] = [round(lo / GIB, 2), round(hi / GIB, 2)]
     breakdown = dict(estimate["breakdown"])
@@ -122,7 +122,9 @@ def error_table(records: Iterable[Measured]) -> list[dict]:
     groups: dict[tuple[str, str], list[Measured]] = defaultdict(list)
     for r in rows:
         groups[(r.family, r.regime)].append(r)
-    table = [_row(family, regime, group, fixes.get((family, regime))) for (family, regime), group in sorted(groups.items())]
+    table = [
+        _row(family, regime, group, fixes.get((family, regime))) for (family, regime), group in sorted(groups.items())
+    ]
     if rows:
         table.append(_row("all", "all", rows, None))
     return table
