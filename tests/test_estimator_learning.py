@@ -11,10 +11,12 @@ from jupyter_quota.estimator.learning import (
     MAX_RAISE,
     MIN_JOBS,
     Measured,
-    apply,
+    corrected,
     corrections,
     error_table,
+    family_of,
     quantile,
+    regime_of,
 )
 
 
@@ -54,18 +56,28 @@ def test_regimes_and_families_learn_apart_and_bad_records_are_ignored():
     assert fixes[("qwen2", "lora/1")].jobs == 3
 
 
-def test_apply_scales_peak_and_range_and_keeps_the_breakdown_adding_up():
-    est = estimate(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]).to_json()
-    est["rangeBytesPerGpu"] = [est["peakBytesPerGpu"] * 9 // 10, est["peakBytesPerGpu"] * 13 // 10]
-    fix = corrections(jobs("qwen2", "lora/1", [(10.0, 12.0)] * 3))[("qwen2", "lora/1")]
-    out = apply(est, fix)
-    assert out["peakBytesPerGpu"] == pytest.approx(est["peakBytesPerGpu"] * 1.2, abs=1)
-    assert sum(out["breakdown"].values()) == out["peakBytesPerGpu"]
-    assert sum(est["breakdown"].values()) == est["peakBytesPerGpu"]  # the input is untouched
-    assert out["rangeBytesPerGpu"][1] == pytest.approx(est["rangeBytesPerGpu"][1] * 1.2, abs=1)
-    assert out["correction"]["factor"] == pytest.approx(1.2)
-    assert out["assumptions"][-1] == fix.note()
-    assert apply(est, None) == est
+def test_corrected_scales_the_peak_and_keeps_the_breakdown_adding_up():
+    est = estimate(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"])
+    assert (family_of(est), regime_of(est)) == ("qwen2", "lora/1gpu")
+    fixes = corrections(jobs("qwen2", "lora/1gpu", [(10.0, 12.0)] * 3))
+    out = corrected(est, fixes)
+    assert out.peak_bytes_per_gpu == pytest.approx(est.peak_bytes_per_gpu * 1.2, abs=1)
+    assert sum(out.breakdown.values()) == out.peak_bytes_per_gpu
+    assert sum(est.breakdown.values()) == est.peak_bytes_per_gpu  # the input is untouched
+    body = out.to_json()
+    assert body["correction"]["factor"] == pytest.approx(1.2)
+    assert body["assumptions"][-1] == fixes[("qwen2", "lora/1gpu")].note()
+    assert est.to_json()["correction"] is None
+    other = estimate(["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full"])
+    assert corrected(other, fixes) is other  # another regime learns nothing from these
+
+
+def test_regime_names_method_quantization_gpus_and_deepspeed():
+    est = estimate(
+        ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora", "--quant_bits", "4", "--deepspeed", "zero2"],
+        gpus=2,
+    )
+    assert regime_of(est) == "qlora-4/2gpu/zero2"
 
 
 def test_error_table_per_regime_and_over_all_rows():

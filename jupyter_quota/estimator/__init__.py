@@ -31,6 +31,8 @@ class Estimate:
     args: SftArgs | None = None
     gpus: int = 1
     device: str = "cuda"
+    #: learning.Correction.to_json() when finished jobs corrected this estimate (docs/estimator.md §12)
+    correction: dict | None = None
 
     @property
     def peak_gib_per_gpu(self) -> float:
@@ -46,6 +48,7 @@ class Estimate:
             "model": self.model.to_json() if self.model else None,
             "gpus": self.gpus,
             "args": self.args.to_argv() if self.args else [],
+            "correction": self.correction,
         }
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-GIB = 1024**3
 MIN_JOBS = 3  # a correction needs this many measured jobs of one family and regime
 QUANTILE = 0.9  # of measured/estimated: the correction covers 9 in 10 past jobs
 MAX_RAISE = 1.5  # an estimate is raised by at most 50% ...
@@ -91,27 +90,45 @@ def corrections(records: Iterable[Measured]) -> dict[tuple[str, str], Correction
     return out
 
 
-def apply(estimate: dict, correction: Correction | None) -> dict:
-    """The estimate's JSON with the correction applied: the peak and its range scaled, the
-    difference shown in the breakdown's ``overhead`` (the parts still add up to the peak) and
-    named in the assumptions and in ``correction``. Unchanged (a copy) without one."""
-    out = dict(estimate)
-    if correction is None:
-        return out
-    peak = int(estimate["peakBytesPerGpu"])
-    corrected = math.ceil(peak * correction.factor)
-    out["peakBytesPerGpu"] = corrected
-    out["peakGibPerGpu"] = round(corrected / GIB, 2)
-    if estimate.get("rangeBytesPerGpu"):
-        lo, hi = (math.ceil(b * correction.factor) for b in estimate["rangeBytesPerGpu"])
-        out["rangeBytesPerGpu"] = [lo, hi]
-        out["rangeGibPerGpu"] = [round(lo / GIB, 2), round(hi / GIB, 2)]
-    breakdown = dict(estimate["breakdown"])
-    breakdown["overhead"] = int(breakdown["overhead"]) + corrected - peak
-    out["breakdown"] = breakdown
-    out["assumptions"] = [*estimate.get("assumptions", []), correction.note()]
-    out["correction"] = correction.to_json()
-    return out
+def regime_of(estimate) -> str:
+    """The regime an estimate learns in: its calibration regime when it has one (``regime``),
+    else its method and parallelism, e.g. ``qlora-4/2gpu/zero2``."""
+    regime = getattr(estimate, "regime", None)
+    if regime:
+        return str(regime)
+    args = estimate.args
+    method = args.tuner_type if args is not None else "unknown"
+    if args is not None and args.quant_bits:
+        method = f"q{method}-{args.quant_bits}"
+    parts = [method, f"{estimate.gpus}gpu"]
+    if args is not None and args.deepspeed:
+        parts.append(str(args.deepspeed))
+    return "/".join(parts)
+
+
+def family_of(estimate) -> str:
+    return estimate.model.model_type if estimate.model is not None else "unknown"
+
+
+def corrected(estimate, fixes: dict[tuple[str, str], Correction]):
+    """``estimate`` (an ``Estimate``) with its family and regime's correction applied, if there is
+    one: the peak (and range) scaled, the difference in the breakdown's ``overhead`` (the parts
+    still add up to the peak), and the correction named in the assumptions and ``correction``."""
+    fix = fixes.get((family_of(estimate), regime_of(estimate)))
+    if fix is None:
+        return estimate
+    peak = estimate.peak_bytes_per_gpu
+    raised = math.ceil(peak * fix.factor)
+    breakdown = dict(estimate.breakdown, overhead=estimate.breakdown["overhead"] + raised - peak)
+    changes = {
+        "peak_bytes_per_gpu": raised,
+        "breakdown": breakdown,
+        "assumptions": [*estimate.assumptions, fix.note()],
+        "correction": fix.to_json(),
+    }
+    if getattr(estimate, "range_bytes_per_gpu", None):
+        changes["range_bytes_per_gpu"] = tuple(math.ceil(b * fix.factor) for b in estimate.range_bytes_per_gpu)
+    return replace(estimate, **changes)
 
 
 def error_table(records: Iterable[Measured]) -> list[dict]:
