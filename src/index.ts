@@ -99,7 +99,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
         client,
         onSaved: () => model.refresh()
       });
-      admin = new QuotaAdminPanel({ model, editor });
+      admin = new QuotaAdminPanel({
+        model,
+        editor,
+        estimatorErrors: () => client.estimatorErrors()
+      });
       app.shell.add(admin, 'left', { rank: 601 });
       restorer?.add(admin, admin.id);
       void editor.load();

@@ -10,6 +10,8 @@ import * as React from 'react';
 import { quotaAdminIcon } from '../icons';
 import { QuotaModel } from '../model';
 import { ProfileEditor } from '../profileeditor';
+import { IEstimatorErrors } from '../tokens';
+import { EstimatorErrors } from './EstimatorErrors';
 import { useModel, useNow } from './hooks';
 import { PanelHeader } from './PanelHeader';
 import { ProfileForm } from './ProfileForm';
@@ -18,6 +20,8 @@ import { TeamBalances } from './TeamBalances';
 export interface IAdminPanelOptions {
   model: QuotaModel;
   editor: ProfileEditor;
+  /** Reads `GET estimator/errors` for the estimator accuracy section. */
+  estimatorErrors: () => Promise<IEstimatorErrors>;
 }
 
 /** The id of the admin panel (and of its tab in the left side bar). */
@@ -42,7 +46,7 @@ export class QuotaAdminPanel extends ReactWidget {
 
 function AdminContent(props: IAdminPanelOptions): JSX.Element {
   const { model, editor } = props;
-  useModel(model);
+  const generation = useModel(model);
   const now = useNow();
   const error = model.error;
   return (
@@ -64,6 +68,13 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
           </p>
         )}
         <TeamBalances namespaces={model.namespaces} now={now} />
+      </section>
+      <section
+        className="jp-QuotaSidebar-section"
+        aria-labelledby="jp-QuotaAdmin-errorsTitle"
+      >
+        <h2 id="jp-QuotaAdmin-errorsTitle">Estimator accuracy</h2>
+        <EstimatorErrors load={props.estimatorErrors} version={generation} />
       </section>
       <section
         className="jp-QuotaSidebar-section"
