@@ -8,7 +8,10 @@ free 24 GiB GPU (tests/test_plan_api.py's profile).
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
+from pathlib import Path
 
 import pytest
 from openapi_contract import assert_matches
@@ -78,6 +81,15 @@ async def test_a_measured_peak_is_kept_beside_the_estimate_and_corrects_later_pl
 
     second = await best(api)
     assert second["summary"] != first["summary"], (first["summary"], second["summary"])
+    evidence = {
+        "before": first["summary"],
+        "measuredGib": measured,
+        "correction": est["correction"],
+        "after": second["summary"],
+    }
+    out = Path(os.environ.get("JUPYTER_QUOTA_TEST_OUTPUT", "test-output")) / "learning"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan-change.json").write_text(json.dumps(evidence, indent=1))  # quoted in the closing note
     corrected = [c for c in [second, *[r["plan"] for r in (await plan_rejected(api))]] if c["args"] == first["args"]]
     assert corrected and corrected[0]["estimate"]["correction"] is not None
 
