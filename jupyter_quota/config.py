@@ -289,6 +289,7 @@ class JupyterQuota(Configurable):
     def _valid_increase_limits(self, proposal):
         if proposal["value"] <= 0:
             raise ValueError(f"JupyterQuota.{proposal['trait'].name} must be more than 0, not {proposal['value']}")
+
     prices = Dict(
         help="Prices per resource-hour that turn usage (``GET .../usage``) into cost and the monthly "
         'chargeback (``GET .../chargeback``): ``{"currency": "EUR", "gpuHour": 2.5, '
@@ -431,6 +432,7 @@ class JupyterQuota(Configurable):
                 "letters, digits and '-', starting and ending with a letter or digit (e.g. 'team-queue')"
             )
         return value
+
     # -- metrics and stalled jobs (``metrics/``, ``stall.py``) ----------------------------------
 
     metrics_token = Unicode(

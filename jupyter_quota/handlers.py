@@ -282,6 +282,23 @@ class JobLogsHandler(QuotaHandler):
         self.reply(await self.run(self.service.logs, self.who, namespace, name, tail))
 
 
+class JobReplanHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, namespace, name):
+        self.json_body()  # none is needed; a malformed one is still refused
+        self.reply(await self.plan_slots.run(self.service.replan, self.who, namespace, name))
+
+
+class EstimatorErrorsHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        self.reply(await self.run(self.service.estimator_errors, self.who))
+
+
 class ProfilesHandler(QuotaHandler):
     @tornado.web.authenticated
     @authorized
@@ -441,6 +458,8 @@ class AuditHandler(QuotaHandler):
 
         self.set_header("Content-Disposition", "attachment; filename=quota-audit.csv")
         self.finish(to_csv(entries), set_content_type="text/csv; charset=utf-8")
+
+
 class UsageHandler(QuotaHandler):
     @tornado.web.authenticated
     @authorized
@@ -476,8 +495,10 @@ ROUTES = [
     (f"/namespaces/{_SEGMENT}/jobs", JobsHandler),
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}", JobHandler),
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/logs", JobLogsHandler),
+    (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/replan", JobReplanHandler),
     (f"/namespaces/{_SEGMENT}/plan", PlanHandler),
     ("/estimate", EstimateHandler),
+    ("/estimator/errors", EstimatorErrorsHandler),
     ("/models", ModelsHandler),
     ("/profiles", ProfilesHandler),
     (f"/profiles/{_SEGMENT}", ProfileHandler),

@@ -20,6 +20,8 @@ START_ERROR = "StartError"
 ERROR = "Error"
 #: Failed: the job's process ended without recording an exit code.
 LOST = "Lost"
+#: Failed: the trainer died of CUDA out-of-memory (its log says so; jobmemory.py).
+OUT_OF_MEMORY = "OutOfMemory"
 #: Failed: the job's stored requests cannot be read.
 INVALID_JOB = "InvalidJob"
 

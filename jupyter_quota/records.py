@@ -1,5 +1,6 @@
-"""The quota service's own records, one SQLite file in the state directory: increase requests and
-the audit log. Both backends use it (the local ledger holds jobs; this holds decisions about them).
+"""The quota service's own records, one SQLite file in the state directory: increase requests,
+the audit log, and each job's estimated and measured peak (``peaks``). Both backends use it (the
+local ledger holds jobs; this holds decisions about them).
 
 ``<state_dir>/records.sqlite3``, WAL, every write in ``BEGIN IMMEDIATE`` so the hub service's
 threads and a CLI process queue on SQLite's lock. The audit table is append-only: triggers refuse
@@ -45,6 +46,28 @@ CREATE TABLE IF NOT EXISTS increases (
     expires_at  REAL            -- set on approval
 );
 CREATE INDEX IF NOT EXISTS increases_by_phase ON increases (phase, expires_at);
+CREATE TABLE IF NOT EXISTS peaks (          -- peaks.py: each job's estimate and its measured peak
+    namespace       TEXT NOT NULL,
+    job             TEXT NOT NULL,
+    team            TEXT NOT NULL,
+    owner           TEXT NOT NULL,
+    created_at      REAL NOT NULL,  -- epoch seconds
+    family          TEXT NOT NULL,  -- the model's model_type
+    regime          TEXT NOT NULL,  -- learning.regime_of
+    gpu             TEXT NOT NULL DEFAULT '',  -- the profile's gpuModel, when declared
+    gpu_bytes       INTEGER,        -- the profile's gpuMemory, when declared
+    gpus            INTEGER NOT NULL,
+    args            TEXT NOT NULL,  -- JSON: the ms-swift argv estimated
+    estimated_bytes INTEGER NOT NULL,  -- the peak the user was shown (corrected, if it was)
+    raw_bytes       INTEGER NOT NULL,  -- before any correction: what corrections learn from
+    range_lo        INTEGER,
+    range_hi        INTEGER,
+    learned_at      REAL,           -- when the ended job's log was read; NULL before
+    measured_gib    REAL,           -- ms-swift's logged memory(GiB) peak; NULL if it logged none
+    out_of_memory   INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (namespace, job)
+);
+CREATE INDEX IF NOT EXISTS peaks_learned ON peaks (learned_at);
 """
 
 _lock = threading.Lock()

@@ -8,20 +8,22 @@ backend is touched, so a foreign namespace never yields data.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from . import audit, chargeback, paging, usage
+from . import audit, chargeback, jobmemory, paging, usage
 from .access import TeamRegistry
 from .backends.base import Backend
 from .config import JupyterQuota
 from .effectivequota import effective_hard
-from .errors import AdmissionDenied, Forbidden, InvalidRequest, QuotaError
+from .errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest, QuotaError
 from .identity import Identity
 from .increaseservice import ExpiryTimer, Increases
+from .jobmemory import JobMemory
 from .jobspec import create_named, parse_job_request
 from .metrics import QuotaMetrics
 from .profiles import TeamProfile
@@ -44,6 +46,8 @@ class QuotaService:
         self.registry = registry
         self.backend = backend
         self.metrics = QuotaMetrics(self)
+        #: estimates kept beside jobs, measured peaks, corrections (docs/estimator.md §12)
+        self.memory = JobMemory(config.state_dir, backend)
         #: epoch seconds now; tests drive it to expire increases without waiting
         self.clock = clock
         self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))
@@ -170,11 +174,10 @@ class QuotaService:
 
     def estimate(self, who: Identity, body) -> dict:
         """Peak GPU memory of a ``swift sft`` argv on ``gpus`` GPUs; any signed-in user may ask."""
-        from .estimator import estimate
         from .planner.request import parse_estimate_request
 
         request = parse_estimate_request(body)
-        return estimate(request.args, gpus=request.gpus).to_json()
+        return self.memory.estimate(request.args, request.gpus).to_json()
 
     def plan(self, who: Identity, namespace: str, body) -> dict:
         """The best configuration of a ``swift sft`` argv that fits the namespace's live balance."""
@@ -186,7 +189,34 @@ class QuotaService:
         context = context_from_balance(
             self.backend.balance(profile), profile, inventory=self.backend.inventory(), fit=self.config.plan_fit
         )
-        return plan(request.args, context, gpus=request.gpus).to_json()
+        return plan(request.args, context, gpus=request.gpus, estimate=self.memory.estimate).to_json()
+
+    def replan(self, who: Identity, namespace: str, name: str) -> dict:
+        """The plan for an out-of-memory job again, its own configuration known not to fit: the
+        next plan down. 409 for a job that did not run out of memory."""
+        from .planner import context_from_balance, plan
+        from .quantity import parse_quantity
+
+        profile = self.profile_for(who, namespace)
+        job = self.memory.decorate(profile, self.backend.get_job(profile, name))
+        memory = job.get("memory") or {}
+        if not memory.get("outOfMemory"):
+            raise Conflict(
+                f'job "{name}" did not run out of GPU memory (phase {job["phase"]}); '
+                "re-plan its arguments with POST plan instead"
+            )
+        context = context_from_balance(
+            self.backend.balance(profile), profile, inventory=self.backend.inventory(), fit=self.config.plan_fit
+        )
+        card = parse_quantity(profile.gpuMemory).value() if profile.gpuMemory else int(memory["estimatedGib"] * 2**30)
+        estimate = self.memory.replan_estimate(job, card)
+        return plan(job["args"], context, gpus=job["gpus"], estimate=estimate).to_json()
+
+    def estimator_errors(self, who: Identity) -> dict:
+        """How far estimates were from measured peaks, per model family and regime: every team's
+        jobs for an admin, else the caller's teams' jobs."""
+        teams = None if who.admin else {p.team for p in self.registry.teams_of(who)}
+        return {"rows": self.memory.error_table(teams)}
 
     # -- jobs -------------------------------------------------------------------------------
 
@@ -204,17 +234,24 @@ class QuotaService:
             self.metrics.admission(profile)
             return created
 
-        return create_named(request, create)
+        job = create_named(request, create)
+        try:
+            self.memory.on_submit(profile, job)
+        except Exception:  # noqa: BLE001 - the job was created and runs: a 500 would make its user submit it twice
+            jobmemory.log.exception("job %s/%s: its estimate could not be recorded", namespace, job["name"])
+        return self.memory.decorate(profile, job)
 
     def list_jobs(self, who: Identity, namespace: str, limit=None, token=None) -> dict:
         """A page of the namespace's jobs, newest first; ``limit`` and ``token`` as in ``paging``."""
         profile = self.registry.for_namespace(who, namespace)
         size = paging.parse_limit(limit, self.config.job_list_limit)
         page = self.backend.page_jobs(profile, size, paging.decode(token))
+        page = dataclasses.replace(page, items=[self.memory.decorate(profile, job) for job in page.items])
         return paging.list_json("jobs", page)
 
     def get_job(self, who: Identity, namespace: str, name: str) -> dict:
-        return self.backend.get_job(self.registry.for_namespace(who, namespace), name)
+        profile = self.registry.for_namespace(who, namespace)
+        return self.memory.decorate(profile, self.backend.get_job(profile, name))
 
     def logs(self, who: Identity, namespace: str, name: str, tail_lines=None) -> dict:
         profile = self.registry.for_namespace(who, namespace)
@@ -280,6 +317,7 @@ class QuotaService:
             self.log.warning("jupyter_quota: cancelled stalled %s: %s", target, flagged["stalled"]["message"])
             cancelled.append(job)
         return cancelled
+
     # -- usage and chargeback --------------------------------------------------------------------
 
     def usage(self, who: Identity, since=None, until=None, by=None, namespace=None, step=None) -> dict:

@@ -35,6 +35,9 @@ _SAVING = re.compile(r"Saving model checkpoint to (?P<path>\S+)")
 _LAST_CKPT = re.compile(r"last_model_checkpoint: (?P<path>\S+)")
 _BEST_CKPT = re.compile(r"best_model_checkpoint: (?P<path>\S+)")
 _ERROR = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Interrupt)\b(?::.*)?$")
+# torch >= 2.1 raises torch.OutOfMemoryError ("CUDA out of memory. Tried to allocate ..."); older
+# releases a RuntimeError with the same words; DeepSpeed's own allocator says "out of memory" too.
+_OUT_OF_MEMORY = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory")
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([dhms])")
 _UNIT = {"d": 86400, "h": 3600, "m": 60, "s": 1}
 
@@ -61,6 +64,8 @@ class TrainProgress:
     summary: dict | None = None
     #: the last exception line after a traceback (``ValueError: ...``), if any
     error: str | None = None
+    #: whether the run died of CUDA out-of-memory (the log says so anywhere)
+    out_of_memory: bool = False
     _in_traceback: bool = field(default=False, repr=False)
 
     # -- reading -----------------------------------------------------------------------------
@@ -88,6 +93,17 @@ class TrainProgress:
         return losses[-1] if losses else None
 
     @property
+    def peak_memory_gib(self) -> float | None:
+        """The highest ``memory(GiB)`` the run logged: ms-swift's ``max_memory_reserved`` of the
+        busiest GPU so far (swift/trainers/patcher.py), what the estimate predicts."""
+        peaks = [
+            r["memory(GiB)"]
+            for r in (*self.records.values(), *self.evals.values())
+            if isinstance(r.get("memory(GiB)"), float)
+        ]
+        return max(peaks) if peaks else None
+
+    @property
     def fraction(self) -> float | None:
         """Share of the planned steps done (0 to 1), when the total is known."""
         if self.step is None or not self.max_steps:
@@ -110,11 +126,15 @@ class TrainProgress:
             "last_checkpoint": self.last_checkpoint,
             "finished": self.finished,
             "error": self.error,
+            "peak_memory_gib": self.peak_memory_gib,
+            "out_of_memory": self.out_of_memory,
         }
 
     # -- one carriage-return or newline separated piece ---------------------------------------
     def _segment(self, segment: str) -> None:
         stripped = segment.strip()
+        if _OUT_OF_MEMORY.search(stripped):
+            self.out_of_memory = True
         if stripped.startswith("Traceback (most recent call last)"):
             self._in_traceback = True
             return

@@ -136,6 +136,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/namespaces/{namespace}/jobs/{name}/replan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The next plan down for a job that ran out of GPU memory
+         * @description The plan search of `POST plan` for the job's arguments and GPUs, with the job's own
+         *     configuration known not to fit its GPU (it ran out of memory): the best configuration that
+         *     remains. Nothing is submitted; submit the plan's `args` to run it. 409 `Conflict` for a
+         *     job that did not run out of memory (its `memory.outOfMemory` is not true). No body is needed.
+         */
+        post: operations["replanJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/namespaces/{namespace}/plan": {
         parameters: {
             query?: never;
@@ -183,6 +209,30 @@ export interface paths {
          *     when the server sets `JUPYTER_QUOTA_HUB_LOOKUP=1`.
          */
         post: operations["estimateMemory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/estimator/errors": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How far estimates were from the peaks ms-swift measured, per model family and regime
+         * @description From every ended job whose log carried ms-swift's `memory(GiB)` (GPU runs): per model
+         *     family and regime, then over all rows, the median and p90 of |error| and the share
+         *     under-predicted by more than 10%, before correction, and the correction estimates of that
+         *     family and regime now get (docs/estimator.md §12). Admins see every team's jobs; a user
+         *     their own teams' jobs.
+         */
+        get: operations["getEstimatorErrors"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -609,6 +659,7 @@ export interface components {
             /** Format: date-time */
             finishedAt?: string | null;
             exitCode?: number | null;
+            /** @description Why it is in its phase; `OutOfMemory` when a Failed job died of CUDA out-of-memory */
             reason?: string | null;
             message?: string | null;
             /**
@@ -627,6 +678,41 @@ export interface components {
                 reason: "NoLogProgress" | "LowGpuUtilization";
                 message: string;
             } | null;
+            memory?: components["schemas"]["JobMemory"];
+        };
+        /** @description The estimate the job ran under and the peak ms-swift measured (docs/estimator.md §12); absent for a job that is not an estimable swift sft */
+        JobMemory: {
+            /** @description Estimated peak per GPU at submit (corrected, if a correction applied) */
+            estimatedGib: number;
+            rangeGib: number[] | null;
+            /** @description The highest `memory(GiB)` ms-swift logged (max_memory_reserved); null until the job ended, or when it logged none (CPU) */
+            measuredGib: number | null;
+            /** @description The profile's gpuModel */
+            gpu: string | null;
+            outOfMemory: boolean;
+        };
+        Correction: {
+            /** @description The model's model_type */
+            family: string;
+            regime: string;
+            /** @description Applied factor, clamped to 0.95..1.5 */
+            factor: number;
+            /** @description The 90% quantile of measured/estimated before clamping */
+            raw: number;
+            jobs: number;
+            note: string;
+        };
+        EstimatorErrors: {
+            rows: {
+                family: string;
+                regime: string;
+                jobs: number;
+                medianErrorPct: number;
+                p90ErrorPct: number;
+                /** @description Share of jobs (0 to 1) */
+                underPredictedOver10Pct: number;
+                correction: components["schemas"]["Correction"] | null;
+            }[];
         };
         /** @description ms-swift `sft` arguments, one per item (never a shell string), e.g. `["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]` */
         SwiftArgs: string[];
@@ -665,6 +751,8 @@ export interface components {
             regime?: string | null;
             /** @description The model's facts were approximate (e.g. its size read from its name): a wider range */
             approximate?: boolean;
+            /** @description Set when measured peaks of finished jobs corrected this estimate */
+            correction?: components["schemas"]["Correction"] | null;
         };
         /** @description Bytes per GPU; the parts add up to the peak (docs/estimator.md names each term's section) */
         Breakdown: {
@@ -1280,6 +1368,34 @@ export interface operations {
             503: components["responses"]["Error"];
         };
     };
+    replanJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The plan */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanResult"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
     planJob: {
         parameters: {
             query?: never;
@@ -1336,6 +1452,27 @@ export interface operations {
             400: components["responses"]["Error"];
             413: components["responses"]["BodyTooLarge"];
             429: components["responses"]["TooManyRequests"];
+        };
+    };
+    getEstimatorErrors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The error table */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EstimatorErrors"];
+                };
+            };
+            403: components["responses"]["Error"];
         };
     };
     listProfiles: {

@@ -16,6 +16,7 @@ import {
 } from './usage';
 import {
   IEstimate,
+  IEstimatorErrors,
   IIdentity,
   IInventory,
   IJob,
@@ -103,6 +104,20 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
       'POST',
       { args }
     );
+  }
+
+  /** `POST namespaces/{ns}/jobs/{name}/replan`: the next plan down for a job that ran out of GPU memory. */
+  replan(namespace: string, name: string): Promise<IPlanResult> {
+    return this._send<IPlanResult>(
+      `namespaces/${enc(namespace)}/jobs/${enc(name)}/replan`,
+      'POST',
+      {}
+    );
+  }
+
+  /** `GET estimator/errors`: estimate against measured peak, per model family and regime. */
+  estimatorErrors(): Promise<IEstimatorErrors> {
+    return this._get<IEstimatorErrors>('estimator/errors');
   }
 
   /** `GET profiles`: every team profile (admins only). */

@@ -99,7 +99,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
         client,
         onSaved: () => model.refresh()
       });
-      admin = new QuotaAdminPanel({ model, editor, client });
+      admin = new QuotaAdminPanel({
+        model,
+        editor,
+        client,
+        estimatorErrors: () => client.estimatorErrors()
+      });
       app.shell.add(admin, 'left', { rank: 601 });
       restorer?.add(admin, admin.id);
       void editor.load();

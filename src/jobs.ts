@@ -37,8 +37,40 @@ export function explainJob(job: IJob): string {
   return reason ? splitWords(reason) : 'The job failed; its log may say why.';
 }
 
+/**
+ * A job's estimate and measured peak in words: `estimated 14.2 GiB
+ * (12.9–16.1) per GPU, measured 15 GiB`; empty for a job without `memory`.
+ */
+export function memoryLine(job: IJob): string {
+  const memory = job.memory;
+  if (!memory) {
+    return '';
+  }
+  let text = `estimated ${memory.estimatedGib} GiB`;
+  if (memory.rangeGib) {
+    text += ` (${memory.rangeGib[0]}–${memory.rangeGib[1]})`;
+  }
+  text += ' per GPU';
+  if (memory.measuredGib !== null && memory.measuredGib !== undefined) {
+    text += `, measured ${memory.measuredGib} GiB`;
+  }
+  return memory.outOfMemory ? `${text}, out of memory` : text;
+}
+
+/**
+ * Whether the sidebar offers `identity` the next plan down for `job`: it ran
+ * out of GPU memory, and it is theirs (or they are an admin).
+ */
+export function canRetry(job: IJob, identity: IIdentity | null): boolean {
+  if (!identity || job.phase !== 'Failed' || job.reason !== 'OutOfMemory') {
+    return false;
+  }
+  return identity.admin || job.owner === identity.name;
+}
+
 /** Reason codes the backends use, said plainly. */
 const REASONS: { [reason: string]: string } = {
+  OutOfMemory: 'Ran out of GPU memory',
   ExceededQuota: 'Refused by the team quota',
   FailedQuota: 'The team quota could not be checked',
   LimitRangeViolation: "Refused by the namespace's LimitRange",

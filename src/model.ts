@@ -23,6 +23,7 @@ import {
   IJobRequest,
   INamespaceList,
   INamespaceSummary,
+  IPlanResult,
   MAX_JOB_PAGE
 } from './tokens';
 
@@ -36,6 +37,7 @@ export interface IQuotaClient {
   submit(namespace: string, request: IJobRequest): Promise<IJob>;
   cancel(namespace: string, name: string): Promise<IJob>;
   logs(namespace: string, name: string, tailLines: number): Promise<IJobLogs>;
+  replan(namespace: string, name: string): Promise<IPlanResult>;
 }
 
 /**
@@ -245,6 +247,29 @@ export class QuotaModel implements IDisposable {
     const job = await this._client.cancel(namespace, name);
     void this.refresh();
     return job;
+  }
+
+  /**
+   * After a job ran out of GPU memory: submit the next plan down (the plan
+   * search with its configuration known not to fit). Rejects with the API's
+   * error, or when no smaller plan fits now.
+   */
+  async retry(namespace: string, name: string): Promise<IJob> {
+    const result = await this._client.replan(namespace, name);
+    const best = result.recommended;
+    if (!best) {
+      const error: IModelError = {
+        status: 409,
+        reason: 'NoSmallerPlan',
+        message: `No smaller plan fits ${namespace} now: wait for GPUs to free up, or lower --max_length.`
+      };
+      throw error;
+    }
+    const request: IJobRequest = { args: best.args, gpus: best.gpus };
+    if (best.resources) {
+      request.resources = best.resources;
+    }
+    return this.submit(namespace, request);
   }
 
   /** The tail of a job's log. */

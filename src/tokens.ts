@@ -92,6 +92,12 @@ export type IPlanChange = Schemas['PlanChange'];
 /** `POST namespaces/{namespace}/plan`: the best plan that fits, the others, the rejected. */
 export type IPlanResult = Schemas['PlanResult'];
 
+/** A job's estimate and the peak ms-swift measured (`memory`; docs/estimator.md §12). */
+export type IJobMemory = Schemas['JobMemory'];
+
+/** `GET estimator/errors`: estimate against measured peak, per model family and regime. */
+export type IEstimatorErrors = Schemas['EstimatorErrors'];
+
 /**
  * A team profile (every field's help is on `jupyter_quota.profiles.TeamProfile`).
  * `GET profiles/{team}` answers every field; `PUT profiles/{team}` replaces the

@@ -3,7 +3,7 @@
     python fake_trainer.py [--env] [--lines N] [--fill BYTES] [--steps N] [--more-steps N] [--sleep S]
                            [--until-file PATH] [--ignore-term]
                            [--exit CODE] [--spawn KIND --pid-dir DIR ...] [--check-gpus FILE]
-                           [--whoami FILE] [other...]
+                           [--whoami FILE] [--memory-gib G] [--oom] [other...]
 
 ``--env`` prints the variables the backend sets; ``--until-file PATH`` waits (after ``--sleep``)
 until PATH exists, so a test decides when the job ends instead of racing a timer; ``--fill`` writes
@@ -14,7 +14,8 @@ place (and once what ``--spawn`` started has written its pid file). Other argume
 
 Training, for the loss plot's tests: ``--steps N`` logs N steps as ms-swift 4.6 does (a dict with
 ``loss`` and ``global_step/max_steps``) before ``ready``, and ``--more-steps N`` N more after the
-wait, so a test sees the plot grow when it creates the ``--until-file``.
+wait, so a test sees the plot grow when it creates the ``--until-file``. ``--memory-gib G`` adds
+the ``memory(GiB)`` a GPU run logs to each step; ``--oom`` ends with CUDA out-of-memory (exit 1).
 
 Processes a job leaves behind (the orphan tests): ``--spawn KIND`` (repeatable) starts
 - ``ignore-term``: a child that ignores SIGTERM, SIGINT and SIGHUP;
@@ -40,6 +41,13 @@ import subprocess
 import sys
 import time
 
+# What torch prints when a CUDA allocation fails (``--oom``), as a GPU run of ms-swift ends.
+OOM_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "swift/cli/sft.py", line 20, in <module>\n'
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 79.15 GiB of which 1.02 GiB is free."
+)
 RUN = "FAKE_TRAINER_RUN"  # marks every process of one test run, whatever the backend does
 KINDS = ("ignore-term", "setsid", "worker", "clean-env")
 _SETSID = """
@@ -68,6 +76,8 @@ def main() -> int:
     parser.add_argument("--pid-dir", default=".")
     parser.add_argument("--check-gpus")
     parser.add_argument("--whoami")
+    parser.add_argument("--memory-gib", "--memory_gib", type=float, dest="memory_gib")  # as ms-swift args spell it
+    parser.add_argument("--oom", action="store_true")
     parser.add_argument("--be", choices=KINDS, help=argparse.SUPPRESS)  # a spawned process
     args, other = parser.parse_known_args()  # stands in for `swift sft`: take any of its args
     if args.be:
@@ -90,12 +100,15 @@ def main() -> int:
         print(f"line {i}")
     _fill(args.fill)
     total = args.steps + args.more_steps
-    _log_steps(1, args.steps, total)
+    _log_steps(1, args.steps, total, args.memory_gib)
     print("ready", flush=True)
     time.sleep(args.sleep)
     while args.until_file and not os.path.exists(args.until_file):
         time.sleep(0.05)
-    _log_steps(args.steps + 1, total, total)
+    _log_steps(args.steps + 1, total, total, args.memory_gib)
+    if args.oom:
+        print(OOM_TRACEBACK, file=sys.stderr, flush=True)
+        return 1
     print(f"exiting with {args.exit}", file=sys.stderr if args.exit else sys.stdout)
     return args.exit
 
@@ -125,12 +138,14 @@ def _fill(size: int) -> None:
     sys.stdout.buffer.flush()
 
 
-def _log_steps(first: int, last: int, total: int) -> None:
-    """Steps ``first..last`` of ``total`` as ms-swift 4.6 logs them (values as strings)."""
+def _log_steps(first: int, last: int, total: int, memory_gib: float | None = None) -> None:
+    """Steps ``first..last`` of ``total`` as ms-swift 4.6 logs them (values as strings), with the
+    ``memory(GiB)`` a GPU run logs when ``memory_gib`` is given."""
+    memory = f", 'memory(GiB)': '{memory_gib}'" if memory_gib is not None else ""
     for step in range(first, last + 1):
         print(
             f"{{'loss': '{2.0 / step:.4g}', 'learning_rate': '1e-04', 'global_step/max_steps': "
-            f"'{step}/{total}', 'elapsed_time': '{step}s', 'remaining_time': '{total - step}s'}}",
+            f"'{step}/{total}'{memory}, 'elapsed_time': '{step}s', 'remaining_time': '{total - step}s'}}",
             flush=True,
         )
 

@@ -15,7 +15,7 @@ from server_process import ServerProcess, wait_phase
 from test_swiftlog import REAL_TAIL
 
 from jupyter_quota.magics import QuotaMagics, ServerNotFound
-from jupyter_quota.magics.client import QuotaClient, connect, pick_server
+from jupyter_quota.magics.client import ApiError, QuotaClient, connect, pick_server
 from jupyter_quota.magics.display import balance_html, balance_text
 from jupyter_quota.magics.follow import Job, screen_lines
 from jupyter_quota.magics.magics import split_arguments, translation_text
@@ -208,6 +208,37 @@ def test_the_same_name_runs_again_as_a_prefix(magics, ip, server):
         assert jobs[-1].wait(timeout=60, interval=0.2) == "Succeeded"
     assert jobs[0].name != jobs[1].name
     assert all(re.fullmatch(f"again-{GENERATED}", job.name) for job in jobs)
+
+
+def test_an_out_of_memory_job_offers_the_next_plan_down(magics, ip, server):
+    """fake_trainer ends as a GPU run that ran out of memory does (``--oom``); the widget's Retry
+    button re-plans with that configuration known not to fit and submits the next plan down."""
+    line = "--as-is --model Qwen/Qwen2.5-1.5B-Instruct --tuner_type full --dataset d --steps 1 --memory-gib 79.5 --oom"
+    with capture_output():
+        job = ip.run_line_magic("swift_sft", line)
+    assert job.wait(timeout=60, interval=0.2) == "Failed"
+    assert job.out_of_memory and job.info["message"].startswith("CUDA out of memory on A100 80GB: estimated")
+    widget = job.widget
+    job.refresh()
+    assert widget.retry_button.layout.display == ""
+    assert "measured 79.5 GiB, out of memory" in widget.stats.value
+
+    widget.retry_button.click()
+    retried = widget.retried_job
+    assert retried is not None and widget.retried.children == (retried.widget.box,), job.error
+    assert retried.name != job.name
+    assert retried.info["args"] != job.info["args"]  # the next plan down, not the same again
+    assert widget.retry_button.layout.display == "none"
+    assert retried.wait(timeout=60, interval=0.2) in ("Succeeded", "Failed")
+
+
+def test_retry_is_refused_for_a_job_that_did_not_run_out_of_memory(magics, ip, server):
+    with capture_output():
+        job = ip.run_line_magic("swift_sft", "--as-is --model Qwen/Qwen2.5-0.5B-Instruct --dataset d")
+    assert job.wait(timeout=60, interval=0.2) == "Succeeded"
+    assert not job.out_of_memory
+    with pytest.raises(ApiError, match="did not run out of GPU memory"):
+        job.retry()
 
 
 # -- displays -------------------------------------------------------------------------------------

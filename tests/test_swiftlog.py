@@ -119,3 +119,35 @@ def test_parse_duration(text, seconds):
 def test_parse_log_dict_rejects_what_is_not_a_literal_dict():
     assert parse_log_dict("{'loss': __import__('os')}") is None
     assert parse_log_dict("{'loss': '1.5', 'percentage': '50.00%'}") == {"loss": 1.5, "percentage": "50.00%"}
+
+
+# A GPU run's log dicts carry ``memory(GiB)`` (swift/trainers/patcher.py: max_memory_reserved so
+# far); values are strings in 4.6, numbers before.
+GPU_RECORDS = (
+    "{'loss': '1.2', 'global_step/max_steps': '1/3', 'memory(GiB)': '14.37', 'elapsed_time': '1s'}\n"
+    "{'loss': 1.1, 'global_step/max_steps': '2/3', 'memory(GiB)': 15.02, 'elapsed_time': '2s'}\n"
+    "{'eval_loss': '1.0', 'global_step/max_steps': '2/3', 'memory(GiB)': '15.40'}\n"
+    "{'loss': '1.0', 'global_step/max_steps': '3/3', 'memory(GiB)': '15.11', 'elapsed_time': '3s'}\n"
+)
+
+CUDA_OOM = (
+    "Traceback (most recent call last):\n"
+    '  File "/usr/lib/python3/dist-packages/torch/nn/modules/module.py", line 1553, in _call_impl\n'
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity "
+    "of 79.15 GiB of which 1.02 GiB is free.\n"
+)
+
+
+def test_peak_memory_is_the_highest_logged_including_eval():
+    progress = parse_log(GPU_RECORDS)
+    assert progress.peak_memory_gib == 15.40
+    assert progress.to_json()["peak_memory_gib"] == 15.40
+    assert parse_log(REAL_TAIL).peak_memory_gib is None  # a CPU run logs none
+
+
+def test_cuda_out_of_memory_is_recognised():
+    progress = parse_log(GPU_RECORDS + CUDA_OOM)
+    assert progress.out_of_memory
+    assert progress.error.startswith("torch.OutOfMemoryError: CUDA out of memory")
+    assert not parse_log(REAL_FAILURE).out_of_memory
+    assert parse_log("RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB").out_of_memory

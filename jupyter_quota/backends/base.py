@@ -109,6 +109,7 @@ class Backend(abc.ABC):
         """Running jobs flagged as stalled now: ``{"namespace", "team", "name", "stalled"}``
         (``stall.py``). Default: none (a backend that cannot tell)."""
         return []
+
     @abc.abstractmethod
     def usage_spans(self, since: int, until: int) -> list[Span]:
         """Every job (or pod) that held requested resources at some time in ``[since, until)``

@@ -48,6 +48,8 @@ class Estimate:
     range: Range | None = None
     #: the model's facts were approximate (no config.json: the size read from its name)
     approximate: bool = False
+    #: learning.Correction.to_json() when finished jobs corrected this estimate (docs/estimator.md §12)
+    correction: dict | None = None
 
     @property
     def peak_gib_per_gpu(self) -> float:
@@ -72,6 +74,7 @@ class Estimate:
             "rangeGibPerGpu": [round(self.range.low / GIB, 2), round(self.range.high / GIB, 2)] if self.range else None,
             "regime": self.range.regime if self.range else None,
             "approximate": self.approximate,
+            "correction": self.correction,
         }
 
 

@@ -91,6 +91,10 @@ class QuotaClient:
             body["gpus"] = gpus
         return self.call("POST", f"/namespaces/{_seg(namespace)}/plan", body)
 
+    def replan(self, namespace: str, name: str) -> dict:
+        """The next plan down for a job that ran out of GPU memory (409 for any other job)."""
+        return self.call("POST", f"/namespaces/{_seg(namespace)}/jobs/{_seg(name)}/replan", {})
+
     def submit(self, namespace: str, body: dict) -> dict:
         return self.call("POST", f"/namespaces/{_seg(namespace)}/jobs", body)
 

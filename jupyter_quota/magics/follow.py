@@ -1,7 +1,8 @@
 """Following a job from the notebook: the ``Job`` handle and its live widget.
 
 ``Job`` is what ``%swift_sft`` returns: ``job.status`` (the phase, asked of the server),
-``job.logs()``, ``job.cancel()``, ``job.wait()``, and what the log said so far
+``job.logs()``, ``job.cancel()``, ``job.wait()``, ``job.retry()`` (after CUDA out-of-memory: the
+next plan down), and what the log said so far
 (``job.progress``: steps, losses, checkpoints, from :mod:`jupyter_quota.swiftlog`).
 
 ``JobWidget`` shows it: phase, a progress bar of ``global_step/max_steps``, elapsed time and
@@ -18,7 +19,9 @@ import html
 import threading
 import time
 
+from ..reasons import OUT_OF_MEMORY
 from ..swiftlog import TrainProgress
+from .client import QuotaClientError
 from .lossplot import LossPlot, loss_text
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -82,6 +85,28 @@ class Job:
             self.info = self.client.cancel(self.namespace, self.name)
         self._notify()
         return self.phase
+
+    @property
+    def out_of_memory(self) -> bool:
+        """Whether the job died of CUDA out-of-memory (the server read it in its log)."""
+        return self.info.get("reason") == OUT_OF_MEMORY
+
+    def retry(self) -> Job:
+        """After the job ran out of GPU memory: submit the next plan down (the plan search with
+        this configuration known not to fit) and return the new job, followed."""
+        result = self.client.replan(self.namespace, self.name)
+        best = result.get("recommended")
+        if best is None:
+            raise QuotaClientError(
+                f"no smaller plan fits {self.namespace} now (see client.replan({self.namespace!r}, "
+                f"{self.name!r})['rejected']); free quota or lower --max_length"
+            )
+        body: dict = {"args": list(best["args"]), "gpus": best["gpus"]}
+        if best.get("resources"):
+            body["resources"] = best["resources"]
+        info = self.client.submit(self.namespace, body)
+        job = Job(self.client, self.namespace, info["name"], info, interval=self.interval)
+        return job.follow()
 
     def wait(self, timeout: float | None = None, interval: float | None = None) -> str:
         """Block until the job ends; return its final phase. ``TimeoutError`` after ``timeout`` s."""
@@ -199,13 +224,24 @@ class JobWidget:
             description="Cancel", button_style="danger", icon="stop", tooltip="Cancel this job (SIGTERM, then SIGKILL)"
         )
         self.cancel_button.on_click(self._on_cancel)
+        self.retry_button = w.Button(
+            description="Retry with the next plan down",
+            button_style="warning",
+            icon="redo",
+            tooltip="The job ran out of GPU memory: submit the best plan that remains (job.retry())",
+            layout=w.Layout(width="auto", display="none"),
+        )
+        self.retry_button.on_click(self._on_retry)
+        self.retried = w.VBox()  # the retried job's own widget, once there is one
+        self.retried_job: Job | None = None
         self.box = w.VBox(
             [
                 self.header,
                 w.HBox([self.progress, self.stats]),
                 self.loss_plot.figure,
-                w.HBox([self.cancel_button]),
+                w.HBox([self.cancel_button, self.retry_button]),
                 self.log,
+                self.retried,
             ]
         )
         job._listeners.append(lambda _job: self.update())
@@ -242,6 +278,9 @@ class JobWidget:
             stats.append(f"ETA {_clock(job.eta())}")
         if job.checkpoint:
             stats.append(f"checkpoint <code>{_e(job.checkpoint)}</code>")
+        memory = job.info.get("memory")
+        if memory:
+            stats.append(_e(memory_text(memory)))
         self.stats.value = "&nbsp;" + " &middot; ".join(stats)
         self.loss_plot.update(p.steps, p.losses)
         if job.done:
@@ -251,6 +290,19 @@ class JobWidget:
             f"{_e(screen_lines(job.log_tail, SHOWN_LOG_LINES))}</pre>"
         )
         self.cancel_button.disabled = job.done
+        self.retry_button.layout.display = "" if job.out_of_memory and not self.retried.children else "none"
+
+    def _on_retry(self, _button) -> None:
+        self.retry_button.disabled = True
+        try:
+            retried = self.job.retry()
+        except Exception as e:  # noqa: BLE001 - shown in the widget, never a traceback
+            self.job.error = f"retry failed: {getattr(e, 'message', None) or e}"
+            self.retry_button.disabled = False
+        else:
+            self.retried_job = retried
+            self.retried.children = (retried.widget.box,)
+        self.update()
 
     def _on_cancel(self, _button) -> None:
         self.cancel_button.disabled = True
@@ -293,3 +345,14 @@ def _clock(seconds: float | None) -> str:
 
 def _e(value) -> str:
     return html.escape("" if value is None else str(value))
+
+
+def memory_text(memory: dict) -> str:
+    """A job's ``memory`` field in words: ``estimated 14.2 GiB (12.9-16.1) per GPU, measured 15.0 GiB``."""
+    text = f"estimated {memory['estimatedGib']} GiB"
+    if memory.get("rangeGib"):
+        text += f" ({memory['rangeGib'][0]}-{memory['rangeGib'][1]})"
+    text += " per GPU"
+    if memory.get("measuredGib") is not None:
+        text += f", measured {memory['measuredGib']} GiB"
+    return text + (", out of memory" if memory.get("outOfMemory") else "")

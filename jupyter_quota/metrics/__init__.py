@@ -16,6 +16,7 @@ import time
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from ..backends.base import epoch_of, rfc3339
+from ..errors import QuotaError
 from .collector import TEAM, StateCollector
 from .tracker import JobTracker
 
@@ -98,10 +99,18 @@ class QuotaMetrics:
         if job.get("startedAt") and job.get("finishedAt"):
             seconds = epoch_of(job["finishedAt"]) - epoch_of(job["startedAt"])
             self.duration.labels(*team, job["phase"]).observe(max(0.0, seconds))
-        memory = job.get("memory") or {}
+        memory = job.get("memory") or self._memory_of(job) or {}
         estimated, measured = memory.get("estimatedGib"), memory.get("measuredGib")
         if isinstance(estimated, (int, float)) and isinstance(measured, (int, float)) and estimated > 0:
             self.estimator_ratio.labels(*team).observe(measured / estimated)
+
+    def _memory_of(self, job: dict) -> dict | None:
+        """An ended job's ``memory`` (jobmemory.py: its estimate, and the peak its log gave)."""
+        try:
+            profile = self._service.registry.get(job["team"])
+        except QuotaError:  # a team removed since: its jobs' estimates are not looked up
+            return None
+        return self._service.memory.decorate(profile, dict(job)).get("memory")
 
     # -- the scrape ------------------------------------------------------------------------------
 

@@ -1,10 +1,12 @@
 import {
   canCancel,
+  canRetry,
   changeText,
   explainJob,
   jobsShownLine,
   magicLine,
   stalledLine,
+  memoryLine,
   splitArgs,
   swiftArgs
 } from '../jobs';
@@ -204,5 +206,48 @@ describe('stalledLine', () => {
       message: 'm'
     };
     expect(stalledLine(job({ phase: 'Failed', stalled }))).toBe('');
+  });
+});
+
+describe('memoryLine and canRetry', () => {
+  const memory = {
+    estimatedGib: 14.2,
+    rangeGib: [12.9, 16.1],
+    measuredGib: 15,
+    gpu: 'A100 80GB',
+    outOfMemory: false
+  };
+
+  it('says the estimate, its range and the measured peak', () => {
+    expect(memoryLine(job({}))).toBe('');
+    expect(memoryLine(job({ memory }))).toBe(
+      'estimated 14.2 GiB (12.9–16.1) per GPU, measured 15 GiB'
+    );
+    expect(
+      memoryLine(
+        job({
+          memory: {
+            ...memory,
+            rangeGib: null,
+            measuredGib: null,
+            outOfMemory: true
+          }
+        })
+      )
+    ).toBe('estimated 14.2 GiB per GPU, out of memory');
+  });
+
+  it('offers the next plan down for an own job that ran out of memory', () => {
+    const oom = job({ phase: 'Failed', reason: 'OutOfMemory' });
+    expect(canRetry(oom, ana)).toBe(true);
+    expect(canRetry({ ...oom, owner: 'bob' }, ana)).toBe(false);
+    expect(canRetry({ ...oom, owner: 'bob' }, { ...ana, admin: true })).toBe(
+      true
+    );
+    expect(canRetry(job({ phase: 'Failed', reason: 'Error' }), ana)).toBe(
+      false
+    );
+    expect(canRetry(oom, null)).toBe(false);
+    expect(explainJob(oom)).toBe('Ran out of GPU memory');
   });
 });

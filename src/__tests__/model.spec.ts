@@ -1,5 +1,11 @@
 import { IQuotaClient, QuotaModel } from '../model';
-import { IJob, IJobPage, INamespaceSummary } from '../tokens';
+import {
+  IJob,
+  IJobPage,
+  INamespaceSummary,
+  IPlan,
+  IPlanResult
+} from '../tokens';
 
 function summary(
   name: string,
@@ -90,6 +96,19 @@ class FakeClient implements IQuotaClient {
   }
   async logs(namespace: string, name: string, tailLines: number) {
     return { name, namespace, tailLines, logs: 'ready\n' };
+  }
+  /** The next plan down: `recommended`, or none when `noSmallerPlan`. */
+  noSmallerPlan = false;
+  async replan(ns: string, name: string) {
+    this.calls.push(`replan ${ns}/${name}`);
+    const recommended = this.noSmallerPlan
+      ? null
+      : ({
+          args: ['--model', 'm', '--tuner_type', 'lora'],
+          gpus: 1,
+          resources: { requests: { cpu: '4' }, limits: {} }
+        } as unknown as IPlan);
+    return { recommended } as IPlanResult;
   }
 }
 
@@ -339,6 +358,26 @@ describe('QuotaModel', () => {
       expect(model.olderJobs('team-alpha')).toBe(0);
       await model.showMoreJobs('team-alpha'); // nothing left: no call
       expect(client.calls.filter(c => c.includes('continue'))).toHaveLength(1);
+    });
+  });
+
+  describe('retry', () => {
+    it('re-plans the job and submits the next plan down', async () => {
+      await expect(model.retry('team-alpha', 'oom-1')).resolves.toMatchObject({
+        name: 'sft-1'
+      });
+      expect(client.calls).toEqual(
+        expect.arrayContaining(['replan team-alpha/oom-1', 'submit team-alpha'])
+      );
+    });
+
+    it('says so when no smaller plan fits, and submits nothing', async () => {
+      client.noSmallerPlan = true;
+      await expect(model.retry('team-alpha', 'oom-1')).rejects.toMatchObject({
+        status: 409,
+        reason: 'NoSmallerPlan'
+      });
+      expect(client.calls).not.toContain('submit team-alpha');
     });
   });
 });

@@ -17,6 +17,8 @@ import { ProfileEditor } from '../profileeditor';
 import { IChargebackClient, IUsageClient } from '../usage';
 import { AdminUsage } from './AdminUsage';
 import { ChargebackView } from './ChargebackView';
+import { IEstimatorErrors } from '../tokens';
+import { EstimatorErrors } from './EstimatorErrors';
 import { useModel, useNow } from './hooks';
 import { PanelHeader } from './PanelHeader';
 import { ProfileForm } from './ProfileForm';
@@ -26,6 +28,8 @@ export interface IAdminPanelOptions {
   model: QuotaModel;
   editor: ProfileEditor;
   client: IUsageClient & IChargebackClient;
+  /** Reads `GET estimator/errors` for the estimator accuracy section. */
+  estimatorErrors: () => Promise<IEstimatorErrors>;
 }
 
 /** The id of the admin panel (and of its tab in the left side bar). */
@@ -50,7 +54,7 @@ export class QuotaAdminPanel extends ReactWidget {
 
 function AdminContent(props: IAdminPanelOptions): JSX.Element {
   const { model, editor } = props;
-  useModel(model);
+  const generation = useModel(model);
   const now = useNow();
   const error = model.error;
   return (
@@ -76,6 +80,13 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
       <StalledJobs model={model} />
       <AdminUsage model={model} client={props.client} />
       <ChargebackView client={props.client} />
+      <section
+        className="jp-QuotaSidebar-section"
+        aria-labelledby="jp-QuotaAdmin-errorsTitle"
+      >
+        <h2 id="jp-QuotaAdmin-errorsTitle">Estimator accuracy</h2>
+        <EstimatorErrors load={props.estimatorErrors} version={generation} />
+      </section>
       <section
         className="jp-QuotaSidebar-section"
         aria-labelledby="jp-QuotaAdmin-profileTitle"

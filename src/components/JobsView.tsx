@@ -5,7 +5,14 @@
 
 import * as React from 'react';
 
-import { canCancel, explainJob, jobsShownLine, stalledLine } from '../jobs';
+import {
+  canCancel,
+  canRetry,
+  explainJob,
+  jobsShownLine,
+  memoryLine,
+  stalledLine
+} from '../jobs';
 import { asModelError, QuotaModel } from '../model';
 import { ageSeconds, formatAge } from '../quantity';
 import { IJob } from '../tokens';
@@ -104,6 +111,8 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
   const [busy, setBusy] = React.useState(false);
   const explanation = explainJob(job);
   const stalled = stalledLine(job);
+  const memory = memoryLine(job);
+  const [retried, setRetried] = React.useState('');
   const logId = `jp-QuotaJob-log-${job.namespace}-${job.name}`;
 
   const cancel = async () => {
@@ -118,6 +127,19 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
     setError('');
     try {
       await model.cancel(job.namespace, job.name);
+    } catch (e) {
+      setError(asModelError(e).message);
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const retry = async () => {
+    setBusy(true);
+    setError('');
+    try {
+      const next = await model.retry(job.namespace, job.name);
+      setRetried(next.name);
     } catch (e) {
       setError(asModelError(e).message);
     } finally {
@@ -150,9 +172,19 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
           {formatAge(ageSeconds(job.createdAt, now))} old
         </span>
       </div>
+      {memory && (
+        <div className="jp-QuotaJob-memory" title="GPU memory per GPU">
+          {memory}
+        </div>
+      )}
       {explanation && <p className="jp-QuotaJob-reason">{explanation}</p>}
       {stalled && <p className="jp-QuotaJob-stalled">{stalled}</p>}
       <StalledFlag job={job} now={now} />
+      {retried && (
+        <p className="jp-QuotaJob-retried" role="status">
+          Retried as {retried} with the next plan down.
+        </p>
+      )}
       {error && (
         <p className="jp-QuotaJob-error" role="alert">
           {error}
@@ -169,6 +201,18 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
         >
           {logsOpen ? 'Hide log' : 'Log'}
         </button>
+        {canRetry(job, model.identity) && !retried && (
+          <button
+            type="button"
+            className="jp-mod-styled jp-QuotaButton"
+            aria-label={`Retry ${job.name} with the next plan down`}
+            title="It ran out of GPU memory: submit the best plan that remains"
+            disabled={busy}
+            onClick={() => void retry()}
+          >
+            Retry smaller
+          </button>
+        )}
         {canCancel(job, model.identity) && (
           <button
             type="button"

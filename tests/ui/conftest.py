@@ -133,6 +133,8 @@ def stalling_lab_page(stalling_lab_server, chromium_browser) -> Iterator[LabPage
     """As ``lab_page``, on the server whose jobs stall after 3 quiet seconds."""
     with open_lab_page(chromium_browser, stalling_lab_server) as lab:
         yield lab
+
+
 @pytest.fixture(scope="session")
 def start_lab(ui_output_dir):
     """A ``jupyter lab`` of a test module's own: ``start_lab(home, log_name, extra_config)`` is a
