@@ -744,13 +744,13 @@ export interface components {
             /** @description The ms-swift argv as estimated (4.x names) */
             args: string[];
             /** @description [low, high] bytes per GPU: where measured peaks of the estimate's regime fell around their estimates (calibration residuals, docs/estimator.md §9.1). Plans fit the high end by default */
-            rangeBytesPerGpu?: number[] | null;
+            rangeBytesPerGpu: number[] | null;
             /** @description The same in GiB, rounded to 2 decimals */
-            rangeGibPerGpu?: number[] | null;
+            rangeGibPerGpu: number[] | null;
             /** @description The calibration regime the range came from, method/parallelism/family (e.g. `lora/single/dense`; `*` where it fell back to a wider one; `approximate (...)` when widened) */
-            regime?: string | null;
+            regime: string | null;
             /** @description The model's facts were approximate (e.g. its size read from its name): a wider range */
-            approximate?: boolean;
+            approximate: boolean;
             /** @description Set when measured peaks of finished jobs corrected this estimate */
             correction?: components["schemas"]["Correction"] | null;
         };
@@ -836,7 +836,7 @@ export interface components {
             hostMemory: string | null;
             changes: components["schemas"]["PlanChange"][];
             /** @description It fits with less headroom than 2% of the GPU's memory: ranked after safer plans */
-            marginal?: boolean;
+            marginal: boolean;
         };
         PlanResult: {
             namespace: string;

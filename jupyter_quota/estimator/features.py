@@ -14,7 +14,12 @@ from .model import ModelSpec
 
 #: Qwen2-VL / Qwen2.5-VL: qwen_vl_utils' MAX_PIXELS (16384 tokens of 28 x 28 pixels); Qwen3-VL's
 #: processor: 16384 tokens of 32 x 32 (preprocessor_config.json ``longest_edge``) (docs/estimator.md §2.6)
-_PROCESSOR_MAX_PIXELS = {"qwen2_vl": 16384 * 28 * 28, "qwen2_5_vl": 16384 * 28 * 28, "qwen3_vl": 16384 * 32 * 32}
+_PROCESSOR_MAX_PIXELS = {
+    "qwen2_vl": 16384 * 28 * 28,
+    "qwen2_5_vl": 16384 * 28 * 28,
+    "qwen3_vl": 16384 * 32 * 32,
+    "qwen3_vl_moe": 16384 * 32 * 32,
+}
 #: patch side and spatial merge (patches per LLM token = merge^2) per vision family
 _PATCH = {"qwen2_vl": (14, 2), "qwen2_5_vl": (14, 2), "qwen3_vl": (16, 2), "qwen3_vl_moe": (16, 2)}
 #: a fixed-resolution tower (Qwen-VL, InternVL tiles, LLaVA): one 448 x 448 image of 14-pixel patches
