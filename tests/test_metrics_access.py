@@ -44,3 +44,17 @@ async def test_anything_else_is_refused(http_server_client, jp_base_url, header)
     headers = {"Authorization": header} if header else {}
     response = await http_server_client.fetch(f"{jp_base_url}quota/v1/metrics", headers=headers, raise_error=False)
     assert response.code == 403 and b"resourcequota{" not in response.body
+
+
+async def test_the_hub_quota_service_takes_the_scrape_token(quota_service_url):
+    """Prometheus scrapes the hub's quota service itself (``jupyter quota serve``): the token is
+    checked there before any hub lookup."""
+    from tornado.httpclient import AsyncHTTPClient
+
+    url = quota_service_url + "quota/v1/metrics"
+    client = AsyncHTTPClient()
+    response = await client.fetch(url, headers={"Authorization": f"Bearer {SCRAPE_TOKEN}"}, raise_error=False)
+    assert response.code == 200 and b"jupyter_quota_resourcequota{" in response.body
+    assert response.headers["Content-Type"].startswith("text/plain; version=")
+    response = await client.fetch(url, headers={"Authorization": "Bearer not-the-token"}, raise_error=False)
+    assert response.code == 403 and b"resourcequota{" not in response.body

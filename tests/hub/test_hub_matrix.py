@@ -61,8 +61,9 @@ GLOBAL_ROUTES = [
     Route("GET", "/profiles"),
     Route("GET", "/profiles/{team}"),
     Route("PUT", "/profiles/{team}"),
+    Route("GET", "/metrics"),
 ]
-ADMIN_ONLY = {"/profiles", "/profiles/{team}"}
+ADMIN_ONLY = {"/profiles", "/profiles/{team}", "/metrics"}
 
 
 def allowed(user: str, route: Route, ns: str | None, surface: str) -> bool:
