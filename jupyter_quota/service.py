@@ -61,7 +61,7 @@ class QuotaService:
         from .planner.request import parse_estimate_request
 
         request = parse_estimate_request(body)
-        return estimate(request.args, gpus=request.gpus).to_json()
+        return estimate(request.args, gpus=request.gpus, model_size=request.model_size).to_json()
 
     def plan(self, who: Identity, namespace: str, body) -> dict:
         """The best configuration of a ``swift sft`` argv that fits the namespace's live balance."""
@@ -71,7 +71,7 @@ class QuotaService:
         profile = self.registry.for_namespace(who, namespace)
         request = parse_plan_request(body)
         context = context_from_balance(self.backend.balance(profile), profile, inventory=self.backend.inventory())
-        return plan(request.args, context, gpus=request.gpus).to_json()
+        return plan(request.args, context, gpus=request.gpus, model_size=request.model_size).to_json()
 
     # -- jobs -------------------------------------------------------------------------------
 

@@ -180,7 +180,9 @@ export interface paths {
          *     per GPU, its breakdown in bytes and the assumptions made. Works offline for catalog models,
          *     local folders with a `config.json` and hub ids whose `config.json` is in the server's
          *     Hugging Face or ModelScope cache; other hub ids are fetched from the Hugging Face hub only
-         *     when the server sets `JUPYTER_QUOTA_HUB_LOOKUP=1`.
+         *     when the server sets `JUPYTER_QUOTA_HUB_LOOKUP=1`. Any other id is estimated from its size,
+         *     stated in its name (`8B`, `30B-A3B`) or given as `modelSize`, with a guessed architecture:
+         *     such an estimate says `approximate: true`.
          */
         post: operations["estimateMemory"];
         delete?: never;
@@ -437,6 +439,8 @@ export interface components {
              * @default 1
              */
             gpus: number;
+            /** @description The parameter count of a model the estimator has no facts for (not in the catalog, no `config.json` in a local folder or hub cache), as in model names: `8B`, `0.5B`, `135M`, or total-active for a mixture of experts, `30B-A3B`. Used only when the model's facts are not found; the estimate is then `approximate`. Not an ms-swift argument. */
+            modelSize?: string;
         };
         PlanRequest: {
             args: components["schemas"]["SwiftArgs"];
@@ -445,6 +449,8 @@ export interface components {
              * @default 1
              */
             gpus: number;
+            /** @description The parameter count of a model the estimator has no facts for (not in the catalog, no `config.json` in a local folder or hub cache), as in model names: `8B`, `0.5B`, `135M`, or total-active for a mixture of experts, `30B-A3B`. Used only when the model's facts are not found; the estimate is then `approximate`. Not an ms-swift argument. */
+            modelSize?: string;
         };
         Estimate: {
             /** @description Estimated peak of `torch.cuda.max_memory_reserved` per GPU, in bytes */
@@ -457,6 +463,8 @@ export interface components {
             gpus: number;
             /** @description The ms-swift argv as estimated (4.x names) */
             args: string[];
+            /** @description True when the model's architecture is guessed from its size (no catalog entry or `config.json`): `model.source` names the size and the catalog model it was scaled from */
+            approximate: boolean;
         };
         /** @description Bytes per GPU; the parts add up to the peak */
         Breakdown: {
@@ -496,6 +504,16 @@ export interface components {
             visionLinearParams?: number;
             visionQuantized?: boolean;
             eagerAttentionOnly?: boolean;
+            /** @description Audio encoder (and an Omni model's speech talker): resident like the vision tower */
+            audioParams?: number;
+            /** @description A pre-quantized checkpoint's method (`awq`, `gptq`, `fp8`, `bnb`); empty when not */
+            quantMethod?: string;
+            /** @description Bits per quantized decoder linear weight (0 when not quantized) */
+            quantBits?: number;
+            /** @description Weights per quantization scale (FP8 blocks are this squared) */
+            quantGroupSize?: number;
+            /** @description The facts are a guess from the parameter count */
+            approximate?: boolean;
             /** @description parameter count */
             params: number;
             /** @description billions of parameters, rounded to 2 decimals */

@@ -33,6 +33,11 @@ class Estimate:
     device: str = "cuda"
 
     @property
+    def approximate(self) -> bool:
+        """The model's architecture is a guess from its size (no config.json facts): docs/estimator.md §12."""
+        return bool(self.model and self.model.approximate)
+
+    @property
     def peak_gib_per_gpu(self) -> float:
         return round(self.peak_bytes_per_gpu / GIB, 2)
 
@@ -44,15 +49,20 @@ class Estimate:
             "breakdown": dict(self.breakdown),
             "assumptions": list(self.assumptions),
             "model": self.model.to_json() if self.model else None,
+            "approximate": self.approximate,
             "gpus": self.gpus,
             "args": self.args.to_argv() if self.args else [],
         }
 
 
-def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") -> Estimate:
+def estimate(
+    args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda", model_size: str | None = None
+) -> Estimate:
     """Estimate the peak memory per GPU of ``swift sft <args>`` on ``gpus`` GPUs.
 
     ``device="cpu"``: tensor memory only (no CUDA workspaces, no allocator fragmentation).
+    ``model_size`` (``8B``, ``30B-A3B``): the size of a model whose facts the estimator cannot
+    find (catalog, config.json, hub caches); the estimate is then approximate.
     Raises ``InvalidRequest`` for bad arguments, an unknown model, or a bad GPU count.
     """
     if not isinstance(args, SftArgs):
@@ -61,9 +71,16 @@ def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") 
         raise InvalidRequest(f"gpus must be a whole number from 1 to 4096, got {gpus!r}")
     if device not in ("cuda", "cpu"):
         raise InvalidRequest(f"device must be 'cuda' or 'cpu', got {device!r}")
-    spec = resolve_model(args.model)
+    spec = resolve_model(args.model, model_size)
     breakdown, notes = compute(spec, args, gpus, device)
     assumptions = [f"model {spec.name}: {spec.params / 1e9:.2f}B parameters ({spec.source})"]
+    if spec.approximate:
+        assumptions.append(
+            "approximate: no config.json facts for this model, so its architecture is guessed from its "
+            "size (docs/estimator.md §12); give a local folder with its config.json for a real estimate"
+        )
+    elif model_size is not None:
+        assumptions.append(f"--model_size {model_size} not used: the model's facts come from {spec.source}")
     assumptions += list(args.notes) + notes
     if "fsdp" in args.unknown and not args.deepspeed:
         # what FSDP saves depends on accelerate's fp32 upcast of trainable parameters, the reshard

@@ -1,20 +1,22 @@
 """ModelSpec: the architecture facts that decide training memory, from any HF config.json.
 
 ``resolve_model`` takes a local folder holding a ``config.json``, a catalog name (hub ids users
-type, case-insensitive, with or without the organisation), or any other hub id whose
-``config.json`` is in the local Hugging Face or ModelScope cache, or on the hub when lookups are
-enabled (see :mod:`.hub`). Everything but the last works offline.
+type, case-insensitive, with or without the organisation, also quantized checkpoints and variants
+of a catalog model, see :mod:`.catalog`), or any other hub id whose ``config.json`` is in the local
+Hugging Face or ModelScope cache, or on the hub when lookups are enabled (see :mod:`.hub`). Any
+other id is estimated from its size, in the name or given as ``model_size``, with a guessed
+architecture (:mod:`.approx`), and says so (``approximate``). Everything but the hub works offline.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
 from ..errors import InvalidRequest
-from . import catalog, hub
+from . import approx, catalog, hub
 
 __all__ = ["ModelSpec", "catalog_models", "resolve_model", "spec_from_config"]
 
@@ -55,6 +57,16 @@ class ModelSpec:
     #: the model's own (remote) code computes attention with matmul + softmax whatever attn_impl
     #: says: Qwen-VL's modeling_qwen.py has no sdpa or flash-attn path (docs/estimator.md §5.1)
     eager_attention_only: bool = False
+    #: audio encoder (and, for Omni models, the speech talker loaded beside the thinker): resident
+    #: weights like the vision tower's, frozen with it (``--freeze_vit``)
+    audio_params: int = 0
+    #: a pre-quantized checkpoint (its ``quantization_config``): "awq", "gptq", "fp8", "bnb"; "" if not
+    quant_method: str = ""
+    quant_bits: int = 0
+    #: weights sharing one scale (and zero point) along the input dimension; 0: per-tensor or per-row
+    quant_group_size: int = 0
+    #: the architecture is a guess from the parameter count (approx.py), not a config.json's facts
+    approximate: bool = False
 
     # -- parameter counts -----------------------------------------------------------------------
     @property
@@ -98,8 +110,29 @@ class ModelSpec:
         return sum(_layer_params(self)) + self.embed_params + self.lm_head_params + self.hidden_size
 
     @property
+    def tower_params(self) -> int:
+        """The encoders beside the language model: vision tower and projector, audio encoder."""
+        return self.vision_params + self.audio_params
+
+    @property
     def params(self) -> int:
-        return self.llm_params + self.vision_params
+        return self.llm_params + self.tower_params
+
+    @property
+    def quant_bytes_per_weight(self) -> float:
+        """Bytes per decoder linear weight of a pre-quantized checkpoint (docs/estimator.md §3): the
+        packed weight, plus per group of ``quant_group_size`` input weights a 16-bit scale and, for
+        AWQ and GPTQ, a packed zero point of ``quant_bits`` bits (their ``qzeros``); FP8 keeps one
+        float32 scale per 128 x 128 block; a bitsandbytes checkpoint is laid out as §3 says."""
+        if not self.quant_bits:
+            return 0.0
+        weight = self.quant_bits / 8
+        if self.quant_method == "bnb":  # as ms-swift's own bnb loading: NF4 double-quantized, or LLM.int8
+            return weight + (1 / 64 + 4 / (64 * 256) if self.quant_bits == 4 else 4 / self.hidden_size)
+        if self.quant_method == "fp8":
+            return weight + 4 / (self.quant_group_size or 128) ** 2
+        group = self.quant_group_size or self.hidden_size  # -1 in GPTQ: one group per row
+        return weight + (2 + self.quant_bits / 8) / group
 
     @property
     def linear_params(self) -> int:
@@ -136,12 +169,14 @@ def _layer_params(spec: ModelSpec) -> tuple[int, ...]:
 
 
 # ------------------------------------------------------------------------------------------------
-def resolve_model(name_or_path: str | None) -> ModelSpec:
-    """A ``ModelSpec`` for a catalog name or a local folder (or file) with ``config.json``."""
+def resolve_model(name_or_path: str | None, model_size: str | None = None) -> ModelSpec:
+    """A ``ModelSpec`` for a catalog name, a local folder (or file) with ``config.json``, a hub id
+    with a cached ``config.json``, or else a guess from ``model_size`` or the size in the name."""
     if not name_or_path or not isinstance(name_or_path, str):
         raise InvalidRequest(
             "--model is missing: give a model name (e.g. Qwen/Qwen2.5-7B-Instruct) or a local folder with a config.json"
         )
+    size = approx.parse_model_size(model_size) if model_size is not None else None
     if os.path.isdir(name_or_path) or name_or_path.endswith("config.json"):
         path = name_or_path
         if os.path.isdir(path):
@@ -151,20 +186,49 @@ def resolve_model(name_or_path: str | None) -> ModelSpec:
                 f"{name_or_path}: no config.json there; give a folder that holds the model's Hugging Face config.json"
             )
         return _spec_from_file(path, name_or_path, "config.json")
-    entry = catalog.lookup(name_or_path)
-    if entry is not None:
-        return _catalog_spec(entry["names"][0])
+    match = catalog.resolve(name_or_path)
+    if match is not None:
+        return _catalog_spec(match.entry["names"][0], name_or_path if match.quantization else None)
     if hub.is_repo_id(name_or_path):
         path = hub.cached_config(name_or_path)
         if path is not None:
             return _spec_from_file(path, name_or_path, "config.json in the local hub cache")
         if hub.lookup_enabled():
             return _spec_from_file(hub.fetch_config(name_or_path), name_or_path, "config.json from the hub")
+    sized = catalog.resolve_size(name_or_path)
+    if size is None and sized is not None:
+        size, where = approx.parse_model_size(sized.entry["size"]), sized.entry["source"]
+    else:
+        where = "--model_size" if size is not None else "the name"
+        size = size or approx.size_in_name(name_or_path)
+    if size is not None:
+        return _approximate_spec(name_or_path, size, where)
     raise InvalidRequest(
-        f"unknown model {name_or_path!r}: it is not in the catalog, not a local folder and not in the "
-        "local hub caches. Give a local folder holding the model's config.json (only config.json is "
-        f"needed), one of the catalog names, e.g. {', '.join(catalog.examples())}, or set "
-        f"{hub.LOOKUP_ENV}=1 on the server to fetch config.json from the Hugging Face hub"
+        f"unknown model {name_or_path!r}: it is not in the catalog, not a local folder, not in the "
+        "local hub caches, and its name states no size. Give its size with --model_size (e.g. 8B, "
+        "or 30B-A3B for a mixture of experts; the estimate is then approximate), a local folder "
+        "holding the model's config.json (only config.json is needed), one of the catalog names, "
+        f"e.g. {', '.join(catalog.examples())}, or set {hub.LOOKUP_ENV}=1 on the server to fetch "
+        "config.json from the Hugging Face hub"
+    )
+
+
+def _approximate_spec(name: str, size: approx.Size, where: str) -> ModelSpec:
+    """A guessed architecture of ``size`` parameters (approx.py), marked approximate, with the
+    quantization a checkpoint suffix states (``-AWQ``, ``-FP8``)."""
+    spec, anchor = approx.guess(name, size, catalog.approximate_anchors(), _catalog_spec)
+    active = f", {size.active / 1e9:.3g}B active" if size.active else ""
+    experts = f" and {spec.num_experts_per_tok} of {spec.num_experts} experts per token" if spec.is_moe else ""
+    quant = catalog.quantization_suffix(name)
+    return replace(
+        spec,
+        name=name,
+        source=(
+            f"approximate: {size.total / 1e9:.3g}B{active} from {where}; the architecture of {anchor} "
+            f"with {spec.num_layers} layers{experts}" + (f"; {quant[1]}" if quant else "")
+        ),
+        approximate=True,
+        **(_quantization({"quantization_config": quant[0]}, {}) if quant else {}),
     )
 
 
@@ -200,10 +264,16 @@ def catalog_models() -> tuple[dict, ...]:
 
 
 @lru_cache(maxsize=256)
-def _catalog_spec(name: str) -> ModelSpec:
-    """Catalog entries never change while the process runs: build each ModelSpec once."""
-    entry = catalog.lookup(name)
-    return spec_from_config(entry["config"], name=entry["names"][0], source="catalog")
+def _catalog_spec(name: str, quantized_as: str | None = None) -> ModelSpec:
+    """Catalog entries never change while the process runs: build each ModelSpec once.
+    ``quantized_as``: a quantized checkpoint's hub id, whose suffix adds a ``quantization_config``."""
+    if quantized_as is None:
+        entry = catalog.lookup(name)
+        return spec_from_config(entry["config"], name=entry["names"][0], source="catalog")
+    match = catalog.resolve(quantized_as)
+    config = {**match.entry["config"], "quantization_config": match.quantization}
+    source = f"catalog: {match.entry['names'][0]} with {match.quantization_source}"
+    return spec_from_config(config, name=quantized_as, source=source)
 
 
 def _first(cfg: dict, *keys: str):
@@ -215,6 +285,8 @@ def _first(cfg: dict, *keys: str):
 
 def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
     """Read the keys that matter from an HF config (nested ``text_config`` / ``llm_config`` too)."""
+    if isinstance(config.get("thinker_config"), dict):  # Omni: the thinker is the language model
+        config = {**config, **config["thinker_config"]}
     text = config
     for nest in ("text_config", "llm_config", "language_config"):
         if isinstance(config.get(nest), dict):
@@ -283,7 +355,8 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
     dense_layers = int(text.get("first_k_dense_replace") or 0)
     if experts and not moe_inter:
         moe_inter = inter  # Mixtral: experts have the dense width
-    vis = _vision(config)
+    vis = _vision(config, h)
+    quant = _quantization(config, text)
     # Qwen-VL (Qwen-1 with a ``visual`` tower, remote code): see vision_quantized, eager_attention_only
     qwen_vl = model_type == "qwen" and "visual" in config
     return ModelSpec(
@@ -308,13 +381,57 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
         num_dense_layers=dense_layers,
         vision_quantized=qwen_vl and bool(vis),
         eager_attention_only=qwen_vl,
+        audio_params=_audio(config),
+        **quant,
         **vis,
     )
 
 
-def _vision(config: dict) -> dict:
+def _quantization(config: dict, text: dict) -> dict:
+    """A pre-quantized checkpoint's ``quantization_config``: method, bits, group size."""
+    q = config.get("quantization_config") or text.get("quantization_config")
+    if not isinstance(q, dict):
+        return {}
+    method = str(q.get("quant_method") or "").lower()
+    if method in ("awq", "gptq"):
+        bits = int(q.get("bits") or q.get("w_bit") or 4)
+        group = int(q.get("group_size") or q.get("q_group_size") or 128)
+        return {"quant_method": method, "quant_bits": bits, "quant_group_size": max(group, 0)}
+    if method == "fp8" or "fp8" in str(q.get("fmt") or q.get("quant_method") or "").lower():
+        block = q.get("weight_block_size") or [128, 128]
+        return {"quant_method": "fp8", "quant_bits": 8, "quant_group_size": int(block[0])}
+    if method == "bitsandbytes":
+        bits = 4 if q.get("load_in_4bit") else 8 if q.get("load_in_8bit") else 0
+        return {"quant_method": "bnb", "quant_bits": bits, "quant_group_size": 64} if bits else {}
+    return {}
+
+
+def _audio(config: dict) -> int:
+    """Parameters of a Whisper-style audio encoder (``audio_config``) and, when the model loads it,
+    the speech talker (``talker_config``) of Qwen2.5/3-Omni: resident, trained only with the towers."""
+    root = config.get("thinker_config") if isinstance(config.get("thinker_config"), dict) else config
+    a = root.get("audio_config")
+    total = 0
+    if isinstance(a, dict) and a.get("d_model") and a.get("encoder_layers"):
+        d, layers = int(a["d_model"]), int(a["encoder_layers"])
+        ffn = int(a.get("encoder_ffn_dim") or 4 * d)
+        total += layers * (4 * d * d + 2 * d * ffn + 9 * d) + d * int(a.get("output_dim") or d)
+        total += 2 * 3 * int(a.get("num_mel_bins") or 128) * d + 3 * d * d  # two conv front-ends
+    talker = config.get("talker_config")
+    if isinstance(talker, dict) and config.get("enable_audio_output", True):
+        # the decoder that turns the thinker's states into speech codes (its codec vocabulary small):
+        # loaded and resident unless ENABLE_AUDIO_OUTPUT=0 (ms-swift's Omni loaders)
+        try:
+            total += spec_from_config(talker, name="talker", source="talker_config").llm_params
+        except InvalidRequest:
+            pass  # a talker config without decoder sizes: not counted
+    return total
+
+
+def _vision(config: dict, text_hidden: int = 0) -> dict:
     """Vision tower size (parameters, width, depth) from ``vision_config`` or Qwen-VL's ``visual``."""
-    v = config.get("vision_config") or config.get("visual")
+    root = config.get("thinker_config") if isinstance(config.get("thinker_config"), dict) else config
+    v = root.get("vision_config") or root.get("visual")
     if not isinstance(v, dict):
         return {}
     width = _first(v, "embed_dim", "width", "hidden_size")
@@ -332,11 +449,14 @@ def _vision(config: dict) -> dict:
     out_dim = int(
         _first(v, "out_hidden_size", "output_dim", "projection_dim")
         or (v.get("hidden_size") if "embed_dim" in v else 0)
-        or 0
+        or text_hidden
     )
     merge = int(v.get("spatial_merge_size") or 1)
     patch = int(v.get("patch_size") or 14)
-    if merge > 1:  # Qwen2-VL style patch merger: MLP over merge^2 concatenated patches
+    shuffle = round(1 / float(root.get("downsample_ratio") or 1))
+    if shuffle > 1:  # InternVL: pixel shuffle, then an MLP from shuffle^2 patches' features to the LLM width
+        projector = width * shuffle * shuffle * out_dim + out_dim * out_dim
+    elif merge > 1:  # Qwen2-VL style patch merger: MLP over merge^2 concatenated patches
         projector = (width * merge * merge) ** 2 + width * merge * merge * out_dim
     else:  # Qwen-VL resampler / simple projector
         projector = width * out_dim + 4 * out_dim * out_dim
