@@ -263,3 +263,15 @@ def test_a_quantized_unknown_model_is_approximate_and_quantized():
     spec = resolve_model("acme/Foo-14B-Instruct-AWQ")
     assert spec.approximate and spec.quant_method == "awq" and "AWQ 4-bit" in spec.source
     assert estimate(["--model", spec.name]).breakdown["weights"] < 0.4 * spec.params * 2
+
+
+def test_hybrid_linear_attention_layers_count_as_gated_deltanet():
+    """Qwen3-Next and Qwen3.5: three of four layers are Gated DeltaNet, whose projections are wider
+    than the full-attention layers' (Qwen3.8-27B comes to 27B only with them)."""
+    spec = resolve_model("Qwen/Qwen3.8-27B")
+    assert spec.full_attention_interval == 4 and spec.linear_attention_params > spec.attn_params
+    layers = spec.layer_params
+    assert layers[3] < layers[0] == layers[1] == layers[2] and layers[7] == layers[3]
+    assert abs(spec.params / 27e9 - 1) < 0.03
+    as_full = spec.params - 48 * (spec.linear_attention_params - spec.attn_params)
+    assert spec.params - as_full > 1.5e9

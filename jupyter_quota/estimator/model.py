@@ -67,6 +67,10 @@ class ModelSpec:
     quant_group_size: int = 0
     #: the architecture is a guess from the parameter count (approx.py), not a config.json's facts
     approximate: bool = False
+    #: hybrid linear-attention models (Qwen3-Next, Qwen3.5): every ``full_attention_interval``-th layer
+    #: has full attention, the others a Gated DeltaNet of ``linear_attention_params`` weights
+    full_attention_interval: int = 0
+    linear_attention_params: int = 0
 
     # -- parameter counts -----------------------------------------------------------------------
     @property
@@ -165,7 +169,12 @@ def _layer_params(spec: ModelSpec) -> tuple[int, ...]:
     moe = spec.attn_params + spec.moe_mlp_params + 2 * spec.hidden_size if spec.is_moe else dense
     first = spec.num_dense_layers if spec.is_moe else spec.num_layers
     first = min(first, spec.num_layers)
-    return (dense,) * first + (moe,) * (spec.num_layers - first)
+    layers = (dense,) * first + (moe,) * (spec.num_layers - first)
+    every = spec.full_attention_interval
+    if every > 1 and spec.linear_attention_params:  # Qwen3-Next's layout: layer i is full iff (i + 1) % every == 0
+        linear = spec.linear_attention_params - spec.attn_params
+        layers = tuple(p if (i + 1) % every == 0 else p + linear for i, p in enumerate(layers))
+    return layers
 
 
 # ------------------------------------------------------------------------------------------------
@@ -357,6 +366,7 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
         moe_inter = inter  # Mixtral: experts have the dense width
     vis = _vision(config, h)
     quant = _quantization(config, text)
+    hybrid = _linear_attention(text, h)
     # Qwen-VL (Qwen-1 with a ``visual`` tower, remote code): see vision_quantized, eager_attention_only
     qwen_vl = model_type == "qwen" and "visual" in config
     return ModelSpec(
@@ -382,9 +392,28 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
         vision_quantized=qwen_vl and bool(vis),
         eager_attention_only=qwen_vl,
         audio_params=_audio(config),
+        **hybrid,
         **quant,
         **vis,
     )
+
+
+def _linear_attention(text: dict, hidden: int) -> dict:
+    """Qwen3-Next/Qwen3.5's Gated DeltaNet layers: q, k from the key heads, v and the output gate z
+    from the value heads (``in_proj_qkvz``), the two gates a and b (``in_proj_ba``), the causal
+    convolution over q, k and v, and ``out_proj``."""
+    kh, vh = text.get("linear_num_key_heads"), text.get("linear_num_value_heads")
+    if not kh or not vh:
+        return {}
+    kd, vd = int(text.get("linear_key_head_dim") or 128), int(text.get("linear_value_head_dim") or 128)
+    keys, values = int(kh) * kd, int(vh) * vd
+    conv = (2 * keys + values) * int(text.get("linear_conv_kernel_dim") or 4)
+    params = hidden * (2 * keys + 2 * values) + hidden * 2 * int(vh) + conv + values * hidden + 2 * int(vh) + vd
+    types = text.get("layer_types")
+    every = int(text.get("full_attention_interval") or 0)
+    if not every and isinstance(types, list) and "full_attention" in types:
+        every = types.index("full_attention") + 1
+    return {"full_attention_interval": every, "linear_attention_params": params} if every > 1 else {}
 
 
 def _quantization(config: dict, text: dict) -> dict:
