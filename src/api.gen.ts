@@ -514,6 +514,10 @@ export interface components {
             quantGroupSize?: number;
             /** @description The facts are a guess from the parameter count */
             approximate?: boolean;
+            /** @description Hybrid models (Qwen3-Next, Qwen3.5): every n-th layer has full attention, the others linear attention; 0 when all do */
+            fullAttentionInterval?: number;
+            /** @description Weights of one linear-attention (Gated DeltaNet) layer's attention part */
+            linearAttentionParams?: number;
             /** @description parameter count */
             params: number;
             /** @description billions of parameters, rounded to 2 decimals */
