@@ -8,8 +8,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import estimator_coverage
 
 #: the share answered from real facts (catalog or config.json) that the catalog reached against
-#: ms-swift 4.6.0's 1,620 ids: 821 (50.7%); a new ms-swift may register more, never fewer facts
-REAL_FACTS_FLOOR = 0.50
+#: ms-swift 4.6.0's 1,620 ids: 821 (50.68%); the floor is that figure, rounded down
+REAL_FACTS_FLOOR = 0.506
 
 
 def test_every_id_ms_swift_registers_is_answered():
