@@ -107,11 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Estimate the peak GPU memory per GPU (torch.cuda.max_memory_reserved) of a "
         "`swift sft` command. --model is a catalog name, a local folder with a config.json or a hub id "
         "whose config.json is in the local Hugging Face or ModelScope cache (all offline); with "
-        "JUPYTER_QUOTA_HUB_LOOKUP=1, other hub ids are fetched from the Hugging Face hub. "
+        "JUPYTER_QUOTA_HUB_LOOKUP=1, other hub ids are fetched from the Hugging Face hub. Any other "
+        "id is estimated approximately from the size in its name (8B, 30B-A3B) or --model_size. "
         "Put the swift sft arguments after --.",
-        usage="jupyter quota estimate [--gpus N] [--json] -- <swift sft args>",
+        usage="jupyter quota estimate [--gpus N] [--model_size SIZE] [--json] -- <swift sft args>",
     )
     estimate.add_argument("--gpus", default="1", metavar="N", help="GPUs the job runs on (default 1)")
+    _model_size_option(estimate)
     estimate.add_argument("--json", action="store_true", help="print the estimate as JSON (bytes)")
     estimate.set_defaults(func=_estimate, command="estimate", swift_args=None)
 
@@ -121,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fit a `swift sft` command to what a team namespace has left (the local "
         "backend's ledger; nothing is submitted): the recommended plan as a command, the "
         "alternatives, and the rejected ones with their reasons. Put the swift sft arguments after --.",
-        usage="jupyter quota plan --namespace NS [--gpus N] [--json] [--config FILE] -- <swift sft args>",
+        usage="jupyter quota plan --namespace NS [--gpus N] [--model_size SIZE] [--json] [--config FILE] "
+        "-- <swift sft args>",
     )
     plan.add_argument("--namespace", "-n", metavar="NS", help="the team namespace (default: your only one)")
     plan.add_argument(
@@ -130,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="the GPU count you have in mind (default 1); plans may use more or fewer",
     )
+    _model_size_option(plan)
     plan.add_argument("--json", action="store_true", help="print the plan result as JSON")
     _config_option(plan)
     plan.set_defaults(func=_plan, command="plan", swift_args=None)
@@ -256,15 +260,25 @@ def _serve(args) -> int:
     return serve(load_config(args.config), ip=args.ip, port=args.port)
 
 
+def _model_size_option(parser) -> None:
+    parser.add_argument(
+        "--model_size",
+        metavar="SIZE",
+        help="the parameter count of a model the estimator has no facts for (not in the catalog, no local "
+        "config.json), e.g. 8B or 30B-A3B (mixture of experts: total-active); the estimate is then approximate",
+    )
+
+
 def _estimate(args) -> int:
     from .estimator import estimate
     from .planner.report import estimate_text
-    from .planner.request import parse_gpus
+    from .planner.request import parse_gpus, parse_model_size
     from .swift import parse_sft_args
 
     gpus = parse_gpus(args.gpus, "--gpus")
+    model_size = parse_model_size(args.model_size, "--model_size")
     sft = parse_sft_args(args.swift_args)
-    result = estimate(sft, gpus=gpus).to_json()
+    result = estimate(sft, gpus=gpus, model_size=model_size).to_json()
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -275,14 +289,16 @@ def _estimate(args) -> int:
 def _plan(args) -> int:
     from .planner import plan
     from .planner.report import plan_text
-    from .planner.request import parse_gpus
+    from .planner.request import parse_gpus, parse_model_size
 
     gpus = None if args.gpus is None else parse_gpus(args.gpus, "--gpus")
+    model_size = parse_model_size(args.model_size, "--model_size")
     config = load_config(args.config)
     if config.service_url:  # under a hub: the quota service holds the balance
-        result = _service_plan(config, args.namespace, args.swift_args, gpus)
+        result = _service_plan(config, args.namespace, args.swift_args, gpus, model_size)
     else:
-        result = plan(args.swift_args, configured_context(args.namespace, config), gpus=gpus).to_json()
+        context = configured_context(args.namespace, config)
+        result = plan(args.swift_args, context, gpus=gpus, model_size=model_size).to_json()
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -290,7 +306,9 @@ def _plan(args) -> int:
     return 0 if result["recommended"] is not None else 3
 
 
-def _service_plan(config: JupyterQuota, namespace: str | None, swift_args: list[str], gpus) -> dict:
+def _service_plan(
+    config: JupyterQuota, namespace: str | None, swift_args: list[str], gpus, model_size: str | None = None
+) -> dict:
     """``POST /namespaces/{ns}/plan`` at the hub's quota service, as this server's user."""
     from .magics.client import QuotaClient, QuotaClientError
 
@@ -302,7 +320,7 @@ def _service_plan(config: JupyterQuota, namespace: str | None, swift_args: list[
             if len(mine) != 1:
                 raise QuotaError(f"name the namespace with --namespace; yours: {', '.join(mine) or 'none'}")
             namespace = mine[0]
-        return client.plan(namespace, swift_args, gpus)
+        return client.plan(namespace, swift_args, gpus, model_size)
     except QuotaClientError as e:
         raise QuotaError(e.message) from None
 

@@ -1,4 +1,4 @@
-"""Learning from real jobs, as the service uses it (docs/estimator.md §12).
+"""Learning from real jobs, as the service uses it (docs/estimator.md §13).
 
 - At submit, a job's ms-swift arguments are estimated (corrected by what earlier jobs taught) and
   the estimate is kept beside the job (``peaks``).
@@ -48,10 +48,11 @@ class JobMemory:
         with self._lock:
             self._fixes = (0.0, {})
 
-    def estimate(self, args, gpus: int):
+    def estimate(self, args, gpus: int, model_size: str | None = None):
+        """``estimator.estimate``, with what finished jobs of its family and regime taught."""
         from .estimator import estimate
 
-        return corrected(estimate(args, gpus=gpus), self.fixes())
+        return corrected(estimate(args, gpus=gpus, model_size=model_size), self.fixes())
 
     # -- jobs ------------------------------------------------------------------------------
     def on_submit(self, profile, job: dict) -> None:

@@ -46,7 +46,7 @@ class QuotaService:
         self.registry = registry
         self.backend = backend
         self.metrics = QuotaMetrics(self)
-        #: estimates kept beside jobs, measured peaks, corrections (docs/estimator.md §12)
+        #: estimates kept beside jobs, measured peaks, corrections (docs/estimator.md §13)
         self.memory = JobMemory(config.state_dir, backend)
         #: epoch seconds now; tests drive it to expire increases without waiting
         self.clock = clock
@@ -177,7 +177,7 @@ class QuotaService:
         from .planner.request import parse_estimate_request
 
         request = parse_estimate_request(body)
-        return self.memory.estimate(request.args, request.gpus).to_json()
+        return self.memory.estimate(request.args, request.gpus, model_size=request.model_size).to_json()
 
     def plan(self, who: Identity, namespace: str, body) -> dict:
         """The best configuration of a ``swift sft`` argv that fits the namespace's live balance."""
@@ -189,7 +189,12 @@ class QuotaService:
         context = context_from_balance(
             self.backend.balance(profile), profile, inventory=self.backend.inventory(), fit=self.config.plan_fit
         )
-        return plan(request.args, context, gpus=request.gpus, estimate=self.memory.estimate).to_json()
+        return plan(
+            request.args,
+            context,
+            gpus=request.gpus,
+            estimate=lambda args, gpus: self.memory.estimate(args, gpus, model_size=request.model_size),
+        ).to_json()
 
     def replan(self, who: Identity, namespace: str, name: str) -> dict:
         """The plan for an out-of-memory job again, its own configuration known not to fit: the

@@ -206,7 +206,9 @@ export interface paths {
          *     per GPU, its breakdown in bytes and the assumptions made. Works offline for catalog models,
          *     local folders with a `config.json` and hub ids whose `config.json` is in the server's
          *     Hugging Face or ModelScope cache; other hub ids are fetched from the Hugging Face hub only
-         *     when the server sets `JUPYTER_QUOTA_HUB_LOOKUP=1`.
+         *     when the server sets `JUPYTER_QUOTA_HUB_LOOKUP=1`. Any other id is estimated from its size,
+         *     stated in its name (`8B`, `30B-A3B`) or given as `modelSize`, with a guessed architecture:
+         *     such an estimate says `approximate: true`.
          */
         post: operations["estimateMemory"];
         delete?: never;
@@ -227,7 +229,7 @@ export interface paths {
          * @description From every ended job whose log carried ms-swift's `memory(GiB)` (GPU runs): per model
          *     family and regime, then over all rows, the median and p90 of |error| and the share
          *     under-predicted by more than 10%, before correction, and the correction estimates of that
-         *     family and regime now get (docs/estimator.md §12). Admins see every team's jobs; a user
+         *     family and regime now get (docs/estimator.md §13). Admins see every team's jobs; a user
          *     their own teams' jobs.
          */
         get: operations["getEstimatorErrors"];
@@ -680,7 +682,7 @@ export interface components {
             } | null;
             memory?: components["schemas"]["JobMemory"];
         };
-        /** @description The estimate the job ran under and the peak ms-swift measured (docs/estimator.md §12); absent for a job that is not an estimable swift sft */
+        /** @description The estimate the job ran under and the peak ms-swift measured (docs/estimator.md §13); absent for a job that is not an estimable swift sft */
         JobMemory: {
             /** @description Estimated peak per GPU at submit (corrected, if a correction applied) */
             estimatedGib: number;
@@ -723,6 +725,8 @@ export interface components {
              * @default 1
              */
             gpus: number;
+            /** @description The parameter count of a model the estimator has no facts for (not in the catalog, no `config.json` in a local folder or hub cache), as in model names: `8B`, `0.5B`, `135M`, or total-active for a mixture of experts, `30B-A3B`. Used only when the model's facts are not found; the estimate is then `approximate`. Not an ms-swift argument. */
+            modelSize?: string;
         };
         PlanRequest: {
             args: components["schemas"]["SwiftArgs"];
@@ -731,6 +735,8 @@ export interface components {
              * @default 1
              */
             gpus: number;
+            /** @description The parameter count of a model the estimator has no facts for (not in the catalog, no `config.json` in a local folder or hub cache), as in model names: `8B`, `0.5B`, `135M`, or total-active for a mixture of experts, `30B-A3B`. Used only when the model's facts are not found; the estimate is then `approximate`. Not an ms-swift argument. */
+            modelSize?: string;
         };
         Estimate: {
             /** @description Estimated peak of `torch.cuda.max_memory_reserved` per GPU, in bytes */
@@ -749,7 +755,7 @@ export interface components {
             rangeGibPerGpu: number[] | null;
             /** @description The calibration regime the range came from, method/parallelism/family (e.g. `lora/single/dense`; `*` where it fell back to a wider one; `approximate (...)` when widened) */
             regime: string | null;
-            /** @description The model's facts were approximate (e.g. its size read from its name): a wider range */
+            /** @description True when the model's architecture is guessed from its size (no catalog entry or `config.json`): `model.source` names the size and the catalog model it was scaled from; its range is wider */
             approximate: boolean;
             /** @description Set when measured peaks of finished jobs corrected this estimate */
             correction?: components["schemas"]["Correction"] | null;
@@ -803,6 +809,20 @@ export interface components {
             visionLinearParams?: number;
             visionQuantized?: boolean;
             eagerAttentionOnly?: boolean;
+            /** @description Audio encoder (and an Omni model's speech talker): resident like the vision tower */
+            audioParams?: number;
+            /** @description A pre-quantized checkpoint's method (`awq`, `gptq`, `fp8`, `bnb`); empty when not */
+            quantMethod?: string;
+            /** @description Bits per quantized decoder linear weight (0 when not quantized) */
+            quantBits?: number;
+            /** @description Weights per quantization scale (FP8 blocks are this squared) */
+            quantGroupSize?: number;
+            /** @description The facts are a guess from the parameter count */
+            approximate?: boolean;
+            /** @description Hybrid models (Qwen3-Next, Qwen3.5): every n-th layer has full attention, the others linear attention; 0 when all do */
+            fullAttentionInterval?: number;
+            /** @description Weights of one linear-attention (Gated DeltaNet) layer's attention part */
+            linearAttentionParams?: number;
             /** @description parameter count */
             params: number;
             /** @description billions of parameters, rounded to 2 decimals */

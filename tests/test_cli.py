@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -111,8 +112,20 @@ def test_estimate_needs_the_double_dash_and_whole_gpus():
     assert bad.returncode == 2 and "after --" in bad.stderr
     bad = run("estimate", "--gpus", "1.5", "--", "--model", "Qwen/Qwen2.5-7B-Instruct", check=False)
     assert bad.returncode == 1 and "whole" in bad.stderr
-    bad = run("estimate", "--", "--model", "nobody/no-such-model-13b", check=False)
-    assert bad.returncode == 1 and "nobody/no-such-model-13b" in bad.stderr
+    bad = run("estimate", "--", "--model", "nobody/no-such-model", check=False)
+    assert bad.returncode == 1 and "nobody/no-such-model" in bad.stderr and "--model_size" in bad.stderr
+
+
+def test_estimate_of_an_unknown_model_by_its_size():
+    """A model the estimator has no facts for is estimated from --model_size, or from the size in its
+    name, and says it is approximate; a malformed size is refused with how to write one."""
+    out = json.loads(run("estimate", "--model_size", "13B", "--json", "--", "--model", "nobody/no-such-model").stdout)
+    assert out["approximate"] is True and out["model"]["approximate"] is True
+    assert abs(out["model"]["params"] / 1e9 - 13) < 0.7 and "--model_size" in out["model"]["source"]
+    text = run("estimate", "--", "--model", "nobody/no-such-model-13b").stdout
+    assert "(approximate: the architecture is guessed from the model's size)" in text
+    bad = run("estimate", "--model_size", "thirteen", "--", "--model", "nobody/no-such-model", check=False)
+    assert bad.returncode == 1 and "--model_size 'thirteen'" in bad.stderr and "30B-A3B" in bad.stderr
 
 
 def test_plan_classic_scenario_prints_the_command(tmp_path):

@@ -258,9 +258,10 @@ def test_config_missing_keys_is_a_clear_error(tmp_path):
 
 
 def test_unknown_model_and_missing_model():
+    # a name with a size is estimated approximately (tests/test_estimator_models.py); one without is refused
     with pytest.raises(InvalidRequest) as info:
-        estimate(["--model", "nobody/NoSuchModel-7B"])
-    assert "config.json" in info.value.message
+        estimate(["--model", "nobody/NoSuchModel"])
+    assert "config.json" in info.value.message and "--model_size" in info.value.message
     with pytest.raises(InvalidRequest):
         estimate(["--tuner_type", "lora"])
     with pytest.raises(InvalidRequest):

@@ -83,7 +83,10 @@ async def test_estimate_gpus_default_to_one_and_older_names_work(api):
         ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "extra": 1}, "unknown field"),
         ({"gpus": 1}, '"args" is required'),
         (["--model", "x"], "JSON object"),
-        ({"args": ["--model", "nobody/no-such-model-13b"]}, "nobody/no-such-model-13b"),
+        ({"args": ["--model", "nobody/no-such-model"]}, "--model_size"),
+        ({"args": ["--model", "nobody/no-such-model"], "modelSize": "huge"}, "'huge'"),
+        ({"args": ["--model", "nobody/no-such-model"], "modelSize": 13}, '"modelSize" must be a string'),
+        ({"args": ["--model", "nobody/no-such-model"], "modelSize": "8B-A9B"}, "at most the total"),
         ({"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--max_length", "many"]}, "max_length"),
     ],
 )
@@ -91,6 +94,16 @@ async def test_estimate_bad_input_is_400(api, body, words):
     status, answer = await api("POST", "estimate", body=body)
     assert status == 400, answer
     assert set(answer) == {"reason", "message"} and words in answer["message"], answer
+
+
+async def test_estimate_of_an_unknown_model_by_its_size(api):
+    """modelSize sizes a model the estimator has no facts for; the answer says it is approximate."""
+    status, body = await api("POST", "estimate", body={"args": ["--model", "acme/custom"], "modelSize": "30B-A3B"})
+    assert status == 200, body
+    assert body["approximate"] is True and body["model"]["approximate"] is True and body["model"]["numExperts"] > 0
+    status, real = await api("POST", "estimate", body={"args": ["--model", "Qwen/Qwen3-8B"], "modelSize": "30B-A3B"})
+    assert status == 200 and real["approximate"] is False and real["model"]["source"] == "catalog"
+    assert any("--model_size 30B-A3B not used" in a for a in real["assumptions"])
 
 
 async def test_estimate_body_not_json_is_400(api):
@@ -112,6 +125,16 @@ async def test_plan_classic_scenario_on_one_free_24gib_gpu(api):
     assert best["resources"]["requests"]["nvidia.com/gpu"] == "1"
     assert best["changes"][0]["field"] == "method" and "GiB" in best["changes"][0]["why"]
     assert body["candidates"][0] == best
+
+
+async def test_plan_of_an_unknown_model_by_its_size(api):
+    """A plan for a model known only by modelSize: every estimate in it is approximate."""
+    args = ["--model", "acme/custom", "--tuner_type", "full", "--max_length", "2048"]
+    status, body = await api("POST", "namespaces", "team-alpha", "plan", body={"args": args, "modelSize": "7B"})
+    assert status == 200, body
+    assert_matches("PlanResult", body)
+    plans = [body["request"], *body["candidates"]]
+    assert body["recommended"] is not None and all(p["estimate"]["approximate"] for p in plans)
 
 
 async def test_plan_7b_full_on_team_alpha(api):
@@ -189,7 +212,8 @@ async def test_plan_foreign_and_unknown_namespaces(api):
         ({"args": "--model Qwen/Qwen-VL-Chat"}, "list of strings"),
         ({"args": QWEN_VL_FULL, "gpus": 1.5}, "whole"),
         ({"args": QWEN_VL_FULL, "gpus": -2}, "at least 1"),
-        ({"args": ["--model", "nobody/no-such-model-13b"]}, "nobody/no-such-model-13b"),
+        ({"args": ["--model", "nobody/no-such-model"]}, "nobody/no-such-model"),
+        ({"args": QWEN_VL_FULL, "modelSize": "7 billion"}, "'7 billion'"),
         ({"args": QWEN_VL_FULL, "namespace": "x"}, "unknown field"),
     ],
 )

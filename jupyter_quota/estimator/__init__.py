@@ -46,10 +46,13 @@ class Estimate:
     device: str = "cuda"
     #: where measured peaks of this regime fell around such an estimate (docs/estimator.md §9.1)
     range: Range | None = None
-    #: the model's facts were approximate (no config.json: the size read from its name)
-    approximate: bool = False
-    #: learning.Correction.to_json() when finished jobs corrected this estimate (docs/estimator.md §12)
+    #: learning.Correction.to_json() when finished jobs corrected this estimate (docs/estimator.md §13)
     correction: dict | None = None
+
+    @property
+    def approximate(self) -> bool:
+        """The model's architecture is a guess from its size (no config.json facts): docs/estimator.md §12."""
+        return bool(self.model and self.model.approximate)
 
     @property
     def peak_gib_per_gpu(self) -> float:
@@ -68,20 +71,24 @@ class Estimate:
             "breakdown": dict(self.breakdown),
             "assumptions": list(self.assumptions),
             "model": self.model.to_json() if self.model else None,
+            "approximate": self.approximate,
             "gpus": self.gpus,
             "args": self.args.to_argv() if self.args else [],
             "rangeBytesPerGpu": [self.range.low, self.range.high] if self.range else None,
             "rangeGibPerGpu": [round(self.range.low / GIB, 2), round(self.range.high / GIB, 2)] if self.range else None,
             "regime": self.range.regime if self.range else None,
-            "approximate": self.approximate,
             "correction": self.correction,
         }
 
 
-def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") -> Estimate:
+def estimate(
+    args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda", model_size: str | None = None
+) -> Estimate:
     """Estimate the peak memory per GPU of ``swift sft <args>`` on ``gpus`` GPUs.
 
     ``device="cpu"``: tensor memory only (no CUDA workspaces, no allocator fragmentation).
+    ``model_size`` (``8B``, ``30B-A3B``): the size of a model whose facts the estimator cannot
+    find (catalog, config.json, hub caches); the estimate is then approximate.
     Raises ``InvalidRequest`` for bad arguments, an unknown model, or a bad GPU count.
     """
     if not isinstance(args, SftArgs):
@@ -90,9 +97,16 @@ def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") 
         raise InvalidRequest(f"gpus must be a whole number from 1 to 4096, got {gpus!r}")
     if device not in ("cuda", "cpu"):
         raise InvalidRequest(f"device must be 'cuda' or 'cpu', got {device!r}")
-    spec = resolve_model(args.model)
+    spec = resolve_model(args.model, model_size)
     breakdown, notes = compute(spec, args, gpus, device)
     assumptions = [f"model {spec.name}: {spec.params / 1e9:.2f}B parameters ({spec.source})"]
+    if spec.approximate:
+        assumptions.append(
+            "approximate: no config.json facts for this model, so its architecture is guessed from its "
+            "size (docs/estimator.md §12); give a local folder with its config.json for a real estimate"
+        )
+    elif model_size is not None:
+        assumptions.append(f"--model_size {model_size} not used: the model's facts come from {spec.source}")
     assumptions += list(args.notes) + notes
     if "fsdp" in args.unknown and not args.deepspeed:
         # what FSDP saves depends on accelerate's fp32 upcast of trainable parameters, the reshard
@@ -106,8 +120,7 @@ def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") 
     if args.unknown:
         assumptions.append(f"not modelled (passed through): {', '.join('--' + u for u in args.unknown)}")
     peak = sum(breakdown.values())
-    approximate = bool(getattr(spec, "approximate", False))  # set by model resolution for ids outside the catalog
-    span = interval(peak, regime_of(spec, args, gpus), approximate)
+    span = interval(peak, regime_of(spec, args, gpus), spec.approximate)  # approximate facts: a wider range
     return Estimate(
         peak_bytes_per_gpu=peak,
         breakdown=breakdown,
@@ -117,5 +130,4 @@ def estimate(args: SftArgs | list[str], gpus: int = 1, *, device: str = "cuda") 
         gpus=gpus,
         device=device,
         range=span,
-        approximate=approximate,
     )

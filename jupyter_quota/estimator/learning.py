@@ -1,7 +1,7 @@
 """Learning from finished jobs: a bounded, auditable correction of the estimate per model family
 and regime, from the peaks ms-swift measured (``memory(GiB)``, see ``swiftlog.peak_memory_gib``).
 
-Pure: records in, corrections and error tables out. The method is docs/estimator.md §12: the
+Pure: records in, corrections and error tables out. The method is docs/estimator.md §13: the
 factor is a high quantile of measured/estimated, so that after correction most past jobs of the
 regime would have fitted; it is clamped, so that a few odd jobs cannot move estimates far, and
 it is never applied from fewer than ``MIN_JOBS`` jobs.

@@ -100,9 +100,17 @@ def _base_weight_bytes(run: Run, notes: list[str]) -> float:
     """The model's own weights: 16/32-bit, or bitsandbytes-quantized decoder linears (docs/estimator.md §3)."""
     spec, dtype_bytes, bits = run.spec, run.dtype_bytes, run.quant_bits
     if not bits:
-        return (spec.llm_params + spec.vision_params) * dtype_bytes
+        return spec.params * dtype_bytes
     linear = spec.linear_params
-    rest = spec.llm_params - linear  # embeddings, lm_head, norms, biases
+    rest = spec.llm_params - linear + spec.audio_params  # embeddings, lm_head, norms, biases, audio tower
+    if not run.args.quantized_bits:  # a pre-quantized checkpoint (AWQ, GPTQ, FP8): its quantization_config
+        per_weight = spec.quant_bytes_per_weight
+        group = f", groups of {spec.quant_group_size}" if spec.quant_group_size else ""
+        notes.append(
+            f"{spec.quant_method.upper()} {spec.quant_bits}-bit checkpoint{group}: {per_weight:.3f} bytes per "
+            "decoder linear weight; embeddings, lm_head, norms and the vision and audio towers stay 16-bit"
+        )
+        return linear * per_weight + (rest + spec.vision_params) * dtype_bytes
     vision_16 = spec.vision_params - (spec.vision_linear_params if spec.vision_quantized else 0)
     stays = (
         "embeddings, lm_head and norms stay 16-bit, and the vision tower's linears are quantized too "
@@ -229,8 +237,9 @@ def _overhead(run: Run, terms: Terms, notes: list[str]) -> float:
     overhead = 0.0
     if run.quant_bits:
         overhead += run.spec.hidden_size * run.mlp_width * run.dtype_bytes  # one dequantized weight at a time
+        kernel = "bitsandbytes" if run.args.quantized_bits else f"the {run.spec.quant_method.upper()} kernel"
         notes.append(
-            "bitsandbytes keeps each quantized linear's input for its backward pass "
+            f"{kernel} keeps each quantized linear's input for its backward pass "
             "(a frozen 16-bit linear keeps none): counted in the activations"
         )
     if run.cuda:

@@ -36,7 +36,9 @@ class Run:
     seq_len: int  # tokens per sample on one device, after sequence parallelism splits it
     tuner: str
     full: bool  # every parameter is trained
-    quant_bits: int | None  # bitsandbytes 4 or 8; None unquantized (a full fine-tune drops it)
+    quant_bits: (
+        int | None
+    )  # bitsandbytes 4 or 8, or a pre-quantized checkpoint's; None unquantized (a full fine-tune drops it)
     train_vit: bool
     lora_roles: frozenset[str]  # the linears LoRA wraps (empty for a full fine-tune)
     lora_params: int  # adapter parameters, kept in float32
@@ -83,12 +85,12 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
     seq_len = _tokens_per_sample(spec, args, notes)
     tuner = (args.tuner_type or "lora").lower()
     full = tuner in _FULL_TYPES
-    quant_bits = args.quantized_bits
+    quant_bits = args.quantized_bits or spec.quant_bits or None  # bnb, else a pre-quantized checkpoint
     if quant_bits and full:
         notes.append("a quantized model cannot be fully fine-tuned; estimated without quantization")
         quant_bits = None
-    train_vit = not args.freeze_vit and spec.vision_params > 0
-    train_llm = not (args.freeze_llm and spec.vision_params > 0)  # ms-swift: for multimodal models only
+    train_vit = not args.freeze_vit and spec.tower_params > 0
+    train_llm = not (args.freeze_llm and spec.tower_params > 0)  # ms-swift: for multimodal models only
     trained = _trained_parameters(spec, args, tuner, full, train_vit, train_llm, dtype, notes)
     stage, offload = args.deepspeed_stage
     ulysses, ring = sequence_parallel_degrees(spec, args, gpus, notes)
@@ -165,13 +167,13 @@ def _trained_parameters(
     """What the tuner trains: every parameter, or LoRA adapters, trainable copies of embeddings or
     lm_head (modules_to_save) and LLaMA Pro's new blocks; --freeze_vit / --freeze_llm choose the
     towers (docs/estimator.md §2.2, §2.3)."""
-    if spec.vision_params:
+    if spec.tower_params:
         notes.append(
             f"multimodal: language model {'trained' if train_llm else 'frozen (--freeze_llm true)'}, "
             f"vision tower {'trained (--freeze_vit false)' if train_vit else 'frozen (--freeze_vit, default true)'}"
         )
     if full:
-        trainable = (spec.llm_params if train_llm else 0) + (spec.vision_params if train_vit else 0)
+        trainable = (spec.llm_params if train_llm else 0) + (spec.tower_params if train_vit else 0)
         if tuner != "full":
             notes.append(f"tuner_type {tuner}: estimated as a full fine-tune (upper bound)")
         notes.append(

@@ -85,10 +85,12 @@ class QuotaClient:
     def estimate(self, args: list[str], gpus: int = 1) -> dict:
         return self.call("POST", "/estimate", {"args": list(args), "gpus": gpus})
 
-    def plan(self, namespace: str, args: list[str], gpus: int | None = None) -> dict:
+    def plan(self, namespace: str, args: list[str], gpus: int | None = None, model_size: str | None = None) -> dict:
         body: dict = {"args": list(args)}
         if gpus is not None:
             body["gpus"] = gpus
+        if model_size is not None:
+            body["modelSize"] = model_size
         return self.call("POST", f"/namespaces/{_seg(namespace)}/plan", body)
 
     def replan(self, namespace: str, name: str) -> dict:

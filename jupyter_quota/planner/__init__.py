@@ -69,13 +69,16 @@ class PlanResult:
         return plan_text(self.to_json())
 
 
-def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) -> PlanResult:
+def plan(
+    args, context: PlanContext, *, gpus: int | None = None, estimate=None, model_size: str | None = None
+) -> PlanResult:
     """Fit ``args`` (a ``swift sft`` argv list or parsed ``SftArgs``) to ``context``.
 
     ``gpus`` is the GPU count the user had in mind (default 1): it is part of "what they asked"
     and of their effective batch. ``estimate`` replaces :func:`jupyter_quota.estimator.estimate`
-    (a callable ``(args, gpus) -> Estimate``), for tests. Raises ``errors.InvalidRequest`` for
-    malformed arguments or an unknown model.
+    (a callable ``(args, gpus) -> Estimate``), for tests. ``model_size`` (``8B``, ``30B-A3B``) sizes
+    a model the estimator has no facts for (approximate estimates). Raises ``errors.InvalidRequest``
+    for malformed arguments or a model it can neither find nor size.
     """
     started = time.perf_counter()
     if isinstance(args, (list, tuple)):
@@ -88,7 +91,7 @@ def plan(args, context: PlanContext, *, gpus: int | None = None, estimate=None) 
         from ..estimator import estimate as estimate_memory
 
         def estimate(a, g):
-            return estimate_memory(a, gpus=g)
+            return estimate_memory(a, gpus=g, model_size=model_size)
 
     search = Search(asked, 1 if gpus is None else int(gpus), context, estimate)
     search.run()

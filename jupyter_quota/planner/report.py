@@ -33,7 +33,8 @@ def estimate_text(estimate: dict, notes=()) -> str:
     name = model.get("name") if isinstance(model, dict) else model
     lines = [
         f"{name or 'model'} on {gpus} GPU{'s' if gpus != 1 else ''}: "
-        f"peak {_gib(estimate['peakBytesPerGpu'])} GiB per GPU{range_phrase(estimate)}",
+        f"peak {_gib(estimate['peakBytesPerGpu'])} GiB per GPU{range_phrase(estimate)}"
+        + (" (approximate: the architecture is guessed from the model's size)" if estimate.get("approximate") else ""),
         "",
     ]
     lines += _breakdown_table(estimate, indent="  ")

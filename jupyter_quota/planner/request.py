@@ -12,24 +12,26 @@ from .. import jobspec
 from ..errors import InvalidRequest
 from ..jobspec import _parse_args  # the job body's own checks, shared
 
-ESTIMATE_FIELDS = ("args", "gpus")
-PLAN_FIELDS = ("args", "gpus")
+ESTIMATE_FIELDS = ("args", "gpus", "modelSize")
+PLAN_FIELDS = ("args", "gpus", "modelSize")
 
 
 @dataclass(frozen=True)
 class SftRequest:
     args: list
     gpus: int | None
+    #: the size of a model the estimator has no facts for (``8B``, ``30B-A3B``): an approximate estimate
+    model_size: str | None = None
 
 
 def parse_estimate_request(body) -> SftRequest:
-    """``{"args": [...], "gpus": N}``; ``gpus`` defaults to 1."""
+    """``{"args": [...], "gpus": N, "modelSize"?: "8B"}``; ``gpus`` defaults to 1."""
     request = _parse(body, ESTIMATE_FIELDS, '{"args": ["--model", "Qwen/Qwen2.5-7B-Instruct"], "gpus": 1}')
-    return SftRequest(request.args, request.gpus or 1)
+    return SftRequest(request.args, request.gpus or 1, request.model_size)
 
 
 def parse_plan_request(body) -> SftRequest:
-    """``{"args": [...], "gpus"?: N}``; ``gpus`` is the count the user had in mind (default 1)."""
+    """``{"args": [...], "gpus"?: N, "modelSize"?: "8B"}``; ``gpus`` is the count the user had in mind (default 1)."""
     return _parse(body, PLAN_FIELDS, '{"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full"]}')
 
 
@@ -48,4 +50,16 @@ def _parse(body, fields: tuple, example: str) -> SftRequest:
         raise InvalidRequest(f'"args" is required: the swift sft arguments as a list, e.g. {example}')
     args = _parse_args(body["args"])
     gpus = None if body.get("gpus") is None else parse_gpus(body["gpus"])
-    return SftRequest(args, gpus)
+    return SftRequest(args, gpus, parse_model_size(body.get("modelSize")))
+
+
+def parse_model_size(value, what: str = '"modelSize"') -> str | None:
+    """``8B``, ``0.5B``, ``135M``, ``30B-A3B``: checked here so a bad one is a 400 before any work."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidRequest(f'{what} must be a string like "8B" or "30B-A3B", got {value!r}')
+    from ..estimator.approx import parse_model_size as parse
+
+    parse(value)
+    return value.strip()

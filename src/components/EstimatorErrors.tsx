@@ -1,7 +1,7 @@
 /**
  * The admin view's estimator accuracy: per model family and regime, how far
  * the estimates of finished jobs were from the peak ms-swift measured, and
- * the correction estimates now get (`GET estimator/errors`; docs/estimator.md §12).
+ * the correction estimates now get (`GET estimator/errors`; docs/estimator.md §13).
  */
 
 import * as React from 'react';
