@@ -100,6 +100,12 @@ class QuotaService:
             self._raised[profile.team] = (profile, key, raised, extras)  # extras: their ids stay theirs
         return raised
 
+    def apply_effective(self, team: str, now: float | None = None) -> None:
+        """Write the team's effective hard quota at ``now`` where jobs run (the kube backend's
+        ResourceQuota; nothing on the local backend): for a window that opens or closes."""
+        now = self.clock() if now is None else now
+        self._apply_effective(team, now, self.increases.extras(team, now))
+
     def _apply_effective(self, team: str, now: float, increase_extras: list[dict]) -> None:
         """Write the team's effective quota where jobs run (the kube backend's ResourceQuota)."""
         self.backend.apply_profile(self._effective(self.registry.get(team), now, increase_extras))
