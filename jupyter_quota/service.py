@@ -41,7 +41,8 @@ class QuotaService:
         #: epoch seconds now; tests drive it to expire increases without waiting
         self.clock = clock
         self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))
-        self._raised: dict[str, tuple] = {}  # team -> (profile, effective hard, effective profile)
+        #: team -> (profile, key of its extras, effective profile, the extras the key's ids name)
+        self._raised: dict[str, tuple] = {}
         self._effective_lock = threading.Lock()
         self._timer: ExpiryTimer | None = None
 
