@@ -1,6 +1,6 @@
 """``jupyter quota increases ...`` and ``jupyter quota audit``: temporary increases from a shell.
 
-The command acts as the configured server's owner (``JupyterQuota.owner``, an admin when in
+The command acts as the configured (embedded) server's owner (``JupyterQuota.owner``, an admin when in
 ``admin_users``) on the configured state directory, with the service's own rules (a member asks,
 another admin decides), as ``jupyter quota plan`` does. A running server sees the change at once
 (it reads the records on every balance).
@@ -45,10 +45,16 @@ def add_commands(sub, config_option) -> None:
 
 def _service(args):
     from .cli import load_config
+    from .errors import QuotaError
     from .extension import build_service
     from .identity import owner_identity
 
     config = load_config(args.config)
+    if config.service_url:  # the records are the hub's quota service's, not in this config's state dir
+        raise QuotaError(
+            f"this server forwards to the hub's quota service ({config.service_url}): ask from a notebook "
+            "(%quota request), the sidebar, or the REST API; admins decide in the admin view"
+        )
     return build_service(config), owner_identity(config)
 
 

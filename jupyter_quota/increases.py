@@ -72,14 +72,24 @@ def _whole(resource: str, gpu_resource: str) -> bool:
 
 
 def _hours(raw, max_hours: float) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not math.isfinite(raw):
+    if (
+        isinstance(raw, bool)
+        or not isinstance(raw, (int, float))
+        or (isinstance(raw, float) and not math.isfinite(raw))
+    ):
         raise InvalidRequest(f"hours: must be a number of hours, more than 0 and at most {max_hours:g}, e.g. 8")
     if not 0 < raw <= max_hours:
         raise InvalidRequest(
-            f"hours: {raw:g} is out of range: more than 0 and at most {max_hours:g} "
+            f"hours: {_number(raw)} is out of range: more than 0 and at most {max_hours:g} "
             "(JupyterQuota.max_increase_hours); ask again for longer when it ends"
         )
     return float(raw)
+
+
+def _number(value: int | float) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value) if abs(value) < 10**15 else "a number of more than 15 digits"
 
 
 def _reason(body: dict) -> str:

@@ -38,10 +38,14 @@ class Increases:
         self.registry = registry
         self._apply = apply
         self.log = log or logging.getLogger(__name__)
+        self._store = None
+        self._cache: tuple | None = None  # ((connection, data_version, writes), approved rows)
 
     @property
     def store(self):
-        return open_records(self.config.state_dir)
+        if self._store is None:
+            self._store = open_records(self.config.state_dir)
+        return self._store
 
     # -- reads -----------------------------------------------------------------------------------
 
@@ -54,11 +58,26 @@ class Increases:
         if not self.store.exists():
             return []
         try:
-            with self.store.read() as con:
-                return _extras(con, team, now)
+            approved = self._approved()
         except (sqlite3.Error, OSError) as e:
             self.log.warning("jupyter_quota: cannot read increases from %s: %s", self.store.path, e)
             return []
+        return [resources for owner, resources, end in approved if owner == team and end > now]
+
+    def _approved(self) -> list[tuple[str, dict, float]]:
+        """Every Approved request as (team, resources, expires_at), read again only when the store
+        changed: a commit here (``Records.writes``) or by another connection (``data_version``)."""
+        con = self.store.connection()
+        key = (con, con.execute("PRAGMA data_version").fetchone()[0], self.store.writes)
+        cached = self._cache
+        if cached is not None and cached[0][0] is key[0] and cached[0][1:] == key[1:]:
+            return cached[1]
+        rows = con.execute(
+            "SELECT team, resources, expires_at FROM increases WHERE phase = ?", (increases.APPROVED,)
+        ).fetchall()
+        approved = [(r["team"], json.loads(r["resources"]), r["expires_at"]) for r in rows]
+        self._cache = (key, approved)
+        return approved
 
     def list(self, who: Identity, now: float) -> dict:
         """The requests of ``who``'s teams (every team's for an admin), newest first."""

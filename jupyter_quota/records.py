@@ -90,11 +90,21 @@ class Records:
         self._local = threading.local()
         self._made = False
         self._made_lock = threading.Lock()
+        #: commits made through this object; with ``PRAGMA data_version`` (others' commits) it
+        #: tells a reader's cache whether anything changed (see ``Increases._approved``)
+        self.writes = 0
+        self._seen = False
 
     def exists(self) -> bool:
         """Whether anything was ever recorded: reads of a store never written need not create it
         (a read-only state directory still serves balances)."""
-        return os.path.exists(self.path)
+        if not self._seen:
+            self._seen = os.path.exists(self.path)  # once there, it stays: no stat per read
+        return self._seen
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection, in autocommit mode: each statement reads what is committed."""
+        return self._connection()
 
     def _connection(self) -> sqlite3.Connection:
         con = getattr(self._local, "con", None)
@@ -122,6 +132,7 @@ class Records:
             con.execute("ROLLBACK")
             raise
         con.execute("COMMIT")
+        self.writes += 1
 
     @contextmanager
     def read(self):

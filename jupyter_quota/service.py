@@ -51,7 +51,8 @@ class QuotaService:
         #: epoch seconds now; tests drive it to expire increases without waiting
         self.clock = clock
         self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))
-        self._raised: dict[str, tuple] = {}  # team -> (profile, effective hard, effective profile)
+        #: team -> (profile, key of its extras, effective profile, the extras the key's ids name)
+        self._raised: dict[str, tuple] = {}
         self._effective_lock = threading.Lock()
         self._timer: ExpiryTimer | None = None
         #: follows the profiles' time windows (windowtimer.py); tests wait on its passes
@@ -103,28 +104,39 @@ class QuotaService:
         The one place that composes it; every balance and admission reads it (``_effective``).
         """
         now = self.clock() if now is None else now
-        return self._compose(self.registry.get(team), now, self.increases.extras(team, now))
+        profile = self.registry.get(team)
+        return self._compose(profile, self.increases.extras(team, now), _opened(profile, now))
 
     @staticmethod
-    def _compose(profile: TeamProfile, now: float, increase_extras: list[dict]) -> dict[str, str]:
-        opened = window_extra(profile, datetime.fromtimestamp(now, UTC))
+    def _compose(profile: TeamProfile, increase_extras: list[dict], opened: dict[str, str]) -> dict[str, str]:
         return effective_hard(profile.hard, *increase_extras, opened)
 
     def _effective(self, profile: TeamProfile, now: float | None = None, extras: list | None = None) -> TeamProfile:
         """``profile`` with its effective hard quota; the same object while that does not change
         (the local backend caches a balance per profile object)."""
         now = self.clock() if now is None else now
-        hard = self._compose(profile, now, self.increases.extras(profile.team, now) if extras is None else extras)
-        if hard == {k: str(v) for k, v in profile.hard.items()}:
-            return profile
+        extras = self.increases.extras(profile.team, now) if extras is None else extras
+        if not extras and not profile.windows:
+            return profile  # the common case, without arithmetic
+        # the same extras are the same objects (``Increases._approved`` caches them), so a read
+        # between changes costs a lookup, not the sums
+        opened = _opened(profile, now)
+        key = (tuple(map(id, extras)), tuple(sorted(opened.items())))
         with self._effective_lock:
             cached = self._raised.get(profile.team)
-            if cached is not None and cached[0] is profile and cached[1] == hard:
+            if cached is not None and cached[0] is profile and cached[1] == key:
                 return cached[2]
-        raised = TeamProfile(**{**profile.to_json(), "hard": hard})
+        hard = self._compose(profile, extras, opened)
+        raised = profile if hard == {k: str(v) for k, v in profile.hard.items()} else _with_hard(profile, hard)
         with self._effective_lock:
-            self._raised[profile.team] = (profile, hard, raised)
+            self._raised[profile.team] = (profile, key, raised, extras)  # extras: their ids stay theirs
         return raised
+
+    def apply_effective(self, team: str, now: float | None = None) -> None:
+        """Write the team's effective hard quota at ``now`` where jobs run (the kube backend's
+        ResourceQuota; nothing on the local backend): for a window that opens or closes."""
+        now = self.clock() if now is None else now
+        self._apply_effective(team, now, self.increases.extras(team, now))
 
     def _apply_effective(self, team: str, now: float, increase_extras: list[dict]) -> None:
         """Write the team's effective quota where jobs run (the kube backend's ResourceQuota)."""
@@ -397,3 +409,12 @@ class QuotaService:
                 f'user "{who.name}" is not a quota admin: {what} for JupyterHub admins '
                 "and the users in JupyterQuota.admin_users"
             )
+
+
+def _opened(profile: TeamProfile, now: float) -> dict[str, str]:
+    """What the profile's windows open at ``now`` add (``windows.window_extra``)."""
+    return window_extra(profile, datetime.fromtimestamp(now, UTC)) if profile.windows else {}
+
+
+def _with_hard(profile: TeamProfile, hard: dict[str, str]) -> TeamProfile:
+    return TeamProfile(**{**profile.to_json(), "hard": hard})

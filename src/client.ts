@@ -3,6 +3,7 @@
  * throwing `QuotaApiError` with the server's `{reason, message}`.
  */
 
+import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { IQuotaClient } from './model';
@@ -15,9 +16,13 @@ import {
   usagePath
 } from './usage';
 import {
+  IAuditLog,
   IEstimate,
   IEstimatorErrors,
   IIdentity,
+  IIncrease,
+  IIncreaseList,
+  IIncreaseRequest,
   IInventory,
   IJob,
   IJobList,
@@ -143,6 +148,50 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
   /** The address of a month's chargeback as CSV, for a download link. */
   chargebackCsvUrl(month: string): string {
     return chargebackCsvUrl(this.serverSettings.baseUrl, month);
+  }
+
+  /** `POST namespaces/{ns}/increases`: ask for a temporary increase (Pending until an admin decides). */
+  requestIncrease(
+    namespace: string,
+    request: IIncreaseRequest
+  ): Promise<IIncrease> {
+    return this._send<IIncrease>(
+      `namespaces/${enc(namespace)}/increases`,
+      'POST',
+      request
+    );
+  }
+
+  /** `GET increases`: the requests of the user's teams (every team's for an admin). */
+  increases(): Promise<IIncreaseList> {
+    return this._get<IIncreaseList>('increases');
+  }
+
+  /** `POST increases/{name}/approve|deny` (admins; never their own request). */
+  decideIncrease(
+    name: string,
+    approve: boolean,
+    comment: string
+  ): Promise<IIncrease> {
+    const verb = approve ? 'approve' : 'deny';
+    return this._send<IIncrease>(`increases/${enc(name)}/${verb}`, 'POST', {
+      comment
+    });
+  }
+
+  /** `GET audit`: the audit log (admins). */
+  audit(): Promise<IAuditLog> {
+    return this._get<IAuditLog>('audit');
+  }
+
+  /** Where the browser downloads the audit log as CSV (`GET audit?format=csv`). */
+  auditCsvUrl(): string {
+    return URLExt.join(
+      this.serverSettings.baseUrl,
+      'quota',
+      'v1',
+      'audit?format=csv'
+    );
   }
 
   private _get<T>(endPoint: string): Promise<T> {

@@ -68,6 +68,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const sidebar = new QuotaSidebar({
       model,
       client,
+      increases: client,
       confirm: Private.confirm,
       copy: Private.copy,
       tailLines: () => tailLines

@@ -2,3 +2,4 @@ import './base.css';
 import './sidebar.css';
 import './admin.css';
 import './usage.css';
+import './increases.css';

@@ -60,3 +60,12 @@ def test_request_approve_list_and_audit(tmp_path):
         ("bea", "increase.requested", "increase/team-beta/inc-1"),
         ("ada", "increase.approved", "increase/team-beta/inc-1"),
     ]
+
+
+def test_a_server_that_forwards_to_a_hub_service_is_told_where_to_ask(tmp_path):
+    path = tmp_path / "forwarding_config.py"
+    config = CONFIG.format(demo=str(DEMO_CONFIG), owner="bea", state=str(tmp_path / "state"))
+    path.write_text(config + "c.JupyterQuota.service_url = 'http://127.0.0.1:9/services/jupyter-quota/'\n")
+    out = run(str(path), "increases", "list", check=False)
+    assert out.returncode == 1 and "%quota request" in out.stderr
+    assert not (tmp_path / "state" / "records.sqlite3").exists()

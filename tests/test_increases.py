@@ -42,6 +42,8 @@ def test_a_valid_request_is_canonical():
         ({"resources": {GPU: "1"}, "hours": 0, "reason": "r"}, "hours: 0 is out of range"),
         ({"resources": {GPU: "1"}, "hours": -3, "reason": "r"}, "out of range"),
         ({"resources": {GPU: "1"}, "hours": 169, "reason": "r"}, "at most 168"),
+        ({"resources": {GPU: "1"}, "hours": 10**400, "reason": "r"}, "out of range"),
+        ({"resources": {GPU: "1"}, "hours": 1e308, "reason": "r"}, "out of range"),
         ({"resources": {GPU: "1"}, "hours": "8", "reason": "r"}, "hours: must be a number"),
         ({"resources": {GPU: "1"}, "hours": float("nan"), "reason": "r"}, "hours: must be a number"),
         ({"resources": {GPU: "1"}, "hours": 8}, "reason: say why"),

@@ -249,6 +249,8 @@ def increases_text(items: list[dict]) -> str:
         more = ", ".join(f"+{v} {k}" for k, v in sorted((item.get("resources") or {}).items()))
         until = f", until {item['expiresAt']}" if item.get("phase") == "Approved" and item.get("expiresAt") else ""
         by = f" by {item['decidedBy']}" if item.get("decidedBy") else ""
+        if by and item.get("phase") == "Expired":
+            by = f" (approved{by})"
         note = f" ({item['comment']})" if item.get("comment") else ""
         lines.append(
             f"{item['name']} {item['namespace']}: {item['phase']}{by}{until}{note}: {more} for {item['hours']:g} h, "

@@ -20,6 +20,11 @@ import { ChargebackView } from './ChargebackView';
 import { IEstimatorErrors } from '../tokens';
 import { EstimatorErrors } from './EstimatorErrors';
 import { useModel, useNow } from './hooks';
+import {
+  AuditLog,
+  IIncreaseAdminClient,
+  IncreaseRequests
+} from './IncreaseAdmin';
 import { PanelHeader } from './PanelHeader';
 import { ProfileForm } from './ProfileForm';
 import { TeamBalances } from './TeamBalances';
@@ -27,7 +32,8 @@ import { TeamBalances } from './TeamBalances';
 export interface IAdminPanelOptions {
   model: QuotaModel;
   editor: ProfileEditor;
-  client: IUsageClient & IChargebackClient;
+  /** Usage, chargeback, increase requests to decide, and the audit log. */
+  client: IUsageClient & IChargebackClient & IIncreaseAdminClient;
   /** Reads `GET estimator/errors` for the estimator accuracy section. */
   estimatorErrors: () => Promise<IEstimatorErrors>;
 }
@@ -53,7 +59,7 @@ export class QuotaAdminPanel extends ReactWidget {
 }
 
 function AdminContent(props: IAdminPanelOptions): JSX.Element {
-  const { model, editor } = props;
+  const { model, editor, client } = props;
   const generation = useModel(model);
   const now = useNow();
   const error = model.error;
@@ -93,6 +99,20 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
       >
         <h2 id="jp-QuotaAdmin-profileTitle">Team profile</h2>
         <ProfileForm editor={editor} />
+      </section>
+      <section
+        className="jp-QuotaSidebar-section"
+        aria-labelledby="jp-QuotaAdmin-increaseTitle"
+      >
+        <h2 id="jp-QuotaAdmin-increaseTitle">Increase requests</h2>
+        <IncreaseRequests model={model} client={client} />
+      </section>
+      <section
+        className="jp-QuotaSidebar-section"
+        aria-labelledby="jp-QuotaAdmin-auditTitle"
+      >
+        <h2 id="jp-QuotaAdmin-auditTitle">Audit log</h2>
+        <AuditLog model={model} client={client} />
       </section>
     </div>
   );

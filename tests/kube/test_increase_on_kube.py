@@ -129,3 +129,23 @@ def test_the_running_service_restores_the_quota_at_the_end(kube, namespace_name,
         assert service.audit_log(ADA)[-1]["action"] == "increase.expired"
     finally:
         service.close()
+
+
+def test_apply_effective_writes_the_open_windows_and_increases(kube, namespace_name, team, make_kube_backend):
+    """The hook a window's opening or closing calls: the ResourceQuota holds what is in force then."""
+    from datetime import UTC, datetime
+
+    config, entry = team
+    window = {"name": "nights", "days": ["Mon"], "start": "20:00", "end": "08:00", "extra": {GPU: "2"}}
+    config.profiles = [{**entry, "windows": [window]}]
+    monday_21h = datetime(2026, 11, 30, 21, 0, tzinfo=UTC).timestamp()
+    clock = Clock()
+    clock.now = monday_21h
+    service = make_service(config, make_kube_backend(), clock)
+    made = service.request_increase(BEA, namespace_name, {"resources": {GPU: "1"}, "hours": 13, "reason": "r"})
+    service.decide_increase(ADA, made["name"], {}, approve=True)
+    assert quota_hard(kube, namespace_name) == "5", "base 2 + window 2 + increase 1"
+    service.apply_effective("inc", monday_21h + 12 * 3600)  # Tuesday 09:00: the window has closed
+    assert quota_hard(kube, namespace_name) == "3"
+    service.apply_effective("inc", monday_21h + 13 * 3600 + 1)  # and the increase has ended
+    assert quota_hard(kube, namespace_name) == "2"
