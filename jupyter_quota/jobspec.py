@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from . import bounds, labels, volumes
+from . import bounds, labels, priority, volumes
 from .errors import Conflict, InvalidRequest
 from .jobfields import TRAIN
 from .podresources import DNS1123_LABEL
@@ -28,7 +28,7 @@ MAX_ARG_CHARS = 8192
 MAX_ARGS_TOTAL = 128 * 1024
 MAX_GPUS = 1024
 STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-REQUEST_FIELDS = ("name", "generateName", "args", "gpus", "resources")
+REQUEST_FIELDS = ("name", "generateName", "args", "gpus", "resources", "priority")
 #: ``metadata.generateName`` as the API server fills it (k8s.io/apiserver/pkg/storage/names
 #: SimpleNameGenerator): the prefix cut to 58 characters, then 5 random ones from apimachinery's
 #: ``util/rand`` alphabet (no vowels), so a generated name is at most 63.
@@ -53,6 +53,8 @@ class JobRequest:
     args: list[str]
     resources: dict = field(default_factory=lambda: {"requests": {}, "limits": {}})
     generate_name: str = ""
+    #: ``priority.HIGH``, ``NORMAL`` (the default) or ``BEST_EFFORT``
+    priority: str = priority.DEFAULT
 
 
 def parse_job_request(body, profile: TeamProfile) -> JobRequest:
@@ -80,7 +82,13 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
                     f' = "{stated}"; give one or make them equal'
                 )
             resources[part][profile.gpuResource] = str(gpus)
-    return JobRequest(name=name, args=args, resources=resources, generate_name=generate_name)
+    return JobRequest(
+        name=name,
+        args=args,
+        resources=resources,
+        generate_name=generate_name,
+        priority=priority.check(body.get("priority")),
+    )
 
 
 def create_named(request: JobRequest, create: Callable[[JobRequest], T], rng: random.Random = _RANDOM) -> T:
@@ -133,6 +141,7 @@ def build_job(
         labels.TEAM: profile.team,
         labels.USER: label_value(owner),
         labels.JOB: request.name,
+        labels.PRIORITY: request.priority,
     }
     container = {
         "name": TRAIN,
@@ -159,8 +168,9 @@ def build_job(
         pod_spec["nodeSelector"] = dict(profile.nodeSelector)
     if profile.tolerations:
         pod_spec["tolerations"] = [dict(t) for t in profile.tolerations]
-    if profile.priorityClassName:
-        pod_spec["priorityClassName"] = profile.priorityClassName
+    priority_class = profile.priorityClasses.get(request.priority) or profile.priorityClassName
+    if priority_class:
+        pod_spec["priorityClassName"] = priority_class
     if settings.mounts:
         _mount(pod_spec, volumes.for_user(list(profile.volumes), owner) + list(settings.cache_volumes))
     spec = {
