@@ -23,6 +23,7 @@ class QuotaService:
         self.config = config
         self.registry = registry
         self.backend = backend
+        backend.use_profiles(registry.all)
 
     # -- namespaces and balance ------------------------------------------------------------
 
