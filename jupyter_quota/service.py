@@ -40,6 +40,7 @@ class QuotaService:
         self.config = config
         self.registry = registry
         self.backend = backend
+        backend.use_profiles(registry.all)
         #: epoch seconds now; tests drive it to expire increases without waiting
         self.clock = clock
         self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))

@@ -14,7 +14,10 @@ place (and once what ``--spawn`` started has written its pid file). Other argume
 
 Training, for the loss plot's tests: ``--steps N`` logs N steps as ms-swift 4.6 does (a dict with
 ``loss`` and ``global_step/max_steps``) before ``ready``, and ``--more-steps N`` N more after the
-wait, so a test sees the plot grow when it creates the ``--until-file``.
+wait, so a test sees the plot grow when it creates the ``--until-file``. Checkpoints, for
+preemption: ``--save-to DIR`` logs ``Saving model checkpoint to DIR/checkpoint-N`` after each step,
+as transformers' Trainer does, and ``--resume_from_checkpoint DIR/checkpoint-N`` (ms-swift's flag)
+logs ``resuming from ...`` and goes on from step N+1.
 
 Processes a job leaves behind (the orphan tests): ``--spawn KIND`` (repeatable) starts
 - ``ignore-term``: a child that ignores SIGTERM, SIGINT and SIGHUP;
@@ -60,6 +63,8 @@ def main() -> int:
     parser.add_argument("--fill", type=int, default=0)
     parser.add_argument("--steps", type=int, default=0)
     parser.add_argument("--more-steps", type=int, default=0)
+    parser.add_argument("--save-to")
+    parser.add_argument("--resume_from_checkpoint")
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--until-file")
     parser.add_argument("--ignore-term", action="store_true")
@@ -90,12 +95,16 @@ def main() -> int:
         print(f"line {i}")
     _fill(args.fill)
     total = args.steps + args.more_steps
-    _log_steps(1, args.steps, total)
+    done = 0
+    if args.resume_from_checkpoint:
+        done = int(args.resume_from_checkpoint.rsplit("-", 1)[1])
+        print(f"resuming from {args.resume_from_checkpoint}", flush=True)
+    _log_steps(done + 1, args.steps, total, args.save_to)
     print("ready", flush=True)
     time.sleep(args.sleep)
     while args.until_file and not os.path.exists(args.until_file):
         time.sleep(0.05)
-    _log_steps(args.steps + 1, total, total)
+    _log_steps(max(done, args.steps) + 1, total, total, args.save_to)
     print(f"exiting with {args.exit}", file=sys.stderr if args.exit else sys.stdout)
     return args.exit
 
@@ -125,7 +134,7 @@ def _fill(size: int) -> None:
     sys.stdout.buffer.flush()
 
 
-def _log_steps(first: int, last: int, total: int) -> None:
+def _log_steps(first: int, last: int, total: int, save_to: str | None = None) -> None:
     """Steps ``first..last`` of ``total`` as ms-swift 4.6 logs them (values as strings)."""
     for step in range(first, last + 1):
         print(
@@ -133,6 +142,8 @@ def _log_steps(first: int, last: int, total: int) -> None:
             f"'{step}/{total}', 'elapsed_time': '{step}s', 'remaining_time': '{total - step}s'}}",
             flush=True,
         )
+        if save_to:
+            print(f"Saving model checkpoint to {os.path.join(save_to, f'checkpoint-{step}')}", flush=True)
 
 
 def _spawn(kind: str, pid_dir: str) -> None:
