@@ -31,7 +31,7 @@ from kubecluster import team_profile, until
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from jupyter_quota import jobspec, kueue, labels
+from jupyter_quota import errors, jobspec, kueue, labels
 from jupyter_quota.backends.kube import apply_profiles
 
 CRDS = Path(__file__).resolve().parents[1] / "data" / "kueue"
@@ -240,3 +240,22 @@ def test_a_kueue_job_carries_its_queue_and_priority_class_and_its_pods_get_the_c
         assert pods[0]["spec"]["priority"] == kueue.PRIORITY_VALUES["high"]
     finally:
         kube.delete(f"/api/v1/namespaces/{alpha.namespace}")
+
+
+def test_with_kueue_a_job_over_the_quota_left_is_queued_not_refused(kube, namespace_name, make_kube_backend):
+    """Kueue decides admission (it may lend the team idle GPUs), so the submit skips the quota
+    pre-check that refuses the same job without Kueue."""
+    profile = team_profile(namespace_name)  # 2 GPUs
+    apply_profiles([profile], kube)
+    kubecluster.wait_quota_status(kube, namespace_name)
+    body = {"args": ["--sleep", "600"], "gpus": 4}
+
+    plain = make_kube_backend()
+    request = jobspec.parse_job_request({**body, "name": "plain"}, profile)
+    with pytest.raises(errors.AdmissionDenied, match="exceeded quota"):
+        plain.submit(profile, plain.build_job(profile, request, "alice", kubecluster.JOB_COMMAND), "alice")
+
+    queued = make_kube_backend(kueue_queue="team-queue")
+    request = jobspec.parse_job_request({**body, "name": "queued"}, profile)
+    created = queued.submit(profile, queued.build_job(profile, request, "alice", kubecluster.JOB_COMMAND), "alice")
+    assert (created["name"], created["phase"], created["gpus"]) == ("queued", "Pending", 4)
