@@ -49,6 +49,11 @@ GROUP, VERSION = kueue.API_VERSION.split("/")
 @pytest.fixture(scope="module")
 def kueue_crds(kube_cluster):
     """Kueue's CRDs installed once (kept for the session), each Established and served."""
+    patches = kubecluster.CACHE / "bin" / "PATCHES"
+    if not kube_cluster.external and "reflect2-v1.0.2" not in (patches.read_text() if patches.exists() else ""):
+        # an API server built before the fix dies on the first custom resource, and with it the
+        # session's cluster that every other kube test shares
+        pytest.fail(f"{kubecluster.CACHE} was built without reflect2 v1.0.2: run scripts/build-kube.sh", pytrace=False)
     api = kube_cluster.api_client()
     extensions = client.ApiextensionsV1Api(api)
     for plural in KINDS:
