@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from . import bounds, labels
+from . import bounds, labels, priority
 from .quantity import Quantity
 
 #: The name of the container that runs the trainer (the kube backend reads its logs).
@@ -37,6 +37,12 @@ def user_args(job: dict) -> list[str]:
         return [str(a) for a in args]
     template = (job.get("spec") or {}).get("template") or {}
     return [str(a) for a in train_container(template).get("args") or []]
+
+
+def priority_of(labelled: dict) -> str:
+    """A Job's or pod's priority label (``labels.PRIORITY``); a job made before priorities is normal."""
+    value = ((labelled.get("metadata") or {}).get("labels") or {}).get(labels.PRIORITY)
+    return value if value in priority.PRIORITIES else priority.DEFAULT
 
 
 def _canonical(text: str) -> str:

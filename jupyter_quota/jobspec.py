@@ -14,11 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from . import bounds, kueue, labels, volumes
+from . import bounds, kueue, labels, priority, volumes
 from .errors import Conflict, InvalidRequest
 from .jobfields import TRAIN
 from .podresources import DNS1123_LABEL
-from .priority import DEFAULT as DEFAULT_PRIORITY
 from .profiles import TeamProfile
 from .quantity import Quantity
 
@@ -29,7 +28,7 @@ MAX_ARG_CHARS = 8192
 MAX_ARGS_TOTAL = 128 * 1024
 MAX_GPUS = 1024
 STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-REQUEST_FIELDS = ("name", "generateName", "args", "gpus", "resources")
+REQUEST_FIELDS = ("name", "generateName", "args", "gpus", "resources", "priority")
 #: ``metadata.generateName`` as the API server fills it (k8s.io/apiserver/pkg/storage/names
 #: SimpleNameGenerator): the prefix cut to 58 characters, then 5 random ones from apimachinery's
 #: ``util/rand`` alphabet (no vowels), so a generated name is at most 63.
@@ -54,7 +53,8 @@ class JobRequest:
     args: list[str]
     resources: dict = field(default_factory=lambda: {"requests": {}, "limits": {}})
     generate_name: str = ""
-    priority: str = DEFAULT_PRIORITY
+    #: ``priority.HIGH``, ``NORMAL`` (the default) or ``BEST_EFFORT``
+    priority: str = priority.DEFAULT
 
 
 def parse_job_request(body, profile: TeamProfile) -> JobRequest:
@@ -82,7 +82,13 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
                     f' = "{stated}"; give one or make them equal'
                 )
             resources[part][profile.gpuResource] = str(gpus)
-    return JobRequest(name=name, args=args, resources=resources, generate_name=generate_name)
+    return JobRequest(
+        name=name,
+        args=args,
+        resources=resources,
+        generate_name=generate_name,
+        priority=priority.check(body.get("priority")),
+    )
 
 
 def create_named(request: JobRequest, create: Callable[[JobRequest], T], rng: random.Random = _RANDOM) -> T:
@@ -139,6 +145,7 @@ def build_job(
         labels.TEAM: profile.team,
         labels.USER: label_value(owner),
         labels.JOB: request.name,
+        labels.PRIORITY: request.priority,
     }
     container = {
         "name": TRAIN,
@@ -189,13 +196,13 @@ def build_job(
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
 
 
-def _priority_class(profile: TeamProfile, priority: str, settings: JobSettings) -> str:
+def _priority_class(profile: TeamProfile, level: str, settings: JobSettings) -> str:
     """The pod's PriorityClass: with Kueue, the class ``render --kueue`` made for the priority
     (also the Job's WorkloadPriorityClass); else the profile's class for it, or its
     ``priorityClassName``, or none."""
     if settings.kueue_queue:
-        return kueue.class_name(profile, priority)
-    return profile.priorityClasses.get(priority) or profile.priorityClassName
+        return kueue.class_name(profile, level)
+    return profile.priorityClasses.get(level) or profile.priorityClassName
 
 
 def _mount(pod_spec: dict, entries: list[dict]) -> None:

@@ -101,7 +101,6 @@ def priority_class(name: str, priority: str) -> dict:
         "kind": "PriorityClass",
         "metadata": {"name": name, "labels": dict(MANAGED_LABELS)},
         "value": PRIORITY_VALUES[priority],
-        "globalDefault": False,
         "description": f"jupyter-quota {priority} jobs",
     }
     if priority == BEST_EFFORT:

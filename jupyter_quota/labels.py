@@ -21,6 +21,9 @@ TEAM = PREFIX + "team"
 USER = PREFIX + "user"
 #: The job's name, on the Job and its pods (the job controller's ``job-name`` may be cut).
 JOB = PREFIX + "job"
+#: The job's priority (``priority.PRIORITIES``), on the Job and its pods: the local scheduler reads it
+#: from the admitted pod (``backends/local/admission.py``), both job views show it as ``priority``.
+PRIORITY = PREFIX + "priority"
 #: Annotation: the submitting user as given (any characters); the job view's ``owner``.
 OWNER = PREFIX + "owner"
 #: Annotation: the user's trainer arguments as a JSON list; both backends' job views show them as ``args``.

@@ -50,3 +50,21 @@ FORBIDDEN = "Forbidden"
 #: The job controller's event when the API server refused one of a Job's pods; a Pending kube job
 #: shows its reason and message (``backends/kube/jobview.py``).
 FAILED_CREATE = "FailedCreate"
+
+# -- elastic quota (``elastic``): why a job waits, why one was preempted --------------------------
+
+#: Pending: the job does not fit its team's quota now (high and normal jobs: the nominal quota;
+#: best-effort jobs: the nominal quota plus the borrowing limit).
+WAITING_FOR_QUOTA = "WaitingForQuota"
+#: Pending: a best-effort job over its team's quota waits for other teams' quota to go unused.
+WAITING_FOR_BORROWING = "WaitingForBorrowing"
+#: Pending: the job preempted others to make room and waits for them to end (their grace period).
+WAITING_FOR_PREEMPTION = "WaitingForPreemption"
+#: Running, then Pending: the team whose quota the job borrowed needs it back.
+RECLAIMED = "Reclaimed"
+#: Running, then Pending: a higher-priority job of the same team needs the job's GPUs.
+PREEMPTED_BY_PRIORITY = "PreemptedByPriority"
+#: Running, then Pending: a quota window with ``onClose: preempt`` closed and the team was over.
+WINDOW_CLOSED = "WindowClosed"
+#: Pending: the job was preempted and waits to resume from its last checkpoint (the message says which).
+REQUEUED = "Requeued"

@@ -48,6 +48,7 @@ class QuotaService:
         self.metrics = QuotaMetrics(self)
         #: estimates kept beside jobs, measured peaks, corrections (docs/estimator.md §13)
         self.memory = JobMemory(config.state_dir, backend)
+        backend.use_profiles(registry.all)
         #: epoch seconds now; tests drive it to expire increases without waiting
         self.clock = clock
         self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))

@@ -639,6 +639,7 @@ export interface components {
             generateName?: string;
             /** @description ms-swift `sft` arguments, one per item (never a shell string) */
             args?: string[];
+            priority?: components["schemas"]["Priority"];
             /** @description Shorthand for `nvidia.com/gpu` requests and limits; whole numbers only */
             gpus?: number;
             resources?: components["schemas"]["ContainerResources"];
@@ -651,8 +652,13 @@ export interface components {
             /** @enum {string} */
             phase: "Pending" | "Running" | "Succeeded" | "Failed";
             args: string[];
+            priority?: components["schemas"]["Priority"];
             gpus: number;
             gpuIndices?: number[];
+            /** @description Local backend, Running jobs: it runs on quota borrowed from other teams (best-effort), and is preempted first when they want it back */
+            borrowed?: boolean;
+            /** @description Local backend: the job's elastic events, oldest first: started on borrowed GPUs, preempted (at which step, why), requeued, resumed (from which checkpoint) */
+            history?: components["schemas"]["JobEvent"][];
             resources: components["schemas"]["ContainerResources"];
             /** Format: date-time */
             createdAt: string;
@@ -715,6 +721,25 @@ export interface components {
                 underPredictedOver10Pct: number;
                 correction: components["schemas"]["Correction"] | null;
             }[];
+        };
+        /**
+         * @description high and normal jobs run within the team's quota (a high or normal job may preempt the team's own best-effort jobs); best-effort jobs may also borrow other teams' idle GPUs (within `borrowingLimit`) and are preempted, then requeued and resumed from their last checkpoint, when those teams want them back
+         * @default normal
+         * @enum {string}
+         */
+        Priority: "high" | "normal" | "best-effort";
+        JobEvent: {
+            /** @enum {string} */
+            event: "Borrowed" | "Preempted" | "Requeued" | "Resumed";
+            /** Format: date-time */
+            at: string;
+            /** @description Preempted: the last training step its log showed */
+            step?: number | null;
+            /** @description Preempted: Reclaimed, PreemptedByPriority or WindowClosed */
+            reason?: string;
+            message?: string;
+            /** @description Requeued, Resumed: the checkpoint it resumes from */
+            checkpoint?: string | null;
         };
         /** @description ms-swift `sft` arguments, one per item (never a shell string), e.g. `["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]` */
         SwiftArgs: string[];

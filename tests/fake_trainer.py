@@ -16,6 +16,9 @@ Training, for the loss plot's tests: ``--steps N`` logs N steps as ms-swift 4.6 
 ``loss`` and ``global_step/max_steps``) before ``ready``, and ``--more-steps N`` N more after the
 wait, so a test sees the plot grow when it creates the ``--until-file``. ``--memory-gib G`` adds
 the ``memory(GiB)`` a GPU run logs to each step; ``--oom`` ends with CUDA out-of-memory (exit 1).
+Checkpoints, for preemption: ``--save-to DIR`` logs ``Saving model checkpoint to DIR/checkpoint-N`` after each step,
+as transformers' Trainer does, and ``--resume_from_checkpoint DIR/checkpoint-N`` (ms-swift's flag)
+logs ``resuming from ...`` and goes on from step N+1.
 
 Processes a job leaves behind (the orphan tests): ``--spawn KIND`` (repeatable) starts
 - ``ignore-term``: a child that ignores SIGTERM, SIGINT and SIGHUP;
@@ -68,6 +71,8 @@ def main() -> int:
     parser.add_argument("--fill", type=int, default=0)
     parser.add_argument("--steps", type=int, default=0)
     parser.add_argument("--more-steps", type=int, default=0)
+    parser.add_argument("--save-to")
+    parser.add_argument("--resume_from_checkpoint")
     parser.add_argument("--sleep", type=float, default=0.0)
     parser.add_argument("--until-file")
     parser.add_argument("--ignore-term", action="store_true")
@@ -100,12 +105,16 @@ def main() -> int:
         print(f"line {i}")
     _fill(args.fill)
     total = args.steps + args.more_steps
-    _log_steps(1, args.steps, total, args.memory_gib)
+    done = 0
+    if args.resume_from_checkpoint:
+        done = int(args.resume_from_checkpoint.rsplit("-", 1)[1])
+        print(f"resuming from {args.resume_from_checkpoint}", flush=True)
+    _log_steps(done + 1, args.steps, total, args.save_to, args.memory_gib)
     print("ready", flush=True)
     time.sleep(args.sleep)
     while args.until_file and not os.path.exists(args.until_file):
         time.sleep(0.05)
-    _log_steps(args.steps + 1, total, total, args.memory_gib)
+    _log_steps(max(done, args.steps) + 1, total, total, args.save_to, args.memory_gib)
     if args.oom:
         print(OOM_TRACEBACK, file=sys.stderr, flush=True)
         return 1
@@ -138,7 +147,9 @@ def _fill(size: int) -> None:
     sys.stdout.buffer.flush()
 
 
-def _log_steps(first: int, last: int, total: int, memory_gib: float | None = None) -> None:
+def _log_steps(
+    first: int, last: int, total: int, save_to: str | None = None, memory_gib: float | None = None
+) -> None:
     """Steps ``first..last`` of ``total`` as ms-swift 4.6 logs them (values as strings), with the
     ``memory(GiB)`` a GPU run logs when ``memory_gib`` is given."""
     memory = f", 'memory(GiB)': '{memory_gib}'" if memory_gib is not None else ""
@@ -148,6 +159,8 @@ def _log_steps(first: int, last: int, total: int, memory_gib: float | None = Non
             f"'{step}/{total}'{memory}, 'elapsed_time': '{step}s', 'remaining_time': '{total - step}s'}}",
             flush=True,
         )
+        if save_to:
+            print(f"Saving model checkpoint to {os.path.join(save_to, f'checkpoint-{step}')}", flush=True)
 
 
 def _spawn(kind: str, pid_dir: str) -> None:

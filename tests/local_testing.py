@@ -43,6 +43,8 @@ class Profile:
     namespace: str = NS
     hard: dict = field(default_factory=lambda: {GPU_KEY: "2"})
     limits: list = field(default_factory=list)
+    windows: list = field(default_factory=list)
+    borrowingLimit: dict = field(default_factory=dict)
 
     def resource_quotas(self) -> list[dict]:
         return [
@@ -178,6 +180,17 @@ def downgrade_to_version_1(path) -> None:
         con.execute("DROP INDEX jobs_by_rev")
         con.execute("ALTER TABLE jobs DROP COLUMN rev")
         con.execute("UPDATE meta SET value = 1 WHERE key = 'schema_version'")
+    con.close()
+    downgrade_to_version_2(path, version=1)
+
+
+def downgrade_to_version_2(path, version: int = 2) -> None:
+    """Turn a ledger back into what version 2 wrote: no elastic columns (priority, borrowed, ...)."""
+    con = sqlite3.connect(path)
+    with con:
+        for column in ("priority", "borrowed", "preempted", "history"):
+            con.execute(f"ALTER TABLE jobs DROP COLUMN {column}")
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (version,))
     con.close()
 
 

@@ -171,7 +171,8 @@ async def test_generate_name_lets_the_same_request_run_again(api):
         ({"resources": {"requests": {"nvidia.com/gpu": "0.5"}}}, "whole"),
         ({"resources": {"claims": []}}, "requests"),
         ({"gpus": 1, "resources": {"limits": {"nvidia.com/gpu": "2"}}}, "disagrees"),
-        ({"args": [], "priority": "high"}, "unknown field"),
+        ({"args": [], "queue": "high"}, "unknown field"),
+        ({"args": [], "priority": "urgent"}, 'priority must be "high", "normal" or "best-effort"'),
     ],
 )
 async def test_bad_input_is_400_with_a_message(api, body, words):

@@ -7,8 +7,9 @@ and admission is ``quota.admit_job`` on both sides, so a refusal reads the same 
 
 A job, as the REST API returns it, is a dict:
     {"name", "namespace", "team", "owner", "phase": "Pending"|"Running"|"Succeeded"|"Failed",
-     "args": [...], "gpus": int, "gpuIndices": [...] (local only), "resources": {"requests", "limits"},
-     "createdAt", "startedAt"?, "finishedAt"?, "exitCode"?, "reason"?, "message"?}
+     "args": [...], "priority": "high"|"normal"|"best-effort", "gpus": int, "gpuIndices": [...] (local only),
+     "resources": {"requests", "limits"}, "createdAt", "startedAt"?, "finishedAt"?, "exitCode"?,
+     "reason"?, "message"?, "borrowed"? (local, Running), "history"? (local: elastic events)}
 Times are RFC 3339 UTC strings (``2026-11-29T08:30:00Z``, :func:`rfc3339`).
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import abc
 import calendar
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -46,6 +48,11 @@ class Backend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - optional, as start
         """Stop background work; running jobs keep running."""
+
+    def use_profiles(self, profiles: Callable[[], list[TeamProfile]]) -> None:  # noqa: B027 - optional
+        """Where the current team profiles are read from (the service's registry), for a backend
+        that schedules across teams: the local backend's elastic quota (``elastic``). The kube
+        backend leaves that to the cluster."""
 
     def apply_profile(self, profile: TeamProfile) -> None:  # noqa: B027 - optional: see below
         """Make the place jobs run hold ``profile``'s quota, before an admin's change is stored.

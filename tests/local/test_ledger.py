@@ -6,7 +6,7 @@ import os
 import sqlite3
 
 import pytest
-from local_testing import INVENTORY, NS, downgrade_to_version_1, insert_raw
+from local_testing import INVENTORY, NS, downgrade_to_version_1, downgrade_to_version_2, insert_raw
 
 from jupyter_quota.backends.local import LocalBackend
 from jupyter_quota.backends.local import ledger as ledger_mod
@@ -48,11 +48,23 @@ def test_a_version_1_ledger_is_upgraded_in_place_and_rows_get_their_rev(tmp_path
     with book.read() as con:
         assert [r["name"] for r in ledger_mod.changed_since(con, -1)] == ["old"]
         assert ledger_mod.changed_since(con, 0) == []  # written before rev existed
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 2
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 3
     with book.write() as con:
         ledger_mod.update(con, 1, "Pending", reason="Seen")
     with book.read() as con:
         assert [r["rev"] for r in con.execute("SELECT rev FROM jobs")] == [book.generation()]
+
+
+def test_a_version_2_ledger_gets_the_elastic_columns_and_its_jobs_are_normal_priority(tmp_path):
+    path = tmp_path / "ledger.sqlite"
+    ledger_mod.Ledger(path)
+    downgrade_to_version_2(path)
+    insert_raw(path, "old", {"cpu": "1"}, namespace=NS)
+    book = ledger_mod.Ledger(path)
+    with book.read() as con:
+        row = ledger_mod.find(con, NS, "old")
+        assert (row["priority"], row["borrowed"], row["preempted"], row["history"]) == ("normal", 0, None, None)
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 3
 
 
 def test_failed_transaction_leaves_nothing_and_keeps_the_generation(tmp_path):

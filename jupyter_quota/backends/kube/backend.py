@@ -15,6 +15,9 @@ has it):
   leave a job half-running), then creates it. The API server's admission stays the
   authority: its 403 on the Job is raised with its text, and a refusal of the pods afterwards
   shows on the job as the ``FailedCreate`` event's reason and message.
+  With Kueue (``kueue_queue``) the Job is created suspended and labelled for its LocalQueue,
+  without the pre-check and the turn: Kueue admits it, possibly beyond what the quota has left
+  now (``jupyter_quota/kueue.py``).
 - ``cancel`` deletes the Job with ``propagationPolicy: Background``; the garbage collector
   removes its pods. The cancelled job is remembered by this process (Failed/Cancelled) until
   restart: the cluster keeps no record of a deleted Job.

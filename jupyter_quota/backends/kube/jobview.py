@@ -9,7 +9,7 @@ newest ``FailedCreate`` event's reason and message, so a refusal is never silent
 from __future__ import annotations
 
 from ... import jobfields, labels, reasons
-from ...jobfields import container_resources, train_container, user_args
+from ...jobfields import container_resources, priority_of, train_container, user_args
 from ...quantity import Quantity
 
 #: The Job conditions that end it (batch/v1 JobConditionType).
@@ -52,6 +52,7 @@ def job_json(
         "owner": annotations.get(labels.OWNER) or job_labels.get(labels.USER, ""),
         "phase": "Pending",
         "args": user_args(job),
+        "priority": priority_of(job),
         "gpus": int(Quantity(gpus).value()),
         "resources": resources,
         "createdAt": meta.get("creationTimestamp", ""),

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from datetime import datetime
 
-from ... import bounds, errors, quota
-from ...jobfields import train_container, user_args
+from ... import bounds, errors, priority, quota, windows
+from ...jobfields import priority_of, train_container, user_args
 from ...quantity import Quantity
 from . import clock, jobview, ledger
 
@@ -66,6 +67,44 @@ def quotas_with_status(quotas: list[dict], live: list[sqlite3.Row]) -> list[dict
     return [quota.quota_status(q, pods, counts) for q in quotas]
 
 
+def effective_quotas(profile, now: datetime, best_effort: bool = False) -> list[dict]:
+    """The namespace's quotas as they apply ``now``: the main quota's hard raised by the open
+    windows' ``extra`` (``windows.window_extra``) and, for a best-effort job, by the team's
+    ``borrowingLimit`` (what it may run beyond its quota on others' idle GPUs; the scheduler's
+    policy, ``elastic``, decides when). Only resources the quota limits are raised."""
+    quotas = profile.resource_quotas()
+    if not profile.hard or not quotas:
+        return quotas
+    hard = quotas[0]["spec"]["hard"]
+    for extra in (windows.window_extra(profile, now), profile.borrowingLimit if best_effort else {}):
+        for name, value in extra.items():
+            if name in hard:
+                hard[name] = str(Quantity(str(hard[name])) + Quantity(str(value)))
+    return quotas
+
+
+def without_best_effort(con: sqlite3.Connection, namespace: str, quotas: list[dict]) -> list[dict]:
+    """``quotas`` (with status) less what the namespace's live best-effort jobs use: a high or
+    normal job is admitted against the team's quota as if they were not there, since it may
+    preempt them (``elastic``)."""
+    rows = con.execute(
+        "SELECT usage FROM jobs WHERE namespace = ? AND phase IN (?, ?) AND priority = ?",
+        (namespace, *ledger.LIVE, priority.BEST_EFFORT),
+    ).fetchall()
+    if not rows:
+        return quotas
+    total: dict[str, Quantity] = {}
+    for row in rows:
+        for name, value in ledger.loads(row["usage"], {}).items():
+            total[name] = total.get(name, Quantity(0)) + Quantity(bounds.clamp(str(value)))
+    for q in quotas:
+        used = q.get("status", {}).get("used", {})
+        for name in used:
+            if name in total:
+                used[name] = str(max(Quantity(0), Quantity(str(used[name])) - total[name]))
+    return quotas
+
+
 def live_pods(live: list[sqlite3.Row]) -> list[dict]:
     """The pods of live jobs, with their phase, as quota evaluates them.
 
@@ -102,4 +141,5 @@ def job_row(profile, job: dict, owner: str, admission) -> dict:
         "usage": ledger.dumps({k: str(v) for k, v in admission.usage.items()}),
         "job": ledger.dumps(job),
         "created_at": clock.now(),
+        "priority": priority_of(job),
     }

@@ -50,10 +50,24 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ... import errors, paging, quota, reasons, stall, statedir
+from ... import errors, paging, priority, quota, reasons, stall, statedir, windows
+from ...jobfields import priority_of
 from ...jobspec import JobSettings
 from ..base import Backend, JobChanges, balance_json
-from . import account, admission, clock, jobview, ledger, lifecycle, logtail, retention, runner, tracking, usagespans
+from . import (
+    account,
+    admission,
+    clock,
+    elasticpass,
+    jobview,
+    ledger,
+    lifecycle,
+    logtail,
+    retention,
+    runner,
+    tracking,
+    usagespans,
+)
 from .stallwatch import StallWatch
 
 CANCEL_WAIT = 0.25  # seconds cancel() waits for a job to exit after SIGTERM
@@ -114,12 +128,17 @@ class LocalBackend(Backend):
             runner.Settings(log_max_bytes, log_backups, cgroups),
         )
         self.stall_watch = StallWatch(stall_policy or stall.StallPolicy(), self._jobs.job_dir)
+        self._jobs.grace_period = grace_period
         self._usage: dict[str, _Usage] = {}
         self._usage_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     # Background work
+
+    def use_profiles(self, profiles) -> None:
+        """Schedule with the elastic policy over these teams (``elastic``; see ``elasticpass``)."""
+        self._jobs.profiles = profiles
 
     def start(self) -> None:
         """Recover jobs left by a previous server (one reap now), then reap every ``poll_interval``.
@@ -168,13 +187,17 @@ class LocalBackend(Backend):
 
     def balance(self, profile) -> dict:
         usage = self._namespace_usage(profile.namespace)
-        # The summary depends only on the ledger state and the profile (a new object whenever an
-        # admin changes it), so a read between changes is one generation check and a copy.
-        if usage.summary is None or usage.summary[0] is not profile:
+        # The summary depends only on the ledger state, the profile (a new object whenever an
+        # admin changes it) and its open windows, so a read between changes is one generation
+        # check and a copy.
+        now = elasticpass.now()
+        key = (profile, tuple(windows.window_extra(profile, now).items()))
+        if usage.summary is None or usage.summary[0] != key:
             quotas = [
-                quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs}) for q in profile.resource_quotas()
+                quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs})
+                for q in admission.effective_quotas(profile, now)
             ]
-            usage.summary = (profile, balance_json(profile, quotas, profile.limit_ranges()))
+            usage.summary = (key, balance_json(profile, quotas, profile.limit_ranges()))
         # Deep enough a copy that a caller cannot change the cache; the ledger was checked just now.
         return {**copy.deepcopy(usage.summary[1]), "observedAt": clock.now(), "stale": False}
 
@@ -186,14 +209,18 @@ class LocalBackend(Backend):
             self._jobs.accounts.place(owner)
         except account.Refused as e:
             raise errors.Forbidden(f"cannot run jobs of {owner!r}: {e}") from None
-        quotas = profile.resource_quotas()
+        best_effort = priority_of(job) == priority.BEST_EFFORT
+        quotas = admission.effective_quotas(profile, elasticpass.now(), best_effort)
         limit_ranges = profile.limit_ranges()
 
         def admit(con):
             if ledger.find(con, namespace, name) is not None:
                 raise errors.Conflict(f'jobs.batch "{name}" already exists')
             # From the copy of the namespace's usage: the cost is what changed, not its live jobs.
-            admitted = quota.admit_job(job, self._jobs.usage.quotas_with_status(con, namespace, quotas), limit_ranges)
+            status = self._jobs.usage.quotas_with_status(con, namespace, quotas)
+            if not best_effort:
+                status = admission.without_best_effort(con, namespace, status)
+            admitted = quota.admit_job(job, status, limit_ranges)
             ledger.insert(con, admission.job_row(profile, job, owner, admitted))
 
         # A failed scheduling pass does not undo the admission: the reaper's next pass decides.

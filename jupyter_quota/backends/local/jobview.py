@@ -21,6 +21,7 @@ def job_json(row: sqlite3.Row, stalled: dict | None = None) -> dict:
         "owner": row["owner"],
         "phase": row["phase"],
         "args": ledger.loads(row["args"], []),
+        "priority": row["priority"],
         "gpus": row["gpus"],
         "gpuIndices": ledger.loads(row["gpu_indices"], []),
         "resources": container_resources(train_container(pod)),
@@ -36,6 +37,11 @@ def job_json(row: sqlite3.Row, stalled: dict | None = None) -> dict:
         job["reason"] = row["reason"]
     if row["message"]:
         job["message"] = row["message"]
+    if row["phase"] == "Running":
+        job["borrowed"] = bool(row["borrowed"])
+    history = ledger.loads(row["history"], [])
+    if history:
+        job["history"] = history
     if row["phase"] == "Running" and row["cancelled_by"]:
         job["reason"] = reasons.TERMINATING
         left = max(0.0, (row["kill_after"] or 0.0) - time.time())

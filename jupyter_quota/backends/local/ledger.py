@@ -36,7 +36,7 @@ from pathlib import Path
 
 from ...statedir import storage_error
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 LIVE = ("Pending", "Running")
 CREATE_RETRY = 1.0  # seconds between reads' tries to create a ledger that could not be created
 
@@ -70,6 +70,10 @@ CREATE TABLE IF NOT EXISTS jobs (
     cancelled_by TEXT,
     kill_after   REAL,            -- epoch seconds: SIGKILL the group if still alive then
     rev          INTEGER NOT NULL DEFAULT 0,  -- generation that last changed the row (triggers)
+    priority     TEXT NOT NULL DEFAULT 'normal',  -- high, normal or best-effort (priority.py)
+    borrowed     INTEGER NOT NULL DEFAULT 0,  -- 1 while it runs on quota borrowed from other teams
+    preempted    TEXT,            -- JSON while a preemption is under way: reason, message, by, step
+    history      TEXT,            -- JSON list: its elastic events (borrowed, preempted, requeued, resumed)
     UNIQUE (namespace, name),
     CHECK (phase = 'Pending' OR phase = 'Failed' OR pid IS NOT NULL)
 );
@@ -114,6 +118,12 @@ _TRIGGERS = (
 # ``_SCHEMA``, whose ``IF NOT EXISTS`` statements then add new tables, indexes and triggers.
 _MIGRATIONS: dict[int, str] = {
     1: "ALTER TABLE jobs ADD COLUMN rev INTEGER NOT NULL DEFAULT 0",
+    2: """
+ALTER TABLE jobs ADD COLUMN priority TEXT NOT NULL DEFAULT 'normal';
+ALTER TABLE jobs ADD COLUMN borrowed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN preempted TEXT;
+ALTER TABLE jobs ADD COLUMN history TEXT
+""",
 }
 
 
@@ -383,7 +393,7 @@ def rows_changed_since(con: sqlite3.Connection, generation: int) -> list[sqlite3
     return sorted(rows, key=lambda row: row["id"])
 
 
-_SCHEDULING = "id, namespace, name, phase, reason, message, gpu_indices, pod"
+_SCHEDULING = "id, namespace, name, phase, reason, message, gpu_indices, pod, usage, priority, borrowed, preempted"
 
 
 def insert(con: sqlite3.Connection, row: dict) -> None:

@@ -21,11 +21,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from ... import jobfields, reasons
+from ... import elastic, jobfields, reasons
 from . import (
     account,
     clock,
     command,
+    elasticpass,
     jobview,
     ledger,
     livejobs,
@@ -63,6 +64,12 @@ class Lifecycle:
         self.usage = quotausage.QuotaUsage()
         self._queue: list[_Admission] = []  # admissions waiting for the next transaction
         self._queue_lock = threading.Lock()
+        #: the team profiles, when the service gave them: scheduling then follows the elastic
+        #: policy (``elastic``, ``elasticpass``); without, every job is normal and fits by node only
+        self.profiles: Callable[[], list] | None = None
+        self.grace_period = 10.0  # seconds a preempted job has between SIGTERM and SIGKILL
+        self._signature: tuple | None = None  # the teams' elastic quotas at the last pass
+        self._terminations: list[procfs.ProcessId] = []  # preempted in the open transaction
 
     def schedule(self, admit: Callable[[sqlite3.Connection], object] | None = None):
         """Start every Pending job that fits now; note why the others wait.
@@ -81,7 +88,7 @@ class Lifecycle:
         """
         if admit is None:
             with self._lock:
-                if self._live.has_work() or self._ledger.generation() != self._live.generation:
+                if self._live.has_work() or self._ledger.generation() != self._live.generation or self._elastic_due():
                     self._transact([])
             return None
         ticket = _Admission(admit)
@@ -117,6 +124,11 @@ class Lifecycle:
             if ended or holding:
                 with self._ledger.write() as con:
                     for row in ended:
+                        if row["preempted"] and not row["cancelled_by"]:  # back to the queue
+                            values = elasticpass.requeue_values(row, self.job_dir(row))
+                            self._log.info("job %s/%s preempted: %s", row["namespace"], row["name"], values["message"])
+                            ledger.update(con, row["id"], "Running", **values)
+                            continue
                         phase, values = self._outcome(row)
                         ledger.update(con, row["id"], "Running", phase=phase, **values)
                     for row in holding:
@@ -154,6 +166,7 @@ class Lifecycle:
         admitted); without, it is raised.
         """
         launches: list[runner.Launch] = []
+        self._terminations = []
         passing = False
         try:
             with self._ledger.write() as con:
@@ -181,6 +194,8 @@ class Lifecycle:
         for launch in launches:
             self._children[launch.proc] = launch.popen
             runner.release(launch)
+        for proc in self._terminations:  # preempted: SIGTERM now that the ledger says so
+            tracking.terminate(proc)
         if seen is not None:
             # The copy holds every change of this transaction; ``write`` commits it as the next
             # generation, and a change by anyone else comes later and is read then.
@@ -213,51 +228,128 @@ class Lifecycle:
         for job_id, (job, error) in list(live.invalid.items()):
             self._fail_invalid(con, job_id, job, error)
             live.ended(job_id)
+        if self.profiles is not None:
+            self._elastic_pass(con, launches)
+            return seen
         decisions = scheduler.schedule(self._inventory, list(live.running.values()), live.candidates())
         live.tried()
         for decision in decisions:
-            job_id = decision.key
             if not decision.start:
-                job = live.pending[job_id]
-                if (job.reason, job.message) != (decision.reason, decision.message):
-                    ledger.update(con, job_id, "Pending", reason=decision.reason, message=decision.message)
-                live.decided(job_id, decision.reason, decision.message)
+                self._wait(con, decision.key, decision.reason, decision.message)
                 continue
-            row = ledger.find_id(con, job_id)
-            if row is None or row["phase"] != "Pending":  # deleted behind the ledger's back
-                live.ended(job_id, freed=True)
-                continue
-            try:
-                launch = self._launch(row, decision.gpu_indices)
-            except OSError as e:
-                self._log.warning("job %s/%s cannot start: %s", row["namespace"], row["name"], e)
-                ledger.update(
-                    con,
-                    job_id,
-                    "Pending",
-                    phase="Failed",
-                    reason=reasons.START_ERROR,
-                    message=f"cannot start the job: {e}",
-                    finished_at=clock.now(),
+            self._start(con, decision.key, decision.gpu_indices, launches)
+        return seen
+
+    def _elastic_due(self) -> bool:
+        """Whether the teams' elastic quotas changed since the last pass (a window opened or closed)."""
+        if self.profiles is None:
+            return False
+        return elasticpass.signature(self.profiles(), elasticpass.now()) != self._signature
+
+    def _elastic_pass(self, con: sqlite3.Connection, launches: list) -> None:
+        """The elastic policy's pass: preemptions, then starts where the machine fits them (kube-scheduler's
+        fit, on GPU indices), then every waiting job's reason."""
+        live, now = self._live, elasticpass.now()
+        profiles = self.profiles()
+        self._signature = elasticpass.signature(profiles, now)
+        running, pending = [], []
+        for job_id, info in live.elastic.items():
+            job = elastic.Job(info.key, info.namespace, info.priority, info.usage, job_id, info.preempting)
+            job.preempted_for = info.preempted_for
+            if job_id in live.running:
+                running.append(job)
+            elif job_id in live.pending:
+                job.nominated = live.pending[job_id].reason == reasons.WAITING_FOR_PREEMPTION
+                pending.append(job)
+        plan = elastic.decide(elasticpass.teams(profiles, now), elasticpass.capacity(self._inventory), running, pending)
+        live.tried()
+        for decision in plan.of(elastic.PREEMPT):
+            self._preempt(con, decision)
+        starting = [d for d in plan.decisions if d.action == elastic.START]
+        holding = list(live.running.values())
+        fits = scheduler.schedule(
+            self._inventory, holding, [scheduler.Pending(d.key.id, live.pending[d.key.id].requests) for d in starting]
+        )
+        for decision, fit in zip(starting, fits, strict=True):
+            if fit.start:
+                self._start(con, fit.key, fit.gpu_indices, launches, borrowed=decision.borrowed)
+            else:
+                self._wait(con, fit.key, fit.reason, fit.message)
+        for decision in plan.of(elastic.WAIT):
+            job_id = decision.key.id
+            reason, message = decision.reason, decision.message
+            if reason == reasons.WAITING:  # kube-scheduler's words for what the machine lacks
+                (fit,) = scheduler.schedule(
+                    self._inventory,
+                    list(live.running.values()),
+                    [scheduler.Pending(job_id, live.pending[job_id].requests)],
                 )
-                live.ended(job_id, freed=True)  # the later decisions counted it as started
-                continue
-            launches.append(launch)
+                if not fit.start:
+                    reason, message = fit.reason, fit.message
+            self._wait(con, job_id, reason, message)
+        for key, borrowed in plan.borrowed.items():
+            if key.id in live.running and live.running[key.id].borrowed != borrowed:
+                ledger.update(con, key.id, "Running", borrowed=int(borrowed))
+                live.running[key.id].borrowed = borrowed
+
+    def _preempt(self, con: sqlite3.Connection, decision) -> None:
+        """Mark a Running job as being preempted; SIGTERM follows the commit (``_transact``)."""
+        row = ledger.find_id(con, decision.key.id)
+        if row is None or row["phase"] != "Running" or row["cancelled_by"] or row["preempted"]:
+            return
+        values = elasticpass.preempt_values(row, decision, self.job_dir(row), self.grace_period)
+        self._log.info("job %s/%s: %s", row["namespace"], row["name"], values["message"])
+        ledger.update(con, row["id"], "Running", **values)
+        self._terminations.append(process_of(row))
+
+    def _wait(self, con: sqlite3.Connection, job_id: int, reason: str, message: str) -> None:
+        """A Pending job stays: its reason and message updated when they changed."""
+        job = self._live.pending[job_id]
+        if (job.reason, job.message) != (reason, message):
+            ledger.update(con, job_id, "Pending", reason=reason, message=message)
+        self._live.decided(job_id, reason, message)
+
+    def _start(
+        self, con: sqlite3.Connection, job_id: int, gpu_indices: list[int], launches: list, borrowed: bool = False
+    ) -> None:
+        """Launch a Pending job on ``gpu_indices`` (its supervisor waits at its gate until commit)."""
+        live = self._live
+        row = ledger.find_id(con, job_id)
+        if row is None or row["phase"] != "Pending":  # deleted behind the ledger's back
+            live.ended(job_id, freed=True)
+            return
+        resume = elasticpass.resume_args(row, ledger.loads(row["args"], []), self.job_dir(row))
+        try:
+            launch = self._launch(row, gpu_indices, resume)
+        except OSError as e:
+            self._log.warning("job %s/%s cannot start: %s", row["namespace"], row["name"], e)
             ledger.update(
                 con,
                 job_id,
                 "Pending",
-                phase="Running",
-                reason=None,
-                message=None,
-                gpu_indices=ledger.dumps(decision.gpu_indices),
-                pid=launch.proc.pid,
-                pid_start=launch.proc.start,
-                boot_id=launch.proc.boot,
-                started_at=clock.now(),
+                phase="Failed",
+                reason=reasons.START_ERROR,
+                message=f"cannot start the job: {e}",
+                finished_at=clock.now(),
             )
-            live.started(job_id, scheduler.Running(live.pending[job_id].requests, decision.gpu_indices))
-        return seen
+            live.ended(job_id, freed=True)  # the later decisions counted it as started
+            return
+        launches.append(launch)
+        ledger.update(
+            con,
+            job_id,
+            "Pending",
+            phase="Running",
+            reason=None,
+            message=None,
+            gpu_indices=ledger.dumps(gpu_indices),
+            pid=launch.proc.pid,
+            pid_start=launch.proc.start,
+            boot_id=launch.proc.boot,
+            started_at=row["started_at"] or clock.now(),
+            **elasticpass.start_values(row, borrowed, resume),
+        )
+        live.started(job_id, scheduler.Running(live.pending[job_id].requests, gpu_indices, borrowed))
 
     def _fail_invalid(self, con: sqlite3.Connection, job_id: int, job: str, error: Exception) -> None:
         """Fail a Pending job whose requests cannot be read (``reasons.INVALID_JOB``)."""
@@ -271,12 +363,12 @@ class Lifecycle:
         """What a Running job holds; requests that cannot be read count as none (logged)."""
         gpu_indices = ledger.loads(row["gpu_indices"], [])
         try:
-            return scheduler.Running(livejobs.exact_requests(row), gpu_indices)
+            return scheduler.Running(livejobs.exact_requests(row), gpu_indices, bool(row["borrowed"]))
         except Exception as e:  # noqa: BLE001 - it runs already: keep its GPUs, go on
             self._log.warning("job %s/%s: %s; counted as holding only its GPUs", row["namespace"], row["name"], e)
             return scheduler.Running({scheduler.GPU: len(gpu_indices)}, gpu_indices)
 
-    def _launch(self, row: sqlite3.Row, gpu_indices: list[int]) -> runner.Launch:
+    def _launch(self, row: sqlite3.Row, gpu_indices: list[int], resume: list[str]) -> runner.Launch:
         # Placed again at start, not only at submit: the account or its directory may be gone.
         try:
             place = self.accounts.place(row["owner"])
@@ -286,7 +378,7 @@ class Lifecycle:
         env = runner.job_environment(os.environ, container, row["namespace"], row["name"], gpu_indices)
         env = command.job_path(account.job_environment(env, place.account))
         # Found before the ledger says Running: CommandNotFound makes the job StartError at once.
-        argv = command.resolve(jobview.command_of(container), env["PATH"], place.workdir)
+        argv = command.resolve(jobview.command_of(container), env["PATH"], place.workdir) + resume
         return runner.launch(
             self.job_dir(row),
             argv,
@@ -294,6 +386,7 @@ class Lifecycle:
             place.workdir,
             self._settings,
             place.account.run_as() if place.account else None,
+            keep_log=elasticpass.was_preempted(row),  # a requeued job's log goes on
         )
 
     def _outcome(self, row: sqlite3.Row) -> tuple[str, dict]:

@@ -25,7 +25,19 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ... import quota, reasons
-from . import ledger, scheduler
+from . import elasticpass, ledger, scheduler
+
+
+@dataclass
+class Elastic:
+    """What the elastic policy needs of a live job (``elasticpass``)."""
+
+    key: elasticpass.Key
+    namespace: str
+    priority: str
+    usage: dict  # quota key -> exact amount: what it was charged
+    preempted_for: elasticpass.Key | None  # Running, being preempted: for whom (None: not, or no one)
+    preempting: bool
 
 
 @dataclass
@@ -48,6 +60,7 @@ class LiveJobs:
         self._untried: set[int] = set()
         self._unschedulable: set[int] = set()  # found Unschedulable by this copy: never tried again
         self._freed = False
+        self.elastic: dict[int, Elastic] = {}  # id -> the policy's view of every live job
 
     def refresh(self, con: sqlite3.Connection, held: Callable[[sqlite3.Row], scheduler.Running]) -> int:
         """Catch up with the ledger as ``con`` sees it; return the generation seen.
@@ -95,11 +108,18 @@ class LiveJobs:
         """A Pending job left the queue (failed, cancelled, gone); ``freed`` if capacity it was
         counted as taking is free again (it was decided to start but could not)."""
         self._forget(job_id)
+        self.elastic.pop(job_id, None)
         self._freed = self._freed or freed
 
     def _apply(self, row: sqlite3.Row, held) -> None:
         job_id, phase = row["id"], row["phase"]
+        if phase in ledger.LIVE:
+            self.elastic[job_id] = _elastic(row)
+        else:
+            self.elastic.pop(job_id, None)
         if phase == "Pending":
+            if self.running.pop(job_id, None) is not None:
+                self._freed = True  # requeued after a preemption: what it held is free
             job = self.pending.get(job_id)
             if job is not None:  # decided by another process, or our own write read back
                 job.reason, job.message = row["reason"], row["message"]
@@ -123,6 +143,21 @@ class LiveJobs:
         self.invalid.pop(job_id, None)
         self._untried.discard(job_id)
         self._unschedulable.discard(job_id)
+
+
+def _elastic(row: sqlite3.Row) -> Elastic:
+    try:
+        usage = elasticpass.usage(row)
+    except Exception:  # noqa: BLE001 - unreadable: it counts as no GPUs; its requests fail it as InvalidJob
+        usage = {}
+    return Elastic(
+        elasticpass.Key(row["id"], f"{row['namespace']}/{row['name']}"),
+        row["namespace"],
+        row["priority"],
+        usage,
+        elasticpass.preempted_for(row),
+        row["phase"] == "Running" and row["preempted"] is not None,
+    )
 
 
 def exact_requests(row: sqlite3.Row) -> dict:

@@ -53,21 +53,24 @@ def launch(
     workdir: str,
     settings: Settings,
     run_as: str | None = None,
+    keep_log: bool = False,
 ) -> Launch:
     """Start the supervisor for ``command`` (an argv list), held at its gate.
 
     The job's output goes to ``LOG_FILE``, rotated at ``settings.log_max_bytes`` into
     ``settings.log_backups`` older files (``output.log.1`` ...). ``run_as``
     (``account.Account.run_as``): the account the job's processes run as; the supervisor stays
-    the server's. Raises OSError when it cannot be started (a missing workdir, no interpreter).
+    the server's. ``keep_log``: the job ran before (it was preempted), and its log goes on where
+    it stopped. Raises OSError when it cannot be started (a missing workdir, no interpreter).
     """
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    for stale in os.listdir(directory):  # left by a ledger that was lost
-        if stale.startswith((EXIT_FILE, LOG_FILE + ".", CGROUP_FILE)):
+    stale_files = (EXIT_FILE, CGROUP_FILE) if keep_log else (EXIT_FILE, LOG_FILE + ".", CGROUP_FILE)
+    for stale in os.listdir(directory):  # left by a ledger that was lost, or by the run before
+        if stale.startswith(stale_files):
             os.unlink(os.path.join(directory, stale))
     log = os.open(
         os.path.join(directory, LOG_FILE),
-        os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC,
+        os.O_WRONLY | os.O_CREAT | (0 if keep_log else os.O_TRUNC) | os.O_APPEND | os.O_CLOEXEC,
         0o600,
     )
     argv = [

@@ -35,6 +35,7 @@ ZERO = Fraction(0)
 class Running:
     requests: dict  # resource -> quantity (Quantity, str, or an exact Fraction)
     gpu_indices: list[int] = field(default_factory=list)
+    borrowed: bool = False  # it runs on quota borrowed from other teams (``elastic``)
 
 
 @dataclass

@@ -1,0 +1,409 @@
+"""Elastic quota: which pending jobs start, and which running jobs are preempted (pure; no I/O).
+
+The model is Kueue's cohort (``ClusterQueue.spec.resourceGroups[].flavors[].resources[]``:
+``nominalQuota``, ``borrowingLimit``, ``lendingLimit``; ``preemption.reclaimWithinCohort`` and
+``withinClusterQueue: LowerPriority``), on the resources of ``capacity`` (the machine's GPUs, as
+the quota key ``requests.nvidia.com/gpu``):
+
+- A team's **nominal** quota is its effective hard quota: ``hard`` plus its open windows'
+  ``extra`` (``windows.window_extra``). What a team uses within it is **guaranteed**.
+- A **best-effort** job may also run on what other teams' nominal quotas leave unused: its team
+  may go over its nominal quota by at most its ``borrowingLimit``, and the teams over theirs
+  together by at most what the others lend (each lends ``nominal - used``, at most its
+  ``lendingLimit``). Such a job runs **borrowed**. High and normal jobs never borrow.
+- **Reclaim**: a job that fits its team's nominal quota (a guaranteed job) and cannot start
+  preempts jobs running borrowed in other teams, newest first, until it fits: it waits at most
+  for their grace period and one more pass.
+- **Within a team**, a high or normal job may preempt the team's own best-effort jobs (newest
+  first); nothing preempts another team's jobs within its nominal quota, nor a team's high or
+  normal jobs for a job of the same team.
+- **A window closes** while the team uses more than its (now smaller) nominal quota: with
+  ``onClose: finish`` its jobs run on, those over the quota now counted as borrowed (so a
+  reclaim may preempt them); with ``onClose: preempt`` the jobs over it are preempted at once,
+  lowest priority then newest first, until the rest fit (best-effort jobs may stay within the
+  borrowing limit).
+
+Pending jobs are decided in two rounds, each highest priority first, then oldest first: the jobs
+within their team's nominal quota (of one priority, those that preempted others and wait for
+them first), then
+those that would borrow (so a requeued borrower does not take back what a lender reclaimed). A guaranteed job that waits
+(for preempted jobs to end, or for capacity) keeps what it needs reserved, so a later job does not
+take it. Preempted jobs count as running until they are gone (they hold their GPUs through their
+grace period), but no second job is preempted for what they will free. Every decision carries a
+reason code (``reasons``) and a message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from . import priority, reasons
+
+ZERO = Fraction(0)
+
+
+@dataclass(frozen=True)
+class Team:
+    """One team's elastic settings, as exact numbers per resource (absent from ``nominal``: no quota)."""
+
+    namespace: str
+    nominal: dict[str, Fraction]
+    borrowing_limit: dict[str, Fraction] = field(default_factory=dict)
+    #: absent resource: lends all it leaves unused
+    lending_limit: dict[str, Fraction] = field(default_factory=dict)
+    #: ``windows.ON_CLOSE_PREEMPT`` when a closed window of the team says so
+    on_close: str = "finish"
+
+
+@dataclass
+class Job:
+    """A pending or running job: ``order`` is its submission order (older is smaller)."""
+
+    key: object
+    namespace: str
+    priority: str
+    usage: dict[str, Fraction]
+    order: int
+    #: running only: a preemption is under way (it holds its GPUs until it has ended)
+    preempting: bool = False
+    #: running only, while ``preempting``: the key of the job it makes room for, if any
+    preempted_for: object = None
+    #: pending only: it waits for jobs preempted for it (its last reason was WaitingForPreemption),
+    #: so it goes first, and what they free is its (kube-scheduler's nominated pod)
+    nominated: bool = False
+
+
+@dataclass
+class Decision:
+    """What happens to one job in this pass."""
+
+    key: object
+    action: str  # START, WAIT or PREEMPT
+    reason: str | None = None
+    message: str | None = None
+    #: START: the job runs on borrowed quota
+    borrowed: bool = False
+    #: PREEMPT for a job that needs the room: its key
+    preemptor: object = None
+
+
+START, WAIT, PREEMPT = "start", "wait", "preempt"
+
+
+@dataclass
+class Plan:
+    decisions: list[Decision]
+    #: every running job (not preempted now) -> whether it runs on borrowed quota
+    borrowed: dict[object, bool]
+
+    def of(self, action: str) -> list[Decision]:
+        return [d for d in self.decisions if d.action == action]
+
+
+def decide(teams: dict[str, Team], capacity: dict[str, Fraction], running: list[Job], pending: list[Job]) -> Plan:
+    """One pass: a decision per pending job (START or WAIT) and PREEMPT for running jobs."""
+    state = _State(teams, capacity, running)
+    decisions = state.close_windows()
+    ordered = sorted(pending, key=lambda j: (-priority.rank(j.priority), not j.nominated, j.order))
+    for job in ordered:  # what was reclaimed for a job is held for it from the start of the pass
+        if job.nominated and state.guaranteed(job):
+            state.reserved.append(job)
+    borrowers = []
+    for job in ordered:
+        if state.guaranteed(job):
+            decisions.append(state.place(job))
+        else:
+            borrowers.append(job)
+    decisions += [state.place(job) for job in borrowers]
+    return Plan(decisions + state.preempted, state.borrowed_now())
+
+
+class _State:
+    """Usage per team and in all, kept current as the pass admits, reserves and preempts."""
+
+    def __init__(self, teams: dict[str, Team], capacity: dict[str, Fraction], running: list[Job]):
+        self.teams = teams
+        self.capacity = capacity
+        self.keys = tuple(capacity)
+        self.running = list(running)
+        #: guaranteed jobs waiting for preempted jobs to end: what they need is held for them
+        self.reserved: list[Job] = []
+        self.preempted: list[Decision] = []
+
+    # -- the pass ------------------------------------------------------------------------------
+
+    def close_windows(self) -> list[Decision]:
+        """``onClose: preempt``: jobs over a shrunk nominal quota are preempted."""
+        decisions = []
+        for namespace, team in self.teams.items():
+            if team.on_close != "preempt":
+                continue
+            mine = sorted(self._live(namespace), key=lambda j: (-priority.rank(j.priority), j.order))
+            while mine and not self._team_within(team, mine):
+                victim = mine.pop()  # lowest priority, newest
+                victim.preempting = True
+                decisions.append(
+                    Decision(
+                        victim.key,
+                        PREEMPT,
+                        reasons.WINDOW_CLOSED,
+                        f"preempted: a quota window of namespace {namespace} closed and its jobs used more "
+                        f"than its quota now ({_show(team.nominal, self.keys)}); it resumes when it fits again",
+                    )
+                )
+        return decisions
+
+    def place(self, job: Job) -> Decision:
+        self.reserved = [r for r in self.reserved if r is not job]
+        team = self.teams.get(job.namespace) or Team(job.namespace, {})
+        best_effort = job.priority == priority.BEST_EFFORT
+        if not self._fits_team(team, job):
+            return self._wait(job, reasons.WAITING_FOR_QUOTA, self._quota_message(team, job))
+        if self._feasible(job, planned=False):
+            self.running.append(job)
+            return Decision(job.key, START, borrowed=job.key not in self._within_set(team, self._all(job.namespace)))
+        if not self.guaranteed(job):
+            what = "borrow" if best_effort else "use"
+            return self._wait(
+                job,
+                reasons.WAITING_FOR_BORROWING,
+                f"waiting for idle quota of other teams to {what}: {self._cohort_message(job)}",
+            )
+        if self._feasible(job, planned=True):
+            self.reserved.append(job)
+            return self._wait(job, reasons.WAITING_FOR_PREEMPTION, "waiting for preempted jobs to end")
+        victims = self._victims(job)
+        if victims is None:
+            return self._wait(job, reasons.WAITING, "waiting for running jobs to end")
+        self.reserved.append(job)
+        for victim in victims:
+            victim.preempting = True
+            victim.preempted_for = job.key
+        names = ", ".join(str(v.key) for v in victims)
+        self.preempted.extend(
+            Decision(
+                v.key,
+                PREEMPT,
+                reasons.RECLAIMED if v.namespace != job.namespace else reasons.PREEMPTED_BY_PRIORITY,
+                (
+                    f"preempted: namespace {job.namespace} reclaimed its quota for job {job.key}"
+                    if v.namespace != job.namespace
+                    else f"preempted by the {job.priority}-priority job {job.key} of its own team"
+                ),
+                preemptor=job.key,
+            )
+            for v in victims
+        )
+        return self._wait(job, reasons.WAITING_FOR_PREEMPTION, f"preempting {names} to make room")
+
+    def guaranteed(self, job: Job) -> bool:
+        """Whether ``job`` is within its team's nominal quota beside the team's jobs it may not
+        preempt, placed as ``_within_set`` places them (so a newer best-effort job of the team,
+        borrowing, does not take an older one's guarantee)."""
+        team = self.teams.get(job.namespace) or Team(job.namespace, {})
+        return job.key in self._within_set(team, [*self._protected(job), job])
+
+    def borrowed_now(self) -> dict[object, bool]:
+        out = {}
+        for namespace in {j.namespace for j in self.running}:
+            team = self.teams.get(namespace) or Team(namespace, {})
+            within = self._within_set(team, self._live(namespace))
+            for j in self._live(namespace):
+                out[j.key] = j.key not in within
+        return out
+
+    # -- checks ---------------------------------------------------------------------------------
+
+    def _fits_team(self, team: Team, job: Job) -> bool:
+        """Within the nominal quota (high, normal: counting the team's own non-best-effort jobs),
+        or within nominal plus borrowing limit (best-effort: counting all its jobs)."""
+        if job.priority == priority.BEST_EFFORT:
+            limit = _add(team.nominal, team.borrowing_limit, self.keys)
+            return _le(_sum([*self._all(job.namespace, job), job], self.keys), limit, team.nominal)
+        return _le(_sum([*self._protected(job), job], self.keys), team.nominal, team.nominal)
+
+    def _feasible(self, job: Job, planned: bool, without: Iterable[Job] = ()) -> bool:
+        """Whether ``job`` can run beside the running jobs (less ``without``) and what is held for
+        waiting jobs: within capacity, and without making its team's borrowing or the cohort's
+        lending worse than it already is (a window closed with ``finish`` may leave a team over
+        for a while; that alone stops no one).
+
+        Jobs being preempted hold their GPUs until they end, and what they free is held for the
+        jobs that preempted them (``_machine``); ``planned`` counts as if they had ended. Quota
+        counts the holds, never the jobs on their way out.
+        """
+        gone = {id(j) for j in without}
+        live = [j for j in self.running if id(j) not in gone and not j.preempting]
+        held = [r for r in self._held(job) if id(r) not in gone]
+        if not _le(self._machine([*live, job], held, planned), self.capacity, self.capacity):
+            return False
+        before = [*live, *held]
+        after = [*before, job]
+        team = self.teams.get(job.namespace) or Team(job.namespace, {})
+        if _worse(self._team_excess(team, before), self._team_excess(team, after)):
+            return False
+        return not _worse(self._cohort_excess(before), self._cohort_excess(after))
+
+    def _machine(self, live: list[Job], held: list[Job], planned: bool) -> dict[str, Fraction]:
+        """What the machine must hold: ``live`` jobs, and each hold less what the jobs preempted
+        for it still hold (those count themselves until they end, unless ``planned``)."""
+        total = _sum(live, self.keys)
+        leaving = [j for j in self.running if j.preempting] if not planned else []
+        for j in leaving:
+            for k in self.keys:
+                total[k] += j.usage.get(k, ZERO)
+        for r in held:
+            freeing = _sum((j for j in leaving if j.preempted_for == r.key), self.keys)
+            for k in self.keys:
+                total[k] += max(ZERO, r.usage.get(k, ZERO) - freeing[k])
+        return total
+
+    def _team_excess(self, team: Team, jobs: list[Job]) -> dict[str, Fraction]:
+        """How far the team is past its nominal quota plus its borrowing limit, per resource."""
+        used = _sum((j for j in jobs if j.namespace == team.namespace), self.keys)
+        return {
+            k: used[k] - team.nominal[k] - team.borrowing_limit.get(k, ZERO) for k in self.keys if k in team.nominal
+        }
+
+    def _cohort_excess(self, jobs: list[Job]) -> dict[str, Fraction]:
+        """What the teams over their nominal quotas use past what the others lend, per resource."""
+        by_team: dict[str, list[Job]] = {}
+        for j in jobs:
+            by_team.setdefault(j.namespace, []).append(j)
+        excess = dict.fromkeys(self.keys, ZERO)
+        for namespace in {*by_team, *self.teams}:
+            team = self.teams.get(namespace) or Team(namespace, {})
+            used = _sum(by_team.get(namespace, []), self.keys)
+            for k in self.keys:
+                if k not in team.nominal:
+                    continue
+                spare = team.nominal[k] - used[k]
+                if spare < 0:
+                    excess[k] -= spare  # borrowed
+                else:
+                    excess[k] -= min(spare, team.lending_limit.get(k, spare))  # lent
+        return excess
+
+    def _victims(self, job: Job) -> list[Job] | None:
+        """The fewest newest reclaimable jobs whose end lets ``job`` run; None if none do."""
+        candidates = []
+        for namespace in {j.namespace for j in self.running}:
+            other = self.teams.get(namespace) or Team(namespace, {})
+            live = self._live(namespace)
+            within = self._within_set(other, live)
+            for j in live:
+                own = namespace == job.namespace
+                if (own and job.priority != priority.BEST_EFFORT and j.priority == priority.BEST_EFFORT) or (
+                    not own and j.key not in within
+                ):
+                    candidates.append(j)
+        chosen: list[Job] = []
+        for victim in sorted(candidates, key=lambda j: -j.order):
+            chosen.append(victim)
+            if self._feasible(job, planned=True, without=chosen):
+                return chosen
+        return None
+
+    def _team_within(self, team: Team, jobs: list[Job]) -> bool:
+        """onClose preempt: high and normal jobs within the nominal quota, the rest within borrowing."""
+        guaranteed = [j for j in jobs if j.priority != priority.BEST_EFFORT]
+        limit = _add(team.nominal, team.borrowing_limit, self.keys)
+        return _le(_sum(guaranteed, self.keys), team.nominal, team.nominal) and _le(
+            _sum(jobs, self.keys), limit, team.nominal
+        )
+
+    def _within_set(self, team: Team, jobs: list[Job]) -> set:
+        """Keys of the jobs that run within the nominal quota: highest priority, oldest first."""
+        total = dict.fromkeys(self.keys, ZERO)
+        within = set()
+        for j in sorted(jobs, key=lambda j: (-priority.rank(j.priority), j.order)):
+            after = {k: total[k] + j.usage.get(k, ZERO) for k in self.keys}
+            if _le(after, team.nominal, team.nominal):
+                total = after
+                within.add(j.key)
+        return within
+
+    def _over(self, team: Team, jobs: list[Job]) -> bool:
+        return not _le(_sum(jobs, self.keys), team.nominal, team.nominal)
+
+    # -- views ----------------------------------------------------------------------------------
+
+    def _live(self, namespace: str) -> list[Job]:
+        return [j for j in self.running if j.namespace == namespace and not j.preempting]
+
+    def _all(self, namespace: str, job: Job | None = None) -> list[Job]:
+        """The team's running jobs (less those being preempted) and what is held for its waiting
+        jobs (as ``job`` sees it: see ``_held``)."""
+        held = self._held(job) if job is not None else self.reserved
+        return [j for j in [*self.running, *held] if j.namespace == namespace and not j.preempting]
+
+    def _held(self, job: Job) -> list[Job]:
+        """The reservations ``job`` must leave alone: all but its own and those of lower-priority
+        jobs of its own team (which yield to it, as their running peers would)."""
+        rank = priority.rank(job.priority)
+        return [
+            r
+            for r in self.reserved
+            if r is not job and not (r.namespace == job.namespace and priority.rank(r.priority) < rank)
+        ]
+
+    def _protected(self, job: Job) -> list[Job]:
+        """The team's jobs ``job`` may not preempt: all of them for a best-effort job, else its
+        high and normal ones."""
+        mine = self._all(job.namespace, job)
+        if job.priority == priority.BEST_EFFORT:
+            return mine
+        return [j for j in mine if j.priority != priority.BEST_EFFORT]
+
+    def _wait(self, job: Job, reason: str, message: str) -> Decision:
+        return Decision(job.key, WAIT, reason, message)
+
+    def _quota_message(self, team: Team, job: Job) -> str:
+        if job.priority == priority.BEST_EFFORT:
+            return (
+                f"waiting for quota: namespace {team.namespace} may use {_show(team.nominal, self.keys)} "
+                f"and borrow {_show(team.borrowing_limit, self.keys) or 'nothing'}; its jobs use "
+                f"{_show(_sum(self._all(job.namespace), self.keys), self.keys)}, this job asks for "
+                f"{_show(job.usage, self.keys)}"
+            )
+        return (
+            f"waiting for quota: namespace {team.namespace}'s high and normal jobs use "
+            f"{_show(_sum(self._protected(job), self.keys), self.keys)} of "
+            f"{_show(team.nominal, self.keys)}, this job asks for {_show(job.usage, self.keys)}"
+        )
+
+    def _cohort_message(self, job: Job) -> str:
+        used = _sum(self.running, self.keys)
+        return f"the machine has {_show(self.capacity, self.keys)}, running jobs use {_show(used, self.keys)}"
+
+
+def _worse(before: dict, after: dict) -> bool:
+    """Whether an excess grew past zero or past what it already was."""
+    return any(after[k] > max(ZERO, before[k]) for k in after)
+
+
+def _sum(jobs: Iterable[Job], keys: tuple) -> dict[str, Fraction]:
+    total = dict.fromkeys(keys, ZERO)
+    for j in jobs:
+        for k in keys:
+            total[k] += j.usage.get(k, ZERO)
+    return total
+
+
+def _add(a: dict, b: dict, keys: tuple) -> dict[str, Fraction]:
+    return {k: a[k] + b.get(k, ZERO) for k in keys if k in a}
+
+
+def _le(used: dict, limit: dict, limited: dict) -> bool:
+    """``used <= limit`` on every resource ``limited`` names (others are not limited)."""
+    return all(used.get(k, ZERO) <= limit.get(k, ZERO) for k in limited if k in used)
+
+
+def _show(amounts: dict, keys: tuple) -> str:
+    return ", ".join(f"{k}={_number(amounts[k])}" for k in keys if k in amounts)
+
+
+def _number(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else str(float(value))
