@@ -5,7 +5,7 @@
 
 import * as React from 'react';
 
-import { canCancel, explainJob, jobsShownLine } from '../jobs';
+import { canCancel, elasticLines, explainJob, jobsShownLine } from '../jobs';
 import { asModelError, QuotaModel } from '../model';
 import { ageSeconds, formatAge } from '../quantity';
 import { IJob } from '../tokens';
@@ -102,6 +102,7 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
   const [error, setError] = React.useState('');
   const [busy, setBusy] = React.useState(false);
   const explanation = explainJob(job);
+  const elastic = elasticLines(job);
   const logId = `jp-QuotaJob-log-${job.namespace}-${job.name}`;
 
   const cancel = async () => {
@@ -139,6 +140,13 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
         </span>
       </div>
       {explanation && <p className="jp-QuotaJob-reason">{explanation}</p>}
+      {elastic.length > 0 && (
+        <ul className="jp-QuotaJob-elastic" aria-label={`${job.name} history`}>
+          {elastic.map((line, i) => (
+            <li key={i}>{line}</li>
+          ))}
+        </ul>
+      )}
       {error && (
         <p className="jp-QuotaJob-error" role="alert">
           {error}

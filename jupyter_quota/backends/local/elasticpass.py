@@ -29,6 +29,7 @@ from . import clock, ledger, logtail, runner
 #: The quota key the policy shares out: the machine's GPUs (``scheduler.GPU``) as quota counts them.
 GPU_KEY = "requests.nvidia.com/gpu"
 RESUME_FLAG = "--resume_from_checkpoint"
+TRAINER_STATE = "trainer_state.json"
 #: How much of a log is read for its step and checkpoints (a training log names them often).
 LOG_LINES = 5000
 BORROWED, PREEMPTED, REQUEUED, RESUMED = "Borrowed", "Preempted", "Requeued", "Resumed"
@@ -75,8 +76,8 @@ def signature(profiles, now: datetime) -> tuple:
     return tuple((p.namespace, id(p), tuple(sorted(windows.window_extra(p, now).items()))) for p in profiles)
 
 
-def capacity(inventory: dict) -> dict[str, Fraction]:
-    return {GPU_KEY: Fraction(len(inventory.get("gpus", [])))}
+def capacity(inventory: dict) -> dict[str, int]:
+    return {GPU_KEY: len(inventory.get("gpus", []))}
 
 
 def usage(row: sqlite3.Row) -> dict[str, Fraction]:
@@ -173,8 +174,14 @@ def was_preempted(row: sqlite3.Row) -> bool:
 
 
 def last_checkpoint(directory: str) -> str | None:
+    """The newest checkpoint the job's log names that is whole: a job killed while saving leaves
+    a folder without ``trainer_state.json``, which transformers' Trainer writes last. A log
+    naming folders this server cannot see (the job ran as another account) is taken at its word."""
     progress = swiftlog.parse_log(_log(directory))
-    return progress.checkpoints[-1] if progress.checkpoints else progress.last_checkpoint
+    named = progress.checkpoints or ([progress.last_checkpoint] if progress.last_checkpoint else [])
+    if not any(os.path.isdir(path) for path in named):
+        return named[-1] if named else None
+    return next((p for p in reversed(named) if os.path.isfile(os.path.join(p, TRAINER_STATE))), None)
 
 
 def _log(directory: str) -> str:
@@ -189,5 +196,7 @@ def _event(event: str, **fields) -> dict:
     return {"event": event, "at": clock.now(), **{k: v for k, v in fields.items() if v is not None}}
 
 
-def _exact(text) -> Fraction:
-    return Quantity(str(text)).as_fraction()
+def _exact(text) -> Fraction | int:
+    """A quantity as the policy adds it up: an int when whole (GPUs always are), else a Fraction."""
+    value = Quantity(str(text)).as_fraction()
+    return value.numerator if value.denominator == 1 else value
