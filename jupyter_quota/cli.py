@@ -22,6 +22,8 @@ EPILOG = """examples:
   jupyter quota estimate --gpus 1 -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora
   jupyter quota plan --namespace team-alpha -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type full
   jupyter quota serve                 # as a JupyterHub service (README: Running under JupyterHub)
+  jupyter quota increases request -n team-alpha +2 gpu 8h "paper deadline"
+  jupyter quota increases approve inc-3 -m "ok until the deadline"
 """
 
 
@@ -122,6 +124,10 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the plan result as JSON")
     _config_option(plan)
     plan.set_defaults(func=_plan, command="plan", swift_args=None)
+
+    from .increasecli import add_commands
+
+    add_commands(sub, _config_option)
 
     serve = sub.add_parser(
         "serve",
@@ -287,6 +293,15 @@ def _service_plan(config: JupyterQuota, namespace: str | None, swift_args: list[
         raise QuotaError(e.message) from None
 
 
+def only_namespace(registry, who) -> str:
+    """The caller's one namespace, or an error asking for ``--namespace`` that lists theirs."""
+    mine = registry.teams_of(who)
+    if len(mine) != 1:
+        names = ", ".join(p.namespace for p in mine) or "none"
+        raise QuotaError(f"name the namespace with --namespace; yours: {names}")
+    return mine[0].namespace
+
+
 def configured_context(namespace: str | None, config_file=None, **options):
     """The planning context of ``namespace`` as the configured server sees it, read-only.
 
@@ -303,18 +318,12 @@ def configured_context(namespace: str | None, config_file=None, **options):
     service = build_service(config)
     try:
         who = owner_identity(config)
-        if not namespace:
-            mine = service.registry.teams_of(who)
-            if len(mine) != 1:
-                names = ", ".join(p.namespace for p in mine) or "none"
-                raise QuotaError(f"name the namespace with --namespace; yours: {names}")
-            namespace = mine[0].namespace
-        profile = service.registry.for_namespace(who, namespace)
+        profile = service.profile_for(who, namespace or only_namespace(service.registry, who))
         return context_from_balance(
             service.backend.balance(profile), profile, inventory=service.backend.inventory(), **options
         )
     finally:
-        service.backend.close()
+        service.close()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -236,6 +236,24 @@ class JupyterQuota(Configurable):
             raise ValueError(f"JupyterQuota.max_concurrent_plans must be at least 1, not {proposal['value']}")
         return proposal["value"]
 
+    max_open_increases = Int(
+        3,
+        help="Temporary increase requests (``POST .../increases``) a user may have Pending at once; "
+        "one more is refused (409 TooManyOpenRequests) until an admin decides one. At least 1. Default: 3.",
+    ).tag(config=True)
+
+    max_increase_hours = Float(
+        168.0,
+        help="The longest a temporary increase may be asked for, in hours (a request's ``hours`` must be "
+        "more than 0 and at most this). Default: 168 (one week).",
+    ).tag(config=True)
+
+    @validate("max_open_increases", "max_increase_hours")
+    def _valid_increase_limits(self, proposal):
+        if proposal["value"] <= 0:
+            raise ValueError(f"JupyterQuota.{proposal['trait'].name} must be more than 0, not {proposal['value']}")
+        return proposal["value"]
+
     @property
     def ledger_path(self) -> str:
         return os.path.join(self.state_dir, "ledger.sqlite3")

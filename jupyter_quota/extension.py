@@ -43,7 +43,7 @@ def load(server_app) -> QuotaService | None:
             config.state_dir,
         )
     service = build_service(config, log=server_app.log, root_dir=server_app.root_dir)
-    service.backend.start()
+    service.start()
     setup_handlers(server_app.web_app, service)
     server_app.log.info(
         "jupyter_quota: %s backend, %d team(s), API at %squota/v1",

@@ -344,6 +344,61 @@ class PlanHandler(QuotaHandler):
         self.reply(await self.plan_slots.run(self.service.plan, self.who, namespace, body))
 
 
+class IncreasesHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, namespace):
+        body = self.json_body()
+        self.reply(await self.run(self.service.request_increase, self.who, namespace, body), 201)
+
+
+class IncreaseListHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        self.reply(await self.run(self.service.list_increases, self.who))
+
+
+class ApproveHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, name):
+        await self.decide(name, approve=True)
+
+    async def decide(self, name: str, approve: bool) -> None:
+        body = self.json_body()
+        self.reply(await self.run(self.service.decide_increase, self.who, name, body, approve))
+
+
+class DenyHandler(ApproveHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, name):
+        await self.decide(name, approve=False)
+
+
+class AuditHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        fmt = self.get_query_argument("format", "json")
+        if fmt not in ("json", "csv"):
+            raise InvalidRequest(f"format must be json or csv, not {fmt[:32]!r}")
+        entries = await self.run(self.service.audit_log, self.who)
+        if fmt == "json":
+            self.reply({"entries": entries})
+            return
+        from .audit import to_csv
+
+        self.set_header("Content-Disposition", "attachment; filename=quota-audit.csv")
+        self.finish(to_csv(entries), set_content_type="text/csv; charset=utf-8")
+
+
 _SEGMENT = r"([^/]+)"
 
 #: (path below quota/v1, handler): the OpenAPI file documents exactly these.
@@ -358,6 +413,11 @@ ROUTES = [
     ("/models", ModelsHandler),
     ("/profiles", ProfilesHandler),
     (f"/profiles/{_SEGMENT}", ProfileHandler),
+    (f"/namespaces/{_SEGMENT}/increases", IncreasesHandler),
+    ("/increases", IncreaseListHandler),
+    (f"/increases/{_SEGMENT}/approve", ApproveHandler),
+    (f"/increases/{_SEGMENT}/deny", DenyHandler),
+    ("/audit", AuditHandler),
     ("/identity", IdentityHandler),
     ("/inventory", InventoryHandler),
 ]

@@ -226,6 +226,103 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/namespaces/{namespace}/increases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a temporary increase of the team's hard quota (a member of the team)
+         * @description Pending until an admin approves or denies it. Resources are ones the team's hard quota names,
+         *     each more than zero; GPUs and counts in whole units. `hours` is more than 0 and at most
+         *     `JupyterQuota.max_increase_hours`. A user may have at most `JupyterQuota.max_open_increases`
+         *     Pending requests (409 `TooManyOpenRequests`). Recorded in the audit log.
+         */
+        post: operations["requestIncrease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/increases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Increase requests of the caller's teams (every team's for an admin), newest first */
+        get: operations["listIncreases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/increases/{name}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a Pending request (admins only, never their own); the team's quota rises at once until `expiresAt` */
+        post: operations["approveIncrease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/increases/{name}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Deny a Pending request (admins only, never their own) */
+        post: operations["denyIncrease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The append-only audit log, oldest first (admins only) */
+        get: operations["getAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/identity": {
         parameters: {
             query?: never;
@@ -691,6 +788,61 @@ export interface components {
             /** @description Kubernetes backend. Volumes the team's job pods mount, each a volume and its mount in one object; `{username}` in `claimName` or `subPath` is the submitting user */
             volumes?: components["schemas"]["JobVolume"][];
         };
+        IncreaseRequest: {
+            /** @description How much more of each resource, e.g. {"requests.nvidia.com/gpu": "2"} */
+            resources: components["schemas"]["Quantities"];
+            /** @description For how long once approved */
+            hours: number;
+            reason: string;
+        };
+        IncreaseDecision: {
+            comment?: string;
+        };
+        Increase: {
+            /** @description `inc-<n>` */
+            name: string;
+            namespace: string;
+            team: string;
+            /** @description Who asked */
+            user: string;
+            /** @enum {string} */
+            phase: "Pending" | "Approved" | "Denied" | "Expired";
+            resources: components["schemas"]["Quantities"];
+            hours: number;
+            reason: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            decidedAt: string | null;
+            /** @description The admin who approved or denied it */
+            decidedBy: string | null;
+            /** @description The admin's comment */
+            comment: string | null;
+            /**
+             * Format: date-time
+             * @description Set once approved
+             */
+            expiresAt: string | null;
+        };
+        IncreaseList: {
+            increases: components["schemas"]["Increase"][];
+        };
+        AuditEntry: {
+            id: number;
+            /** Format: date-time */
+            at: string;
+            /** @description A user, or "system" for the service's own acts (an expiry) */
+            who: string;
+            /** @description e.g. increase.requested, increase.approved, increase.denied, increase.expired */
+            action: string;
+            /** @description e.g. increase/<namespace>/<name> */
+            target: string;
+            /** @description Why, in words */
+            detail: string;
+        };
+        AuditLog: {
+            entries: components["schemas"]["AuditEntry"][];
+        };
     };
     responses: {
         /** @description An error a person can act on */
@@ -1083,6 +1235,148 @@ export interface operations {
             403: components["responses"]["Error"];
             413: components["responses"]["BodyTooLarge"];
             507: components["responses"]["StateDirectory"];
+        };
+    };
+    requestIncrease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IncreaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The request, Pending */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Increase"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            507: components["responses"]["StateDirectory"];
+        };
+    };
+    listIncreases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The requests */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IncreaseList"];
+                };
+            };
+        };
+    };
+    approveIncrease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["IncreaseDecision"];
+            };
+        };
+        responses: {
+            /** @description The request, Approved */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Increase"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            507: components["responses"]["StateDirectory"];
+        };
+    };
+    denyIncrease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["IncreaseDecision"];
+            };
+        };
+        responses: {
+            /** @description The request, Denied */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Increase"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            507: components["responses"]["StateDirectory"];
+        };
+    };
+    getAudit: {
+        parameters: {
+            query?: {
+                /** @description `json` (the default) or `csv` (a download: `Content-Disposition: attachment`) */
+                format?: "json" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditLog"];
+                    "text/csv": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
         };
     };
     getIdentity: {

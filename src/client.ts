@@ -3,13 +3,18 @@
  * throwing `QuotaApiError` with the server's `{reason, message}`.
  */
 
+import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { IQuotaClient } from './model';
 import { requestAPI } from './request';
 import {
+  IAuditLog,
   IEstimate,
   IIdentity,
+  IIncrease,
+  IIncreaseList,
+  IIncreaseRequest,
   IInventory,
   IJob,
   IJobList,
@@ -104,6 +109,50 @@ export class QuotaClient implements IQuotaClient {
   /** `PUT profiles/{team}`: replace a team's profile (admins only); 400 with the validation message. */
   putProfile(team: string, profile: IProfile): Promise<IProfile> {
     return this._send<IProfile>(`profiles/${enc(team)}`, 'PUT', profile);
+  }
+
+  /** `POST namespaces/{ns}/increases`: ask for a temporary increase (Pending until an admin decides). */
+  requestIncrease(
+    namespace: string,
+    request: IIncreaseRequest
+  ): Promise<IIncrease> {
+    return this._send<IIncrease>(
+      `namespaces/${enc(namespace)}/increases`,
+      'POST',
+      request
+    );
+  }
+
+  /** `GET increases`: the requests of the user's teams (every team's for an admin). */
+  increases(): Promise<IIncreaseList> {
+    return this._get<IIncreaseList>('increases');
+  }
+
+  /** `POST increases/{name}/approve|deny` (admins; never their own request). */
+  decideIncrease(
+    name: string,
+    approve: boolean,
+    comment: string
+  ): Promise<IIncrease> {
+    const verb = approve ? 'approve' : 'deny';
+    return this._send<IIncrease>(`increases/${enc(name)}/${verb}`, 'POST', {
+      comment
+    });
+  }
+
+  /** `GET audit`: the audit log (admins). */
+  audit(): Promise<IAuditLog> {
+    return this._get<IAuditLog>('audit');
+  }
+
+  /** Where the browser downloads the audit log as CSV (`GET audit?format=csv`). */
+  auditCsvUrl(): string {
+    return URLExt.join(
+      this.serverSettings.baseUrl,
+      'quota',
+      'v1',
+      'audit?format=csv'
+    );
   }
 
   private _get<T>(endPoint: string): Promise<T> {

@@ -68,6 +68,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const sidebar = new QuotaSidebar({
       model,
       client,
+      increases: client,
       confirm: Private.confirm,
       copy: Private.copy,
       tailLines: () => tailLines
@@ -99,7 +100,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         client,
         onSaved: () => model.refresh()
       });
-      admin = new QuotaAdminPanel({ model, editor });
+      admin = new QuotaAdminPanel({ model, editor, client });
       app.shell.add(admin, 'left', { rank: 601 });
       restorer?.add(admin, admin.id);
       void editor.load();

@@ -101,3 +101,16 @@ export type IProfile = Schemas['Profile'];
 
 /** `GET profiles`: every team profile (admins only). */
 export type IProfileList = Schemas['ProfileList'];
+
+/** `POST namespaces/{namespace}/increases`: more of the team's quota, for some hours, and why. */
+export type IIncreaseRequest = Schemas['IncreaseRequest'];
+
+/** A temporary increase request: Pending, Approved (until `expiresAt`), Denied or Expired. */
+export type IIncrease = Schemas['Increase'];
+
+/** `GET increases`: the requests of the user's teams (every team's for an admin). */
+export type IIncreaseList = Schemas['IncreaseList'];
+
+/** `GET audit`: the append-only audit log, oldest first (admins). */
+export type IAuditLog = Schemas['AuditLog'];
+export type IAuditEntry = Schemas['AuditEntry'];

@@ -1,3 +1,4 @@
 import './base.css';
 import './sidebar.css';
 import './admin.css';
+import './increases.css';

@@ -71,7 +71,7 @@ def start_quota_service(config: Config, token: str):
 
     quota = JupyterQuota(config=config)
     service = build_service(quota)
-    service.backend.start()
+    service.start()
     prefix = "/services/jupyter-quota/"
     app = make_app(service, ServerTokenIdentityProvider(token, quota.owner), prefix, logging.getLogger("test-service"))
     port = free_port()
@@ -79,6 +79,6 @@ def start_quota_service(config: Config, token: str):
 
     def stop():
         server.stop()
-        service.backend.close()
+        service.close()
 
     return f"http://127.0.0.1:{port}{prefix}", stop

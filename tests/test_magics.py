@@ -397,3 +397,18 @@ def test_the_client_lists_every_job_across_pages_newest_first(tmp_path):
         assert [job["name"] for job in jobs[:2]] == [job["name"] for job in first["jobs"]]
     finally:
         srv.stop()
+
+
+def test_quota_request_asks_for_an_increase_and_lists_it(magics, ip):
+    with capture_output() as out:
+        made = ip.run_line_magic("quota", 'request +1 gpu 2h "magic deadline"')
+    assert made["phase"] == "Pending" and made["resources"] == {"requests.nvidia.com/gpu": "1"}
+    assert made["hours"] == 2 and made["reason"] == "magic deadline" and made["namespace"] == "team-alpha"
+    assert f"{made['name']} team-alpha: Pending: +1 requests.nvidia.com/gpu for 2 h" in out.stdout
+    with capture_output() as out:
+        ip.run_line_magic("quota", "requests")
+    assert made["name"] in out.stdout and "magic deadline" in out.stdout
+    with pytest.raises(UsageError, match="for how long"):
+        ip.run_line_magic("quota", 'request +1 gpu "no duration"')
+    with pytest.raises(UsageError, match="whole units"):  # the server's validation, one line
+        ip.run_line_magic("quota", 'request +0.5 gpu 1h "half a GPU"')

@@ -134,7 +134,7 @@ def serve(config: JupyterQuota, ip: str | None = None, port: int | None = None) 
     host, url_port, prefix = listen_address()
     host, port = ip or host, port or url_port
     service = build_service(config, log=log, root_dir=os.getcwd())
-    service.backend.start()
+    service.start()
     app = make_app(service, HubServiceIdentityProvider(hub_auth=hub_auth_from(config.config)), prefix, log)
     server = app.listen(port, address=host, xheaders=True)
     loop = IOLoop.current()
@@ -157,5 +157,5 @@ def serve(config: JupyterQuota, ip: str | None = None, port: int | None = None) 
         loop.start()
     finally:
         server.stop()
-        service.backend.close()
+        service.close()
     return 0

@@ -115,6 +115,12 @@ class QuotaClient:
     def cancel(self, namespace: str, name: str) -> dict:
         return self.call("DELETE", f"/namespaces/{_seg(namespace)}/jobs/{_seg(name)}")
 
+    def request_increase(self, namespace: str, body: dict) -> dict:
+        return self.call("POST", f"/namespaces/{_seg(namespace)}/increases", body)
+
+    def increases(self) -> list[dict]:
+        return self.call("GET", "/increases")["increases"]
+
     # -- transport -------------------------------------------------------------------------------
     def call(self, method: str, path: str, body=None, params: dict | None = None):
         url = self.api_url + path

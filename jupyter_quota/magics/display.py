@@ -232,3 +232,22 @@ def _shown(value) -> str:
 
 def _e(value) -> str:
     return html.escape("" if value is None else str(value))
+
+
+def increases_text(items: list[dict]) -> str:
+    """Increase requests (``GET /increases``), one line each: name, phase, what, until when, why."""
+    if not items:
+        return "No increase requests."
+    lines = []
+    for item in items:
+        more = ", ".join(f"+{v} {k}" for k, v in sorted((item.get("resources") or {}).items()))
+        until = f", until {item['expiresAt']}" if item.get("phase") == "Approved" and item.get("expiresAt") else ""
+        by = f" by {item['decidedBy']}" if item.get("decidedBy") else ""
+        if by and item.get("phase") == "Expired":
+            by = f" (approved{by})"
+        note = f" ({item['comment']})" if item.get("comment") else ""
+        lines.append(
+            f"{item['name']} {item['namespace']}: {item['phase']}{by}{until}{note}: {more} for {item['hours']:g} h, "
+            f"asked by {item['user']}: {item['reason']}"
+        )
+    return "\n".join(lines)

@@ -19,9 +19,10 @@ from traitlets import Bool, Float, Unicode
 
 from .. import priority
 from ..errors import QuotaError
+from ..increasewords import parse_words
 from ..swift import check_with_ms_swift, parse_sft_args
 from .client import QuotaClientError, connect
-from .display import command_line, in_kernel, show_balance, show_plan
+from .display import command_line, in_kernel, increases_text, show_balance, show_plan
 from .follow import Job
 
 #: the magic's own options (everything else on the line goes to ``swift sft``)
@@ -66,7 +67,16 @@ class QuotaMagics(Magics):
         """Show what is left of your team's quota: used, hard and remaining per resource.
 
         Bars in JupyterLab, a table in static renderers, text in a terminal IPython.
+        ``%quota request [--namespace NS] +2 gpu 8h "reason"`` asks an admin for a temporary
+        increase (``%quota requests`` lists your teams' requests).
         """
+        words = _shell_split(line)
+        if words[:1] == ["request"]:
+            return self._request_increase(words[1:])
+        if words[:1] == ["requests"]:
+            with _friendly_errors():
+                print(increases_text(self.client().increases()))
+            return None
         args = parse_argstring(self.quota, line)
         with _friendly_errors():
             client = self.client()
@@ -80,6 +90,21 @@ class QuotaMagics(Magics):
             for item in namespaces:
                 show_balance(item["balance"])
         return None
+
+    def _request_increase(self, words: list[str]) -> dict:
+        requested = None
+        if words[:1] in (["--namespace"], ["-n"]) and len(words) > 1:
+            requested, words = words[1], words[2:]
+        with _friendly_errors():
+            client = self.client()
+            namespace = self.choose_namespace(client, requested)
+            balance = client.balance(namespace)
+            gpu = next((n.get("gpuResource") for n in client.namespaces() if n["name"] == namespace), None)
+            body = parse_words(words, set(balance.get("resources") or {}), gpu or "nvidia.com/gpu")
+            made = client.request_increase(namespace, body)
+        print(increases_text([made]))
+        print("An admin approves or denies it in the quota admin view; %quota requests shows where it stands.")
+        return made
 
     # -- %swift_sft ------------------------------------------------------------------------------
     @magic_arguments()

@@ -11,6 +11,11 @@ import { quotaAdminIcon } from '../icons';
 import { QuotaModel } from '../model';
 import { ProfileEditor } from '../profileeditor';
 import { useModel, useNow } from './hooks';
+import {
+  AuditLog,
+  IIncreaseAdminClient,
+  IncreaseRequests
+} from './IncreaseAdmin';
 import { PanelHeader } from './PanelHeader';
 import { ProfileForm } from './ProfileForm';
 import { TeamBalances } from './TeamBalances';
@@ -18,6 +23,8 @@ import { TeamBalances } from './TeamBalances';
 export interface IAdminPanelOptions {
   model: QuotaModel;
   editor: ProfileEditor;
+  /** Increase requests to decide, and the audit log. */
+  client: IIncreaseAdminClient;
 }
 
 /** The id of the admin panel (and of its tab in the left side bar). */
@@ -41,7 +48,7 @@ export class QuotaAdminPanel extends ReactWidget {
 }
 
 function AdminContent(props: IAdminPanelOptions): JSX.Element {
-  const { model, editor } = props;
+  const { model, editor, client } = props;
   useModel(model);
   const now = useNow();
   const error = model.error;
@@ -71,6 +78,20 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
       >
         <h2 id="jp-QuotaAdmin-profileTitle">Team profile</h2>
         <ProfileForm editor={editor} />
+      </section>
+      <section
+        className="jp-QuotaSidebar-section"
+        aria-labelledby="jp-QuotaAdmin-increaseTitle"
+      >
+        <h2 id="jp-QuotaAdmin-increaseTitle">Increase requests</h2>
+        <IncreaseRequests model={model} client={client} />
+      </section>
+      <section
+        className="jp-QuotaSidebar-section"
+        aria-labelledby="jp-QuotaAdmin-auditTitle"
+      >
+        <h2 id="jp-QuotaAdmin-auditTitle">Audit log</h2>
+        <AuditLog model={model} client={client} />
       </section>
     </div>
   );

@@ -12,6 +12,7 @@ import { EXTENSION_MISSING_MESSAGE } from '../request';
 import { quotaIcon } from '../icons';
 import { BalanceView } from './BalanceView';
 import { useModel, useNow } from './hooks';
+import { IIncreaseClient, IncreaseForm } from './Increases';
 import { JobsView } from './JobsView';
 import { PanelHeader } from './PanelHeader';
 import { IPlannerClient, PlannerForm } from './PlannerForm';
@@ -19,6 +20,8 @@ import { IPlannerClient, PlannerForm } from './PlannerForm';
 export interface ISidebarOptions {
   model: QuotaModel;
   client: IPlannerClient;
+  /** Temporary increase requests: ask, and see where they stand. */
+  increases: IIncreaseClient;
   confirm: (title: string, body: string) => Promise<boolean>;
   copy: (text: string) => void;
   /** Lines of log the viewer shows (read on each render, so settings apply at once). */
@@ -112,6 +115,13 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
         >
           <h2 id="jp-QuotaSidebar-plannerTitle">Plan a fine-tune</h2>
           <PlannerForm model={model} client={props.client} copy={props.copy} />
+        </section>
+        <section
+          className="jp-QuotaSidebar-section"
+          aria-labelledby="jp-QuotaSidebar-increaseTitle"
+        >
+          <h2 id="jp-QuotaSidebar-increaseTitle">Ask for more</h2>
+          <IncreaseForm model={model} client={props.increases} />
         </section>
       </>
     );

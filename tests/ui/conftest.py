@@ -114,6 +114,34 @@ def admin_lab_server(tmp_path_factory, ui_output_dir) -> Iterator[LabServer]:
         yield server
 
 
+@pytest.fixture(scope="module")
+def shared_state_labs(tmp_path_factory, ui_output_dir) -> Iterator[tuple[LabServer, LabServer]]:
+    """Two ``jupyter lab`` servers on one quota state directory (as embedded servers on one
+    machine share their ledger): a member's (the OS user, team alpha) and an admin's (user
+    ``quota-admin``, in ``JupyterQuota.admin_users``), so one may ask and the other decide."""
+    state = tmp_path_factory.mktemp("shared-state")
+    shared = [f"c.JupyterQuota.state_dir = {str(state)!r}"]
+    admin = [*shared, "c.JupyterQuota.owner = 'quota-admin'", "c.JupyterQuota.admin_users = ['quota-admin']"]
+    with (
+        _running_lab(tmp_path_factory.mktemp("memberlab"), ui_output_dir / "jupyter-lab-member.log", shared) as member,
+        _running_lab(
+            tmp_path_factory.mktemp("deciderlab"), ui_output_dir / "jupyter-lab-decider.log", admin
+        ) as decider,
+    ):
+        yield member, decider
+
+
+@pytest.fixture
+def member_and_admin_pages(shared_state_labs, chromium_browser) -> Iterator[tuple[LabPage, LabPage]]:
+    """A page on each of ``shared_state_labs``: the member's and the admin's."""
+    member_server, admin_server = shared_state_labs
+    with (
+        open_lab_page(chromium_browser, member_server) as member,
+        open_lab_page(chromium_browser, admin_server) as admin,
+    ):
+        yield member, admin
+
+
 @contextlib.contextmanager
 def _running_lab(home: Path, log_path: Path, extra_config: Sequence[str] = ()) -> Iterator[LabServer]:
     root_dir = home / "root"

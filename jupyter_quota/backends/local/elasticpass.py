@@ -47,16 +47,17 @@ class Key:
 
 
 def teams(profiles, now: datetime) -> dict[str, elastic.Team]:
-    """The policy's teams: nominal GPU quota (with open windows), borrowing and lending limits."""
+    """The policy's teams: nominal GPU quota (the effective hard quota the service composes: open
+    windows and approved increases added), borrowing and lending limits, and whether a closed
+    window of the team preempts."""
     out = {}
     for p in profiles:
         key = f"requests.{p.gpuResource}"
         if key != GPU_KEY:
             continue  # GPUs this machine does not have: nothing to share
-        extra = windows.window_extra(p, now)
         nominal = {}
         if key in p.hard:
-            nominal[GPU_KEY] = _exact(p.hard[key]) + _exact(extra.get(key, "0"))
+            nominal[GPU_KEY] = _exact(p.hard[key])
         opened = {w.name for w in windows.open_windows(p, now)}
         closing = any(
             w.on_close == windows.ON_CLOSE_PREEMPT and w.name not in opened for w in windows.parse_windows(p.windows)
@@ -72,8 +73,9 @@ def teams(profiles, now: datetime) -> dict[str, elastic.Team]:
 
 
 def signature(profiles, now: datetime) -> tuple:
-    """What the teams' elastic quotas are now: a pass is due when it changes (a window opened)."""
-    return tuple((p.namespace, id(p), tuple(sorted(windows.window_extra(p, now).items()))) for p in profiles)
+    """What the teams' elastic quotas are now: a pass is due when it changes (a window opened or
+    closed, an increase began or ended: the service then gives a new profile object)."""
+    return tuple((p.namespace, id(p), tuple(w.name for w in windows.open_windows(p, now))) for p in profiles)
 
 
 def capacity(inventory: dict) -> dict[str, int]:

@@ -1,0 +1,295 @@
+"""Increase requests as use cases: ask, list, approve or deny, expire; each one audited.
+
+``QuotaService`` owns an :class:`Increases` and delegates to it. Requests and the audit log live in
+``records`` (one SQLite file in the state directory, for both backends). A decision and its audit
+entry commit together; an approval writes the team's raised quota to the backend inside that
+transaction (the kube backend's ResourceQuota, through ``apply_profile``), so an apiserver refusal
+leaves the request Pending. Expiry needs no action on the local backend (admission reads the
+effective hard quota at its own time, ``increases.phase_at``); on Kubernetes the ResourceQuota is
+put back by :meth:`Increases.expire_due`, which the service's timer runs at each end, and
+:meth:`Increases.reconcile` at start, so a restart in between leaves nothing raised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Callable
+
+from . import audit, increases
+from .backends.base import rfc3339
+from .errors import Conflict, Forbidden, InvalidRequest, NotFound
+from .identity import Identity
+from .records import open_records
+
+_COLUMNS = (
+    "name, namespace, team, user, phase, resources, hours, reason, created_at, decided_at, decided_by, comment, "
+    "expires_at"
+)
+MAX_COMMENT_CHARS = 1000
+#: (team, now, increases' extras) -> None: write the team's effective quota where jobs run
+Apply = Callable[[str, float, list], None]
+
+
+class Increases:
+    def __init__(self, config, registry, apply: Apply, log: logging.Logger | None = None):
+        self.config = config
+        self.registry = registry
+        self._apply = apply
+        self.log = log or logging.getLogger(__name__)
+        self._store = None
+        self._cache: tuple | None = None  # ((connection, data_version, writes), approved rows)
+
+    @property
+    def store(self):
+        if self._store is None:
+            self._store = open_records(self.config.state_dir)
+        return self._store
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def extras(self, team: str, now: float) -> list[dict]:
+        """The resources of the team's increases in force at ``now``.
+
+        Balances read this: an unreadable store (a read-only or full state directory) is logged
+        and counts as no increase, as the balance must still be served.
+        """
+        if not self.store.exists():
+            return []
+        try:
+            approved = self._approved()
+        except (sqlite3.Error, OSError) as e:
+            self.log.warning("jupyter_quota: cannot read increases from %s: %s", self.store.path, e)
+            return []
+        return [resources for owner, resources, end in approved if owner == team and end > now]
+
+    def _approved(self) -> list[tuple[str, dict, float]]:
+        """Every Approved request as (team, resources, expires_at), read again only when the store
+        changed: a commit here (``Records.writes``) or by another connection (``data_version``)."""
+        con = self.store.connection()
+        key = (con, con.execute("PRAGMA data_version").fetchone()[0], self.store.writes)
+        cached = self._cache
+        if cached is not None and cached[0][0] is key[0] and cached[0][1:] == key[1:]:
+            return cached[1]
+        rows = con.execute(
+            "SELECT team, resources, expires_at FROM increases WHERE phase = ?", (increases.APPROVED,)
+        ).fetchall()
+        approved = [(r["team"], json.loads(r["resources"]), r["expires_at"]) for r in rows]
+        self._cache = (key, approved)
+        return approved
+
+    def list(self, who: Identity, now: float) -> dict:
+        """The requests of ``who``'s teams (every team's for an admin), newest first."""
+        if not self.store.exists():
+            return {"increases": []}
+        with self.store.read() as con:
+            rows = con.execute(f"SELECT {_COLUMNS} FROM increases ORDER BY id DESC").fetchall()
+        mine = {p.namespace for p in self.registry.teams_of(who)}
+        return {"increases": [increase_json(r, now) for r in rows if who.admin or r["namespace"] in mine]}
+
+    def next_expiry(self, now: float) -> float | None:
+        if not self.store.exists():
+            return None
+        with self.store.read() as con:
+            row = con.execute(
+                "SELECT MIN(expires_at) FROM increases WHERE phase = ? AND expires_at > ?", (increases.APPROVED, now)
+            ).fetchone()
+        return row[0]
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def request(self, who: Identity, namespace: str, body, now: float) -> dict:
+        profile = self.registry.for_namespace(who, namespace)
+        asked = increases.parse_request(body, profile.hard, profile.gpuResource, self.config.max_increase_hours)
+        limit = self.config.max_open_increases
+        with self.store.write() as con:
+            pending = con.execute(
+                "SELECT COUNT(*) FROM increases WHERE user = ? AND phase = ?", (who.name, increases.PENDING)
+            ).fetchone()[0]
+            if pending >= limit:
+                raise Conflict(
+                    f'user "{who.name}" already has {pending} pending increase request(s), the most one may have '
+                    f"(JupyterQuota.max_open_increases = {limit}); wait for a decision on them first",
+                    reason="TooManyOpenRequests",
+                )
+            number = con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM increases").fetchone()[0]
+            name = f"inc-{number}"
+            con.execute(
+                "INSERT INTO increases (id, name, namespace, team, user, phase, resources, hours, reason, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (number, name, namespace, profile.team, who.name, increases.PENDING,
+                 json.dumps(asked.resources, sort_keys=True), asked.hours, asked.reason, now),
+            )  # fmt: skip
+            detail = f"{increases.describe(asked.resources, asked.hours)}: {asked.reason}"
+            audit.append(con, who.name, audit.INCREASE_REQUESTED, _target(namespace, name), detail, now)
+            return increase_json(_find(con, name), now)
+
+    def decide(self, who: Identity, name: str, body, approve: bool, now: float) -> dict:
+        """Approve or deny a Pending request: admins only, never their own."""
+        verb = "approve" if approve else "deny"
+        if not who.admin:
+            raise Forbidden(f'user "{who.name}" is not a quota admin: only admins may {verb} increase requests')
+        comment = _comment(body)
+        with self.store.write() as con:
+            row = _find(con, name)
+            if row["user"] == who.name:
+                raise Forbidden(
+                    f'increase request "{name}" is your own: an admin may not {verb} their own request; '
+                    "another admin must decide it"
+                )
+            phase = increases.phase_at(row, now)
+            if phase != increases.PENDING:
+                raise Conflict(f'increase request "{name}" is already {phase}; only a Pending one can be decided')
+            expires = now + row["hours"] * 3600 if approve else None
+            con.execute(
+                "UPDATE increases SET phase = ?, decided_at = ?, decided_by = ?, comment = ?, expires_at = ? "
+                "WHERE name = ?",
+                (increases.APPROVED if approve else increases.DENIED, now, who.name, comment, expires, name),
+            )
+            action = audit.INCREASE_APPROVED if approve else audit.INCREASE_DENIED
+            until = f" until {rfc3339(expires)}" if approve else ""
+            audit.append(con, who.name, action, _target(row["namespace"], name), f"{comment}{until}".strip(), now)
+            if approve:  # inside the transaction: a refusal from where jobs run leaves it Pending
+                self._apply(row["team"], now, _extras(con, row["team"], now))
+            return increase_json(_find(con, name), now)
+
+    def expire_due(self, now: float) -> list[str]:
+        """Record every approved request whose time is up as Expired, and write its team's quota
+        back; one transaction per request, so a failed write is retried by the next call."""
+        if not self.store.exists():
+            return []
+        with self.store.read() as con:
+            due = con.execute(
+                "SELECT name FROM increases WHERE phase = ? AND expires_at <= ? ORDER BY expires_at",
+                (increases.APPROVED, now),
+            ).fetchall()
+        expired = []
+        for (name,) in due:
+            try:
+                with self.store.write() as con:
+                    row = _find(con, name)
+                    if row["phase"] != increases.APPROVED:
+                        continue  # another process expired it first
+                    con.execute("UPDATE increases SET phase = ? WHERE name = ?", (increases.EXPIRED, name))
+                    detail = f"ended at {rfc3339(row['expires_at'])}"
+                    audit.append(
+                        con, audit.SYSTEM, audit.INCREASE_EXPIRED, _target(row["namespace"], name), detail, now
+                    )
+                    self._apply(row["team"], now, _extras(con, row["team"], now))
+                expired.append(name)
+            except Exception:  # the next pass retries; the service keeps running
+                self.log.exception("jupyter_quota: could not expire increase %s; retrying later", name)
+        return expired
+
+    def reconcile(self, now: float) -> None:
+        """At start: expire what ended while the service was down, and write the quota of every
+        team that ever had an increase as it should be now (writing what already is changes nothing)."""
+        if not self.store.exists():
+            return
+        self.expire_due(now)
+        with self.store.read() as con:
+            teams = [
+                r[0]
+                for r in con.execute(
+                    "SELECT DISTINCT team FROM increases WHERE phase IN (?, ?)", (increases.APPROVED, increases.EXPIRED)
+                )
+            ]
+        for team in teams:
+            try:
+                self._apply(team, now, self.extras(team, now))
+            except Exception:  # the server must start; the next expiry tries again
+                self.log.exception("jupyter_quota: could not write team %s's quota at start", team)
+
+
+def increase_json(row, now: float) -> dict:
+    """A request as the REST API shows it."""
+
+    def when(epoch):
+        return rfc3339(epoch) if epoch is not None else None
+
+    return {
+        "name": row["name"],
+        "namespace": row["namespace"],
+        "team": row["team"],
+        "user": row["user"],
+        "phase": increases.phase_at(row, now),
+        "resources": json.loads(row["resources"]),
+        "hours": row["hours"],
+        "reason": row["reason"],
+        "createdAt": when(row["created_at"]),
+        "decidedAt": when(row["decided_at"]),
+        "decidedBy": row["decided_by"],
+        "comment": row["comment"],
+        "expiresAt": when(row["expires_at"]),
+    }
+
+
+def _extras(con, team: str, now: float) -> list[dict]:
+    rows = con.execute(
+        "SELECT resources FROM increases WHERE team = ? AND phase = ? AND expires_at > ? ORDER BY id",
+        (team, increases.APPROVED, now),
+    ).fetchall()
+    return [json.loads(r["resources"]) for r in rows]
+
+
+def _find(con, name: str):
+    row = con.execute(f"SELECT {_COLUMNS} FROM increases WHERE name = ?", (name,)).fetchone()
+    if row is None:
+        raise NotFound(f'increase request "{name}" not found')
+    return row
+
+
+def _target(namespace: str, name: str) -> str:
+    return f"increase/{namespace}/{name}"
+
+
+def _comment(body) -> str:
+    if body in (None, {}):
+        return ""
+    if not isinstance(body, dict) or set(body) - {"comment"}:
+        raise InvalidRequest('the body must be a JSON object with at most a "comment": {"comment": "..."}')
+    comment = body.get("comment") or ""
+    if not isinstance(comment, str):
+        raise InvalidRequest("comment: must be a string")
+    if len(comment) > MAX_COMMENT_CHARS:
+        raise InvalidRequest(f"comment: {len(comment)} characters; at most {MAX_COMMENT_CHARS} are accepted")
+    return comment.strip()
+
+
+class ExpiryTimer:
+    """A thread that runs ``expire_due`` at each increase's end (and every ``POLL`` seconds, for
+    requests another process approved); ``wake`` after an approval recomputes the next end."""
+
+    POLL = 30.0
+
+    def __init__(self, owner: Increases, clock: Callable[[], float]):
+        import threading
+
+        self._owner, self._clock = owner, clock
+        self._wake, self._stop = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="jupyter-quota-increases", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            now = self._clock()
+            try:
+                self._owner.expire_due(now)
+                end = self._owner.next_expiry(now)
+            except Exception:  # a full disk now need not stop expiries later
+                self._owner.log.exception("jupyter_quota: the increases' expiry pass failed")
+                end = None
+            wait = self.POLL if end is None else min(self.POLL, max(0.0, end - now) + 0.05)
+            self._wake.wait(wait)
+            self._wake.clear()
