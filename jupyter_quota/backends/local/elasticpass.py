@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 
-from ... import elastic, reasons, swiftlog, windows
+from ... import elastic, priority, reasons, swiftlog, windows
 from ...quantity import Quantity
 from . import clock, ledger, logtail, runner
 
@@ -70,6 +70,16 @@ def teams(profiles, now: datetime) -> dict[str, elastic.Team]:
             windows.ON_CLOSE_PREEMPT if closing else windows.ON_CLOSE_FINISH,
         )
     return out
+
+
+def active(profiles, jobs) -> bool:
+    """Whether the policy has anything to decide beyond the node fit: a team may borrow or has
+    windows (its jobs may be over its quota once one closes), or a live job is not normal
+    priority or is being preempted. Without, every job is normal and within its quota (admission
+    saw to it), and the scheduler's incremental pass decides the same (``livejobs``)."""
+    if any(p.borrowingLimit or p.windows for p in profiles):
+        return True
+    return any(j.priority != priority.NORMAL or j.preempting for j in jobs)
 
 
 def signature(profiles, now: datetime) -> tuple:

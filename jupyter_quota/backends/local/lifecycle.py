@@ -236,8 +236,9 @@ class Lifecycle:
         for job_id, (job, error) in list(live.invalid.items()):
             self._fail_invalid(con, job_id, job, error)
             live.ended(job_id)
-        if self.profiles is not None:
-            self._elastic_pass(con, launches)
+        profiles = self.profiles() if self.profiles is not None else []
+        if elasticpass.active(profiles, live.elastic.values()):
+            self._elastic_pass(con, launches, profiles)
             return seen
         decisions = scheduler.schedule(self._inventory, list(live.running.values()), live.candidates())
         live.tried()
@@ -254,11 +255,11 @@ class Lifecycle:
             return False
         return elasticpass.signature(self.profiles(), self.clock()) != self._signature
 
-    def _elastic_pass(self, con: sqlite3.Connection, launches: list) -> None:
+    def _elastic_pass(self, con: sqlite3.Connection, launches: list, profiles: list) -> None:
         """The elastic policy's pass: preemptions, then starts where the machine fits them (kube-scheduler's
-        fit, on GPU indices), then every waiting job's reason."""
+        fit, on GPU indices), then every waiting job's reason. It decides every live job, so it runs
+        only while elastic quota is in play (``elasticpass.active``); otherwise passes stay incremental."""
         live, now = self._live, self.clock()
-        profiles = self.profiles()
         self._signature = elasticpass.signature(profiles, now)
         running, pending = [], []
         for job_id, info in live.elastic.items():
