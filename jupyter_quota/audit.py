@@ -22,6 +22,9 @@ INCREASE_REQUESTED = "increase.requested"
 INCREASE_APPROVED = "increase.approved"
 INCREASE_DENIED = "increase.denied"
 INCREASE_EXPIRED = "increase.expired"
+#: The local backend preempted a job because a quota window with ``onClose: preempt`` closed
+#: (``backends/local/lifecycle.py``); target ``job/<namespace>/<name>``.
+WINDOW_PREEMPTED = "window.preempted"
 
 FIELDS = ("id", "at", "who", "action", "target", "detail")
 

@@ -41,7 +41,8 @@ from fractions import Fraction
 
 from . import priority, reasons
 
-ZERO = Fraction(0)
+#: Amounts are exact numbers: ints where whole (GPUs; much cheaper to add up), else Fractions.
+ZERO = 0
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,17 @@ class _State:
         #: guaranteed jobs waiting for preempted jobs to end: what they need is held for them
         self.reserved: list[Job] = []
         self.preempted: list[Decision] = []
+        # Kept current as jobs start and are preempted, so a check costs the teams, not the jobs:
+        self.by_ns: dict[str, list[Job]] = {}  # running jobs (being preempted too) by namespace
+        self.used: dict[str, dict[str, Fraction]] = {}  # what they use, less those being preempted
+        self.total = dict.fromkeys(self.keys, ZERO)  # the same, over every namespace
+        self.leaving: list[Job] = []  # being preempted: they hold what they use until they end
+        for job in running:
+            self.by_ns.setdefault(job.namespace, []).append(job)
+            if job.preempting:
+                self.leaving.append(job)
+            else:
+                self._count(job, 1)
 
     # -- the pass ------------------------------------------------------------------------------
 
@@ -143,7 +155,7 @@ class _State:
             mine = sorted(self._live(namespace), key=lambda j: (-priority.rank(j.priority), j.order))
             while mine and not self._team_within(team, mine):
                 victim = mine.pop()  # lowest priority, newest
-                victim.preempting = True
+                self._mark(victim, None)
                 decisions.append(
                     Decision(
                         victim.key,
@@ -163,6 +175,8 @@ class _State:
             return self._wait(job, reasons.WAITING_FOR_QUOTA, self._quota_message(team, job))
         if self._feasible(job, planned=False):
             self.running.append(job)
+            self.by_ns.setdefault(job.namespace, []).append(job)
+            self._count(job, 1)
             return Decision(job.key, START, borrowed=job.key not in self._within_set(team, self._all(job.namespace)))
         if not self.guaranteed(job):
             what = "borrow" if best_effort else "use"
@@ -179,8 +193,7 @@ class _State:
             return self._wait(job, reasons.WAITING, "waiting for running jobs to end")
         self.reserved.append(job)
         for victim in victims:
-            victim.preempting = True
-            victim.preempted_for = job.key
+            self._mark(victim, job.key)
         names = ", ".join(str(v.key) for v in victims)
         self.preempted.extend(
             Decision(
@@ -207,7 +220,7 @@ class _State:
 
     def borrowed_now(self) -> dict[object, bool]:
         out = {}
-        for namespace in {j.namespace for j in self.running}:
+        for namespace in self.by_ns:
             team = self.teams.get(namespace) or Team(namespace, {})
             within = self._within_set(team, self._live(namespace))
             for j in self._live(namespace):
@@ -234,62 +247,96 @@ class _State:
         jobs that preempted them (``_machine``); ``planned`` counts as if they had ended. Quota
         counts the holds, never the jobs on their way out.
         """
+        without = [j for j in without if not j.preempting]
         gone = {id(j) for j in without}
-        live = [j for j in self.running if id(j) not in gone and not j.preempting]
         held = [r for r in self._held(job) if id(r) not in gone]
-        if not _le(self._machine([*live, job], held, planned), self.capacity, self.capacity):
+        changed: dict[str, dict[str, Fraction]] = {}  # namespace -> its usage, where it differs
+        for j, sign in [*((j, -1) for j in without), *((r, 1) for r in held)]:
+            used = changed.setdefault(j.namespace, dict(self.used.get(j.namespace, {})))
+            for k in self.keys:
+                used[k] = used.get(k, ZERO) + sign * j.usage.get(k, ZERO)
+        machine = self._machine(without, held, planned)
+        if not all(machine[k] + job.usage.get(k, ZERO) <= self.capacity[k] for k in self.keys):
             return False
-        before = [*live, *held]
-        after = [*before, job]
         team = self.teams.get(job.namespace) or Team(job.namespace, {})
+        before = changed.get(job.namespace) or self.used.get(job.namespace) or dict.fromkeys(self.keys, ZERO)
+        after = {k: before.get(k, ZERO) + job.usage.get(k, ZERO) for k in self.keys}
         if _worse(self._team_excess(team, before), self._team_excess(team, after)):
             return False
-        return not _worse(self._cohort_excess(before), self._cohort_excess(after))
+        cohort = self._cohort_excess(changed)
+        mine_before, mine_after = self._lent(team, before), self._lent(team, after)
+        cohort_after = {k: cohort[k] - mine_before[k] + mine_after[k] for k in self.keys}
+        return not _worse(cohort, cohort_after)
 
-    def _machine(self, live: list[Job], held: list[Job], planned: bool) -> dict[str, Fraction]:
-        """What the machine must hold: ``live`` jobs, and each hold less what the jobs preempted
-        for it still hold (those count themselves until they end, unless ``planned``)."""
-        total = _sum(live, self.keys)
-        leaving = [j for j in self.running if j.preempting] if not planned else []
+    def _machine(self, without: list[Job], held: list[Job], planned: bool) -> dict[str, Fraction]:
+        """What the machine must hold: the running jobs less ``without``, and each hold less what
+        the jobs preempted for it still hold (those count themselves until they end, unless
+        ``planned``)."""
+        total = dict(self.total)
+        for j in without:
+            for k in self.keys:
+                total[k] -= j.usage.get(k, ZERO)
+        leaving = [] if planned else self.leaving
         for j in leaving:
             for k in self.keys:
                 total[k] += j.usage.get(k, ZERO)
+        freeing: dict[object, dict] = {}
+        for j in leaving:
+            if j.preempted_for is not None:
+                mine = freeing.setdefault(j.preempted_for, dict.fromkeys(self.keys, ZERO))
+                for k in self.keys:
+                    mine[k] += j.usage.get(k, ZERO)
         for r in held:
-            freeing = _sum((j for j in leaving if j.preempted_for == r.key), self.keys)
+            mine = freeing.get(r.key, {})
             for k in self.keys:
-                total[k] += max(ZERO, r.usage.get(k, ZERO) - freeing[k])
+                total[k] += max(ZERO, r.usage.get(k, ZERO) - mine.get(k, ZERO))
         return total
 
-    def _team_excess(self, team: Team, jobs: list[Job]) -> dict[str, Fraction]:
+    def _team_excess(self, team: Team, used: dict[str, Fraction]) -> dict[str, Fraction]:
         """How far the team is past its nominal quota plus its borrowing limit, per resource."""
-        used = _sum((j for j in jobs if j.namespace == team.namespace), self.keys)
         return {
-            k: used[k] - team.nominal[k] - team.borrowing_limit.get(k, ZERO) for k in self.keys if k in team.nominal
+            k: used.get(k, ZERO) - team.nominal[k] - team.borrowing_limit.get(k, ZERO)
+            for k in self.keys
+            if k in team.nominal
         }
 
-    def _cohort_excess(self, jobs: list[Job]) -> dict[str, Fraction]:
-        """What the teams over their nominal quotas use past what the others lend, per resource."""
-        by_team: dict[str, list[Job]] = {}
-        for j in jobs:
-            by_team.setdefault(j.namespace, []).append(j)
+    def _cohort_excess(self, changed: dict[str, dict[str, Fraction]]) -> dict[str, Fraction]:
+        """What the teams over their nominal quotas use past what the others lend, per resource;
+        each team's usage from ``changed``, else as kept."""
         excess = dict.fromkeys(self.keys, ZERO)
-        for namespace in {*by_team, *self.teams}:
-            team = self.teams.get(namespace) or Team(namespace, {})
-            used = _sum(by_team.get(namespace, []), self.keys)
-            for k in self.keys:
-                if k not in team.nominal:
-                    continue
-                spare = team.nominal[k] - used[k]
-                if spare < 0:
-                    excess[k] -= spare  # borrowed
-                else:
-                    excess[k] -= min(spare, team.lending_limit.get(k, spare))  # lent
+        for namespace, team in self.teams.items():
+            used = changed.get(namespace) or self.used.get(namespace) or {}
+            for k, amount in self._lent(team, used).items():
+                excess[k] += amount
         return excess
+
+    def _lent(self, team: Team, used: dict[str, Fraction]) -> dict[str, Fraction]:
+        """A team's part of the cohort's excess: what it borrows, less what it lends."""
+        out = dict.fromkeys(self.keys, ZERO)
+        for k in self.keys:
+            if k not in team.nominal:
+                continue
+            spare = team.nominal[k] - used.get(k, ZERO)
+            out[k] = -spare if spare < 0 else -min(spare, team.lending_limit.get(k, spare))
+        return out
+
+    def _count(self, job: Job, sign: int) -> None:
+        used = self.used.setdefault(job.namespace, dict.fromkeys(self.keys, ZERO))
+        for k in self.keys:
+            amount = sign * job.usage.get(k, ZERO)
+            used[k] += amount
+            self.total[k] += amount
+
+    def _mark(self, victim: Job, preemptor) -> None:
+        """``victim`` is being preempted (for ``preemptor``, if any): it holds until it ends."""
+        victim.preempting, victim.preempted_for = True, preemptor
+        self._count(victim, -1)
+        self.leaving.append(victim)
 
     def _victims(self, job: Job) -> list[Job] | None:
         """The fewest newest reclaimable jobs whose end lets ``job`` run; None if none do."""
         candidates = []
-        for namespace in {j.namespace for j in self.running}:
+        for namespace in self.by_ns:
             other = self.teams.get(namespace) or Team(namespace, {})
             live = self._live(namespace)
             within = self._within_set(other, live)
@@ -331,13 +378,13 @@ class _State:
     # -- views ----------------------------------------------------------------------------------
 
     def _live(self, namespace: str) -> list[Job]:
-        return [j for j in self.running if j.namespace == namespace and not j.preempting]
+        return [j for j in self.by_ns.get(namespace, ()) if not j.preempting]
 
     def _all(self, namespace: str, job: Job | None = None) -> list[Job]:
         """The team's running jobs (less those being preempted) and what is held for its waiting
         jobs (as ``job`` sees it: see ``_held``)."""
         held = self._held(job) if job is not None else self.reserved
-        return [j for j in [*self.running, *held] if j.namespace == namespace and not j.preempting]
+        return [*self._live(namespace), *(r for r in held if r.namespace == namespace)]
 
     def _held(self, job: Job) -> list[Job]:
         """The reservations ``job`` must leave alone: all but its own and those of lower-priority
@@ -375,7 +422,7 @@ class _State:
         )
 
     def _cohort_message(self, job: Job) -> str:
-        used = _sum(self.running, self.keys)
+        used = _sum((j for j in self.running if not j.preempting), self.keys)
         return f"the machine has {_show(self.capacity, self.keys)}, running jobs use {_show(used, self.keys)}"
 
 

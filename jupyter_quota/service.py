@@ -48,7 +48,6 @@ class QuotaService:
         self.metrics = QuotaMetrics(self)
         #: estimates kept beside jobs, measured peaks, corrections (docs/estimator.md §13)
         self.memory = JobMemory(config.state_dir, backend)
-        backend.use_profiles(registry.all)
         #: epoch seconds now; tests drive it to expire increases without waiting
         self.clock = clock
         self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))
@@ -60,6 +59,11 @@ class QuotaService:
         self.window_timer: WindowTimer | None = None
         self._stall_timer: StallPolicyTimer | None = None
         self.log = getattr(backend, "log", None) or logging.getLogger("jupyter_quota")
+        # The local backend schedules across teams (elastic quota): it reads their effective quotas.
+        backend.use_profiles(
+            lambda: [self._effective(p) for p in registry.all()],
+            lambda: datetime.fromtimestamp(self.clock(), UTC),
+        )
 
     def start(self) -> None:
         """Start the backend, put right what changed while the service was down (increases that

@@ -84,7 +84,14 @@ const REASONS: { [reason: string]: string } = {
   DeadlineExceeded: 'Ran past its deadline and was stopped',
   Lost: 'Lost: the process was gone when the server restarted',
   OOMKilled: 'Killed for running out of memory',
-  Error: 'The trainer failed'
+  Error: 'The trainer failed',
+  WaitingForQuota: "Waiting for the team's quota",
+  WaitingForBorrowing: 'Waiting for GPUs other teams leave idle',
+  WaitingForPreemption: 'Waiting for preempted jobs to stop',
+  Reclaimed: 'Being preempted: the team it borrowed from wants its GPUs back',
+  PreemptedByPriority: 'Being preempted by a higher-priority job of its team',
+  WindowClosed: "Being preempted: the team's quota window closed",
+  Requeued: 'Preempted and requeued'
 };
 
 /**
@@ -99,6 +106,48 @@ export function stalledLine(job: IJob): string {
   }
   const since = stalled.since.replace('T', ' ').replace(/:\d\dZ$/, ' UTC');
   return `Stalled since ${since}: ${stalled.message}`;
+}
+
+/**
+ * The job's priority and what elastic quota did to it, one short line each
+ * (the magic's widget says the same: `magics/follow.py` `elastic_lines`):
+ * running on borrowed GPUs, preempted at step N, requeued, resumed.
+ */
+export function elasticLines(job: IJob): string[] {
+  const lines: string[] = [];
+  if (job.priority && job.priority !== 'normal') {
+    lines.push(`${job.priority} priority`);
+  }
+  if (job.phase === 'Running' && job.borrowed) {
+    lines.push('running on borrowed GPUs');
+  }
+  for (const event of job.history ?? []) {
+    const checkpoint = event.checkpoint;
+    switch (event.event) {
+      case 'Borrowed':
+        lines.push('started on borrowed GPUs');
+        break;
+      case 'Preempted': {
+        const step =
+          event.step !== undefined && event.step !== null
+            ? ` at step ${event.step}`
+            : '';
+        lines.push(`preempted${step} (${event.reason})`);
+        break;
+      }
+      case 'Requeued':
+        lines.push(
+          checkpoint
+            ? `requeued, to resume from ${checkpoint}`
+            : 'requeued, to start again'
+        );
+        break;
+      case 'Resumed':
+        lines.push(`resumed from ${checkpoint}`);
+        break;
+    }
+  }
+  return lines;
 }
 
 /**

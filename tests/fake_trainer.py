@@ -147,9 +147,7 @@ def _fill(size: int) -> None:
     sys.stdout.buffer.flush()
 
 
-def _log_steps(
-    first: int, last: int, total: int, save_to: str | None = None, memory_gib: float | None = None
-) -> None:
+def _log_steps(first: int, last: int, total: int, save_to: str | None = None, memory_gib: float | None = None) -> None:
     """Steps ``first..last`` of ``total`` as ms-swift 4.6 logs them (values as strings), with the
     ``memory(GiB)`` a GPU run logs when ``memory_gib`` is given."""
     memory = f", 'memory(GiB)': '{memory_gib}'" if memory_gib is not None else ""

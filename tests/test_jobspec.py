@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from jupyter_quota import labels
 from jupyter_quota.errors import Conflict, InvalidRequest
 from jupyter_quota.jobspec import (
     GENERATE_NAME_ATTEMPTS,
@@ -219,3 +220,16 @@ def test_the_servers_settings_are_part_of_the_one_build(profile):
         {"name": "hf-cache", "mountPath": "/cache"},
     ]
     assert home["persistentVolumeClaim"]["claimName"] == "claim-{username}"  # the profile's entry is kept
+
+
+def test_the_priority_labels_the_job_and_its_pods_and_picks_the_profiles_priority_class():
+    team = TeamProfile(team="x", priorityClassName="team-default", priorityClasses={"best-effort": "scavenger"})
+    for level, priority_class in (("best-effort", "scavenger"), ("high", "team-default"), (None, "team-default")):
+        body = {"name": "j", "args": [], **({"priority": level} if level else {})}
+        job = build_job(team, parse_job_request(body, team), "ann", ["swift", "sft"])
+        expected = level or "normal"
+        assert job["metadata"]["labels"][labels.PRIORITY] == expected
+        assert job["spec"]["template"]["metadata"]["labels"][labels.PRIORITY] == expected
+        assert job["spec"]["template"]["spec"]["priorityClassName"] == priority_class
+    with pytest.raises(InvalidRequest, match='priority must be "high", "normal" or "best-effort"'):
+        parse_job_request({"args": [], "priority": "low"}, team)

@@ -300,6 +300,48 @@ def test_job_widget_gets_steps_losses_and_the_checkpoint():
     assert job.steps == [1, 2, 3] and job.checkpoint.endswith("checkpoint-3")
 
 
+class _ElasticClient(_LogClient):
+    """Serves a best-effort job that was preempted on borrowed GPUs and runs again."""
+
+    def job(self, namespace, name):
+        return {
+            **super().job(namespace, name),
+            "priority": "best-effort",
+            "borrowed": True,
+            "history": [
+                {"event": "Borrowed", "at": "2026-01-01T00:00:00Z"},
+                {"event": "Preempted", "at": "2026-01-01T00:00:09Z", "step": 2, "reason": "Reclaimed"},
+                {"event": "Requeued", "at": "2026-01-01T00:00:10Z", "checkpoint": "/out/checkpoint-2"},
+                {"event": "Resumed", "at": "2026-01-01T00:00:30Z", "checkpoint": "/out/checkpoint-2"},
+            ],
+        }
+
+
+def test_job_widget_and_text_show_borrowing_preemption_requeue_and_resume():
+    job = Job(_ElasticClient(phase="Running"), "team-alpha", "tiny")
+    widget = job.widget
+    job.refresh()
+    shown = (
+        "best-effort priority &middot; running on borrowed GPUs &middot; started on borrowed GPUs &middot; "
+        "preempted at step 2 (Reclaimed) &middot; requeued, to resume from /out/checkpoint-2 &middot; "
+        "resumed from /out/checkpoint-2"
+    )
+    assert shown in widget.header.value
+    assert "preempted at step 2 (Reclaimed), requeued, to resume from /out/checkpoint-2" in str(job)
+
+
+def test_best_effort_and_priority_options_reach_the_job(magics, ip, server):
+    with capture_output():
+        job = ip.run_line_magic(
+            "swift_sft", "--best-effort --as-is --name be --model Qwen/Qwen2.5-0.5B-Instruct --dataset d"
+        )
+        high = ip.run_line_magic("swift_sft", "--priority high --as-is --model Qwen/Qwen2.5-0.5B-Instruct --dataset d")
+    assert job.info["priority"] == "best-effort" and high.info["priority"] == "high"
+    assert job.wait(timeout=60, interval=0.2) == "Succeeded" and high.wait(timeout=60, interval=0.2) == "Succeeded"
+    with pytest.raises(UsageError, match="--best-effort and --priority high disagree"):
+        ip.run_line_magic("swift_sft", "--best-effort --priority high --model Qwen/Qwen2.5-0.5B-Instruct")
+
+
 def test_cancel_button_cancels():
     client = _LogClient(phase="Running")
     job = Job(client, "team-alpha", "tiny")

@@ -206,7 +206,10 @@ def test_a_version_1_ledger_on_a_read_only_state_dir_is_upgraded_once_it_is_writ
             },
         )
     with book.read() as con:
-        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == 2
+        assert (
+            con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+            == ledger_mod.SCHEMA_VERSION
+        )
         assert [r["name"] for r in ledger_mod.changed_since(con, 0)] == ["new"]  # its rev set by the trigger
     assert book.startup_error is None
 

@@ -20,6 +20,7 @@ import calendar
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from .. import limitrange, quota
@@ -49,10 +50,12 @@ class Backend(abc.ABC):
     def close(self) -> None:  # noqa: B027 - optional, as start
         """Stop background work; running jobs keep running."""
 
-    def use_profiles(self, profiles: Callable[[], list[TeamProfile]]) -> None:  # noqa: B027 - optional
-        """Where the current team profiles are read from (the service's registry), for a backend
-        that schedules across teams: the local backend's elastic quota (``elastic``). The kube
-        backend leaves that to the cluster."""
+    def use_profiles(  # noqa: B027 - optional
+        self, profiles: Callable[[], list[TeamProfile]], clock: Callable[[], datetime] | None = None
+    ) -> None:
+        """Where the teams' current profiles (with their effective hard quota: the service's
+        ``_effective``) and the time are read from, for a backend that schedules across teams: the
+        local backend's elastic quota (``elastic``). The kube backend leaves that to the cluster."""
 
     def apply_profile(self, profile: TeamProfile) -> None:  # noqa: B027 - optional: see below
         """Make the place jobs run hold ``profile``'s quota, before an admin's change is stored.

@@ -199,6 +199,7 @@ class Job:
             parts.append(f"loss {p.loss:g}")
         if self.info.get("message"):
             parts.append(str(self.info["message"]))
+        parts += elastic_lines(self.info)
         return ", ".join(parts) + (f"\n{loss_text(p.steps, p.losses)}" if p.steps else "")
 
     def __str__(self) -> str:
@@ -257,6 +258,9 @@ class JobWidget:
         detail += f"<br><small>{_e(message)}</small>" if message else ""
         if job.error:
             detail += f"<br><small style='color:#d9534f'>{_e(job.error)}</small>"
+        elastic = elastic_lines(job.info)
+        if elastic:
+            detail += "<br><small>" + " &middot; ".join(_e(line) for line in elastic) + "</small>"
         self.header.value = (
             f"<b>{_e(job.namespace)}/{_e(job.name)}</b> "
             f"<span style='color:{color};font-weight:bold'>{_e(phase)}</span>{detail}"
@@ -312,6 +316,29 @@ class JobWidget:
             self.job.error = f"cancel failed: {getattr(e, 'message', None) or e}"
             self.cancel_button.disabled = False
             self.update()
+
+
+def elastic_lines(info: dict) -> list[str]:
+    """The job's priority and what elastic quota did to it, as the sidebar says it (``src/jobs.ts``):
+    running on borrowed GPUs, preempted at step N, requeued, resumed."""
+    lines = []
+    level = info.get("priority")
+    if level and level != "normal":
+        lines.append(f"{level} priority")
+    if info.get("phase") == "Running" and info.get("borrowed"):
+        lines.append("running on borrowed GPUs")
+    for event in info.get("history") or []:
+        kind, checkpoint = event.get("event"), event.get("checkpoint")
+        if kind == "Borrowed":
+            lines.append("started on borrowed GPUs")
+        elif kind == "Preempted":
+            step = event.get("step")
+            lines.append(f"preempted{f' at step {step}' if step is not None else ''} ({event.get('reason')})")
+        elif kind == "Requeued":
+            lines.append(f"requeued, to resume from {checkpoint}" if checkpoint else "requeued, to start again")
+        elif kind == "Resumed":
+            lines.append(f"resumed from {checkpoint}")
+    return lines
 
 
 def screen_lines(text: str, count: int) -> str:

@@ -17,6 +17,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from traitlets import Bool, Float, Unicode
 
+from .. import priority
 from ..errors import QuotaError
 from ..increasewords import parse_words
 from ..swift import check_with_ms_swift, parse_sft_args
@@ -25,8 +26,8 @@ from .display import command_line, in_kernel, increases_text, show_balance, show
 from .follow import Job
 
 #: the magic's own options (everything else on the line goes to ``swift sft``)
-VALUE_OPTIONS = {"namespace": "--namespace", "gpus": "--gpus", "name": "--name"}
-FLAG_OPTIONS = {"dry-run": "--dry-run", "as-is": "--as-is"}
+VALUE_OPTIONS = {"namespace": "--namespace", "gpus": "--gpus", "name": "--name", "priority": "--priority"}
+FLAG_OPTIONS = {"dry-run": "--dry-run", "as-is": "--as-is", "best-effort": "--best-effort"}
 
 
 @magics_class
@@ -141,6 +142,16 @@ class QuotaMagics(Magics):
         "cell or notebook can run again; default: sft-xxxxx.",
     )
     @argument(
+        "--priority",
+        default=None,
+        choices=list(priority.PRIORITIES),
+        help="high, normal (the default) or best-effort: a high or normal job may preempt your "
+        "team's own best-effort jobs; a best-effort job may also run on GPUs other teams leave "
+        "idle, and is preempted (then requeued, and resumed from its last checkpoint) when they "
+        "want them back.",
+    )
+    @argument("--best-effort", action="store_true", help="The same as --priority best-effort.")
+    @argument(
         "swift_args",
         nargs="*",
         metavar="SWIFT_SFT_ARGS",
@@ -215,6 +226,9 @@ class QuotaMagics(Magics):
             return None
 
         body: dict = {"args": list(args), "gpus": gpus}
+        level = _priority(opts)
+        if level:
+            body["priority"] = level
         if resources:
             body["resources"] = resources
         if opts.name:
@@ -264,10 +278,18 @@ class QuotaMagics(Magics):
         print(f"ms-swift {version}'s own parser accepts the final arguments.")
 
 
+def _priority(opts) -> str | None:
+    """``--priority``, or ``--best-effort``; both must agree."""
+    if opts.best_effort and opts.priority not in (None, priority.BEST_EFFORT):
+        raise UsageError(f"--best-effort and --priority {opts.priority} disagree; give one")
+    return priority.BEST_EFFORT if opts.best_effort else opts.priority
+
+
 def split_arguments(line: str, cell: str | None = None) -> tuple[list[str], list[str]]:
     """(the magic's own option tokens, the ``swift sft`` tokens) from a line and an optional cell.
 
-    The magic's options (``--namespace``, ``--gpus``, ``--name``, ``--dry-run``, ``--as-is``;
+    The magic's options (``--namespace``, ``--gpus``, ``--name``, ``--priority``, ``--dry-run``,
+    ``--as-is``, ``--best-effort``;
     ``_`` or ``-`` alike) may stand anywhere; everything after a bare ``--`` goes to ms-swift.
     """
     tokens = _shell_split(line)

@@ -2,6 +2,7 @@ import {
   canCancel,
   canRetry,
   changeText,
+  elasticLines,
   explainJob,
   jobsShownLine,
   magicLine,
@@ -249,5 +250,60 @@ describe('memoryLine and canRetry', () => {
     );
     expect(canRetry(oom, null)).toBe(false);
     expect(explainJob(oom)).toBe('Ran out of GPU memory');
+  });
+});
+
+describe('elasticLines', () => {
+  it('says nothing of a normal job that never borrowed', () => {
+    expect(elasticLines(job({ priority: 'normal' }))).toEqual([]);
+  });
+
+  it('tells every step: borrowed, preempted at step N, requeued, resumed', () => {
+    const lines = elasticLines(
+      job({
+        priority: 'best-effort',
+        borrowed: true,
+        history: [
+          { event: 'Borrowed', at: '2026-01-01T00:00:00Z' },
+          {
+            event: 'Preempted',
+            at: '2026-01-01T00:00:09Z',
+            step: 2,
+            reason: 'Reclaimed'
+          },
+          {
+            event: 'Requeued',
+            at: '2026-01-01T00:00:10Z',
+            checkpoint: '/out/checkpoint-2'
+          },
+          {
+            event: 'Resumed',
+            at: '2026-01-01T00:00:30Z',
+            checkpoint: '/out/checkpoint-2'
+          }
+        ]
+      })
+    );
+    expect(lines).toEqual([
+      'best-effort priority',
+      'running on borrowed GPUs',
+      'started on borrowed GPUs',
+      'preempted at step 2 (Reclaimed)',
+      'requeued, to resume from /out/checkpoint-2',
+      'resumed from /out/checkpoint-2'
+    ]);
+  });
+
+  it('explains a job being preempted and one requeued', () => {
+    expect(
+      explainJob(
+        job({ reason: 'Reclaimed', message: 'team-b reclaimed its quota' })
+      )
+    ).toBe(
+      'Being preempted: the team it borrowed from wants its GPUs back: team-b reclaimed its quota'
+    );
+    expect(explainJob(job({ phase: 'Pending', reason: 'Requeued' }))).toBe(
+      'Preempted and requeued'
+    );
   });
 });

@@ -8,6 +8,7 @@ import * as React from 'react';
 import {
   canCancel,
   canRetry,
+  elasticLines,
   explainJob,
   jobsShownLine,
   memoryLine,
@@ -113,6 +114,7 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
   const stalled = stalledLine(job);
   const memory = memoryLine(job);
   const [retried, setRetried] = React.useState('');
+  const elastic = elasticLines(job);
   const logId = `jp-QuotaJob-log-${job.namespace}-${job.name}`;
 
   const cancel = async () => {
@@ -184,6 +186,13 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
         <p className="jp-QuotaJob-retried" role="status">
           Retried as {retried} with the next plan down.
         </p>
+      )}
+      {elastic.length > 0 && (
+        <ul className="jp-QuotaJob-elastic" aria-label={`${job.name} history`}>
+          {elastic.map((line, i) => (
+            <li key={i}>{line}</li>
+          ))}
+        </ul>
       )}
       {error && (
         <p className="jp-QuotaJob-error" role="alert">

@@ -10,8 +10,10 @@ from datetime import UTC, datetime
 
 from local_testing import GPU_KEY, TRAINER, UNTIL_CANCELLED, phase_is, wait_for, wait_log
 
-from jupyter_quota import reasons
-from jupyter_quota.backends.local import elasticpass
+from jupyter_quota import audit, reasons
+from jupyter_quota.config import JupyterQuota
+from jupyter_quota.extension import build_service
+from jupyter_quota.identity import Identity
 from jupyter_quota.jobspec import JobRequest, build_job
 from jupyter_quota.profiles import TeamProfile
 
@@ -84,7 +86,7 @@ def test_a_borrowed_job_is_preempted_for_the_lender_requeued_and_resumed_from_it
     backend.cancel(A, "mine", "alice")
 
 
-def test_a_window_closing_with_preempt_requeues_the_jobs_over_the_base_quota(make_backend, monkeypatch):
+def test_a_window_closing_with_preempt_requeues_the_job_over_the_base_quota_and_audits_it(tmp_path):
     window = {
         "name": "evening",
         "days": ["Mon"],
@@ -93,25 +95,48 @@ def test_a_window_closing_with_preempt_requeues_the_jobs_over_the_base_quota(mak
         "extra": {GPU_KEY: "1"},
         "onClose": "preempt",
     }
-    team = TeamProfile(team="a", users=["alice"], hard={GPU_KEY: "1"}, windows=[window])
-    clock = {"now": datetime(2026, 11, 30, 19, 0, tzinfo=UTC)}  # a Monday, in the window
-    monkeypatch.setattr(elasticpass, "now", lambda: clock["now"])
-    backend = make_backend(grace_period=GRACE)
-    backend.use_profiles(lambda: [team])
-    assert backend.balance(team)["resources"][GPU_KEY]["hard"] == "2"
-    first = backend.submit(team, job(team, "first", "normal", *UNTIL_CANCELLED), "alice")
-    second = backend.submit(team, job(team, "second", "normal", *UNTIL_CANCELLED), "alice")
-    assert first["phase"] == second["phase"] == "Running"
+    config = JupyterQuota()
+    config.state_dir = str(tmp_path / "state")
+    config.inventory = {"gpus": 2, "cpu": "8", "memory": "16Gi"}
+    config.job_command = [sys.executable, TRAINER]
+    config.cancel_grace_period = GRACE
+    config.profiles = [{"team": "a", "users": ["alice"], "hard": {GPU_KEY: "1"}, "windows": [window]}]
+    service = build_service(config)
+    clock = {"now": datetime(2026, 11, 30, 19, 0, tzinfo=UTC).timestamp()}  # a Monday, in the window
+    service.clock = lambda: clock["now"]
+    alice = Identity("alice")
+    try:
+        assert service.balance(alice, "team-a")["resources"][GPU_KEY]["hard"] == "2"
+        for name in ("first", "second"):
+            job = service.submit(alice, "team-a", {"name": name, "args": list(UNTIL_CANCELLED), "gpus": 1})
+            assert job["phase"] == "Running", job
 
-    clock["now"] = datetime(2026, 11, 30, 20, 0, tzinfo=UTC)  # the window closes
-    assert backend.balance(team)["resources"][GPU_KEY]["hard"] == "1"
-    backend.schedule()
-    closing = backend.get_job(team, "second")
-    assert (closing["phase"], closing["reason"]) == ("Running", reasons.WINDOW_CLOSED)
-    requeued = wait_for(backend, team, "second", phase_is("Pending"))
-    assert events(requeued) == ["Preempted", "Requeued"]
-    assert "starts again from the beginning" in requeued["history"][-1]["message"]  # it saved no checkpoint
-    assert requeued["reason"] in (reasons.REQUEUED, reasons.WAITING_FOR_QUOTA)
-    assert backend.get_job(team, "first")["phase"] == "Running"
-    backend.cancel(team, "first", "alice")
-    backend.cancel(team, "second", "alice")
+        clock["now"] = datetime(2026, 11, 30, 20, 0, tzinfo=UTC).timestamp()  # the window closes
+        assert service.balance(alice, "team-a")["resources"][GPU_KEY]["hard"] == "1"
+        service.backend.schedule()
+        closing = service.get_job(alice, "team-a", "second")
+        assert (closing["phase"], closing["reason"]) == ("Running", reasons.WINDOW_CLOSED)
+        requeued = _wait(service, alice, "second", "Pending")
+        assert [e["event"] for e in requeued["history"]] == ["Preempted", "Requeued"]
+        assert "starts again from the beginning" in requeued["history"][-1]["message"]  # no checkpoint
+        assert requeued["reason"] in (reasons.REQUEUED, reasons.WAITING_FOR_QUOTA)
+        assert service.get_job(alice, "team-a", "first")["phase"] == "Running"
+        (entry,) = [e for e in audit.entries(config.state_dir) if e["action"] == audit.WINDOW_PREEMPTED]
+        assert entry["who"] == audit.SYSTEM and entry["target"] == "job/team-a/second"
+        assert "window of namespace team-a closed" in entry["detail"]
+    finally:
+        for name in ("first", "second"):
+            service.cancel(alice, "team-a", name)
+            _wait(service, alice, name, "Failed")
+        service.close()
+
+
+def _wait(service, who, name, phase, timeout=120.0):
+    deadline = time.monotonic() + timeout
+    while True:
+        service.backend.reap()
+        job = service.get_job(who, "team-a", name)
+        if job["phase"] == phase:
+            return job
+        assert time.monotonic() < deadline, job
+        time.sleep(0.05)

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from datetime import datetime
 
-from ... import bounds, errors, priority, quota, windows
+from ... import bounds, errors, priority, quota
 from ...jobfields import priority_of, train_container, user_args
 from ...quantity import Quantity
 from . import clock, jobview, ledger
@@ -67,19 +66,20 @@ def quotas_with_status(quotas: list[dict], live: list[sqlite3.Row]) -> list[dict
     return [quota.quota_status(q, pods, counts) for q in quotas]
 
 
-def effective_quotas(profile, now: datetime, best_effort: bool = False) -> list[dict]:
-    """The namespace's quotas as they apply ``now``: the main quota's hard raised by the open
-    windows' ``extra`` (``windows.window_extra``) and, for a best-effort job, by the team's
-    ``borrowingLimit`` (what it may run beyond its quota on others' idle GPUs; the scheduler's
-    policy, ``elastic``, decides when). Only resources the quota limits are raised."""
+def effective_quotas(profile, best_effort: bool = False) -> list[dict]:
+    """The namespace's quotas as admission applies them: the profile's (the service gives the
+    effective one: open windows and increases added, ``QuotaService._effective``) and, for a
+    best-effort job, the main quota's hard raised by the team's ``borrowingLimit`` (what it may
+    run beyond its quota on others' idle GPUs; the scheduler's policy, ``elastic``, decides
+    when). Only resources the quota limits are raised."""
     quotas = profile.resource_quotas()
-    if not profile.hard or not quotas:
+    borrowing = getattr(profile, "borrowingLimit", {}) if best_effort else {}
+    if not profile.hard or not quotas or not borrowing:
         return quotas
     hard = quotas[0]["spec"]["hard"]
-    for extra in (windows.window_extra(profile, now), profile.borrowingLimit if best_effort else {}):
-        for name, value in extra.items():
-            if name in hard:
-                hard[name] = str(Quantity(str(hard[name])) + Quantity(str(value)))
+    for name, value in borrowing.items():
+        if name in hard:
+            hard[name] = str(Quantity(str(hard[name])) + Quantity(str(value)))
     return quotas
 
 

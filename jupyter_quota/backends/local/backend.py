@@ -50,7 +50,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ... import errors, paging, priority, quota, reasons, stall, statedir, windows
+from ... import errors, paging, priority, quota, reasons, stall, statedir
 from ...jobfields import priority_of
 from ...jobspec import JobSettings
 from ..base import Backend, JobChanges, balance_json
@@ -136,9 +136,10 @@ class LocalBackend(Backend):
 
     # Background work
 
-    def use_profiles(self, profiles) -> None:
+    def use_profiles(self, profiles, clock=None) -> None:
         """Schedule with the elastic policy over these teams (``elastic``; see ``elasticpass``)."""
         self._jobs.profiles = profiles
+        self._jobs.clock = clock or elasticpass.now
 
     def start(self) -> None:
         """Recover jobs left by a previous server (one reap now), then reap every ``poll_interval``.
@@ -187,17 +188,14 @@ class LocalBackend(Backend):
 
     def balance(self, profile) -> dict:
         usage = self._namespace_usage(profile.namespace)
-        # The summary depends only on the ledger state, the profile (a new object whenever an
-        # admin changes it) and its open windows, so a read between changes is one generation
-        # check and a copy.
-        now = elasticpass.now()
-        key = (profile, tuple(windows.window_extra(profile, now).items()))
-        if usage.summary is None or usage.summary[0] != key:
+        # The summary depends only on the ledger state and the profile (a new object whenever an
+        # admin changes it, or the service's effective quota changes), so a read between changes
+        # is one generation check and a copy.
+        if usage.summary is None or usage.summary[0] is not profile:
             quotas = [
-                quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs})
-                for q in admission.effective_quotas(profile, now)
+                quota.quota_status(q, usage.pods, {admission.JOB_COUNT: usage.jobs}) for q in profile.resource_quotas()
             ]
-            usage.summary = (key, balance_json(profile, quotas, profile.limit_ranges()))
+            usage.summary = (profile, balance_json(profile, quotas, profile.limit_ranges()))
         # Deep enough a copy that a caller cannot change the cache; the ledger was checked just now.
         return {**copy.deepcopy(usage.summary[1]), "observedAt": clock.now(), "stale": False}
 
@@ -210,7 +208,7 @@ class LocalBackend(Backend):
         except account.Refused as e:
             raise errors.Forbidden(f"cannot run jobs of {owner!r}: {e}") from None
         best_effort = priority_of(job) == priority.BEST_EFFORT
-        quotas = admission.effective_quotas(profile, elasticpass.now(), best_effort)
+        quotas = admission.effective_quotas(profile, best_effort)
         limit_ranges = profile.limit_ranges()
 
         def admit(con):

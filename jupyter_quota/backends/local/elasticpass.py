@@ -22,13 +22,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 
-from ... import elastic, reasons, swiftlog, windows
+from ... import elastic, priority, reasons, swiftlog, windows
 from ...quantity import Quantity
 from . import clock, ledger, logtail, runner
 
 #: The quota key the policy shares out: the machine's GPUs (``scheduler.GPU``) as quota counts them.
 GPU_KEY = "requests.nvidia.com/gpu"
 RESUME_FLAG = "--resume_from_checkpoint"
+TRAINER_STATE = "trainer_state.json"
 #: How much of a log is read for its step and checkpoints (a training log names them often).
 LOG_LINES = 5000
 BORROWED, PREEMPTED, REQUEUED, RESUMED = "Borrowed", "Preempted", "Requeued", "Resumed"
@@ -46,16 +47,17 @@ class Key:
 
 
 def teams(profiles, now: datetime) -> dict[str, elastic.Team]:
-    """The policy's teams: nominal GPU quota (with open windows), borrowing and lending limits."""
+    """The policy's teams: nominal GPU quota (the effective hard quota the service composes: open
+    windows and approved increases added), borrowing and lending limits, and whether a closed
+    window of the team preempts."""
     out = {}
     for p in profiles:
         key = f"requests.{p.gpuResource}"
         if key != GPU_KEY:
             continue  # GPUs this machine does not have: nothing to share
-        extra = windows.window_extra(p, now)
         nominal = {}
         if key in p.hard:
-            nominal[GPU_KEY] = _exact(p.hard[key]) + _exact(extra.get(key, "0"))
+            nominal[GPU_KEY] = _exact(p.hard[key])
         opened = {w.name for w in windows.open_windows(p, now)}
         closing = any(
             w.on_close == windows.ON_CLOSE_PREEMPT and w.name not in opened for w in windows.parse_windows(p.windows)
@@ -70,13 +72,24 @@ def teams(profiles, now: datetime) -> dict[str, elastic.Team]:
     return out
 
 
+def active(profiles, jobs) -> bool:
+    """Whether the policy has anything to decide beyond the node fit: a team may borrow or has
+    windows (its jobs may be over its quota once one closes), or a live job is not normal
+    priority or is being preempted. Without, every job is normal and within its quota (admission
+    saw to it), and the scheduler's incremental pass decides the same (``livejobs``)."""
+    if any(p.borrowingLimit or p.windows for p in profiles):
+        return True
+    return any(j.priority != priority.NORMAL or j.preempting for j in jobs)
+
+
 def signature(profiles, now: datetime) -> tuple:
-    """What the teams' elastic quotas are now: a pass is due when it changes (a window opened)."""
-    return tuple((p.namespace, id(p), tuple(sorted(windows.window_extra(p, now).items()))) for p in profiles)
+    """What the teams' elastic quotas are now: a pass is due when it changes (a window opened or
+    closed, an increase began or ended: the service then gives a new profile object)."""
+    return tuple((p.namespace, id(p), tuple(w.name for w in windows.open_windows(p, now))) for p in profiles)
 
 
-def capacity(inventory: dict) -> dict[str, Fraction]:
-    return {GPU_KEY: Fraction(len(inventory.get("gpus", [])))}
+def capacity(inventory: dict) -> dict[str, int]:
+    return {GPU_KEY: len(inventory.get("gpus", []))}
 
 
 def usage(row: sqlite3.Row) -> dict[str, Fraction]:
@@ -173,8 +186,14 @@ def was_preempted(row: sqlite3.Row) -> bool:
 
 
 def last_checkpoint(directory: str) -> str | None:
+    """The newest checkpoint the job's log names that is whole: a job killed while saving leaves
+    a folder without ``trainer_state.json``, which transformers' Trainer writes last. A log
+    naming folders this server cannot see (the job ran as another account) is taken at its word."""
     progress = swiftlog.parse_log(_log(directory))
-    return progress.checkpoints[-1] if progress.checkpoints else progress.last_checkpoint
+    named = progress.checkpoints or ([progress.last_checkpoint] if progress.last_checkpoint else [])
+    if not any(os.path.isdir(path) for path in named):
+        return named[-1] if named else None
+    return next((p for p in reversed(named) if os.path.isfile(os.path.join(p, TRAINER_STATE))), None)
 
 
 def _log(directory: str) -> str:
@@ -189,5 +208,7 @@ def _event(event: str, **fields) -> dict:
     return {"event": event, "at": clock.now(), **{k: v for k, v in fields.items() if v is not None}}
 
 
-def _exact(text) -> Fraction:
-    return Quantity(str(text)).as_fraction()
+def _exact(text) -> Fraction | int:
+    """A quantity as the policy adds it up: an int when whole (GPUs always are), else a Fraction."""
+    value = Quantity(str(text)).as_fraction()
+    return value.numerator if value.denominator == 1 else value

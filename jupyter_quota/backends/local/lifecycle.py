@@ -20,8 +20,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 
-from ... import elastic, jobfields, reasons
+from ... import audit, elastic, jobfields, reasons
 from . import (
     account,
     clock,
@@ -67,9 +68,11 @@ class Lifecycle:
         #: the team profiles, when the service gave them: scheduling then follows the elastic
         #: policy (``elastic``, ``elasticpass``); without, every job is normal and fits by node only
         self.profiles: Callable[[], list] | None = None
+        self.clock: Callable[[], datetime] = elasticpass.now  # the service's, for windows
         self.grace_period = 10.0  # seconds a preempted job has between SIGTERM and SIGKILL
         self._signature: tuple | None = None  # the teams' elastic quotas at the last pass
         self._terminations: list[procfs.ProcessId] = []  # preempted in the open transaction
+        self._audits: list[tuple[str, str]] = []  # window-close preemptions to record after commit
 
     def schedule(self, admit: Callable[[sqlite3.Connection], object] | None = None):
         """Start every Pending job that fits now; note why the others wait.
@@ -166,7 +169,7 @@ class Lifecycle:
         admitted); without, it is raised.
         """
         launches: list[runner.Launch] = []
-        self._terminations = []
+        self._terminations, self._audits = [], []
         passing = False
         try:
             with self._ledger.write() as con:
@@ -196,6 +199,11 @@ class Lifecycle:
             runner.release(launch)
         for proc in self._terminations:  # preempted: SIGTERM now that the ledger says so
             tracking.terminate(proc)
+        for target, detail in self._audits:
+            try:
+                audit.record(self._state_dir, audit.SYSTEM, audit.WINDOW_PREEMPTED, target, detail)
+            except Exception:  # noqa: BLE001 - the preemption stands; the log keeps what the audit lost
+                self._log.exception("jupyter_quota: could not record %s in the audit log: %s", target, detail)
         if seen is not None:
             # The copy holds every change of this transaction; ``write`` commits it as the next
             # generation, and a change by anyone else comes later and is read then.
@@ -228,8 +236,9 @@ class Lifecycle:
         for job_id, (job, error) in list(live.invalid.items()):
             self._fail_invalid(con, job_id, job, error)
             live.ended(job_id)
-        if self.profiles is not None:
-            self._elastic_pass(con, launches)
+        profiles = self.profiles() if self.profiles is not None else []
+        if elasticpass.active(profiles, live.elastic.values()):
+            self._elastic_pass(con, launches, profiles)
             return seen
         decisions = scheduler.schedule(self._inventory, list(live.running.values()), live.candidates())
         live.tried()
@@ -244,13 +253,13 @@ class Lifecycle:
         """Whether the teams' elastic quotas changed since the last pass (a window opened or closed)."""
         if self.profiles is None:
             return False
-        return elasticpass.signature(self.profiles(), elasticpass.now()) != self._signature
+        return elasticpass.signature(self.profiles(), self.clock()) != self._signature
 
-    def _elastic_pass(self, con: sqlite3.Connection, launches: list) -> None:
+    def _elastic_pass(self, con: sqlite3.Connection, launches: list, profiles: list) -> None:
         """The elastic policy's pass: preemptions, then starts where the machine fits them (kube-scheduler's
-        fit, on GPU indices), then every waiting job's reason."""
-        live, now = self._live, elasticpass.now()
-        profiles = self.profiles()
+        fit, on GPU indices), then every waiting job's reason. It decides every live job, so it runs
+        only while elastic quota is in play (``elasticpass.active``); otherwise passes stay incremental."""
+        live, now = self._live, self.clock()
         self._signature = elasticpass.signature(profiles, now)
         running, pending = [], []
         for job_id, info in live.elastic.items():
@@ -301,6 +310,8 @@ class Lifecycle:
         self._log.info("job %s/%s: %s", row["namespace"], row["name"], values["message"])
         ledger.update(con, row["id"], "Running", **values)
         self._terminations.append(process_of(row))
+        if decision.reason == reasons.WINDOW_CLOSED:
+            self._audits.append((f"job/{row['namespace']}/{row['name']}", values["message"]))
 
     def _wait(self, con: sqlite3.Connection, job_id: int, reason: str, message: str) -> None:
         """A Pending job stays: its reason and message updated when they changed."""
