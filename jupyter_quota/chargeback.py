@@ -18,16 +18,15 @@ import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from decimal import ROUND_HALF_EVEN, Decimal
-from fractions import Fraction
 
 from . import usage
 from .errors import InvalidRequest
 
-#: price key -> (Totals attribute, its unit in a resource-second, the chargeback's hour and cost columns)
+#: price key -> (Totals attribute, its thousandth-units in one unit priced, the chargeback's hour and cost columns)
 RESOURCES = {
-    "gpuHour": ("gpu", 1, "gpuHours", "gpuCost"),
-    "cpuHour": ("cpu", 1, "cpuHours", "cpuCost"),
-    "memoryGibHour": ("memory", usage.GIB, "memoryGibHours", "memoryCost"),
+    "gpuHour": ("gpu", 1000, "gpuHours", "gpuCost"),
+    "cpuHour": ("cpu", 1000, "cpuHours", "cpuCost"),
+    "memoryGibHour": ("memory", 1000 * usage.GIB, "memoryGibHours", "memoryCost"),
 }
 CENT = Decimal("0.01")
 HOUR_DIGITS = 4
@@ -69,8 +68,7 @@ def cost(totals: usage.Totals, prices: Mapping | None) -> Decimal | None:
 
 def _hours(totals: usage.Totals, key: str) -> Decimal:
     attribute, unit, _, _ = RESOURCES[key]
-    seconds: Fraction = getattr(totals, attribute) / unit
-    return Decimal(seconds.numerator) / Decimal(seconds.denominator) / 3600
+    return Decimal(getattr(totals, attribute)) / Decimal(unit * 3600)
 
 
 def _cents(value: Decimal) -> Decimal:

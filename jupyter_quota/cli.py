@@ -22,6 +22,8 @@ EPILOG = """examples:
   jupyter quota estimate --gpus 1 -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type lora
   jupyter quota plan --namespace team-alpha -- --model Qwen/Qwen2.5-7B-Instruct --tuner_type full
   jupyter quota serve                 # as a JupyterHub service (README: Running under JupyterHub)
+  jupyter quota usage --by user --format csv   # requested GPU-, CPU-, memory GiB-seconds, last 24 hours
+  jupyter quota chargeback --month 2026-11     # cost per team (admins; JupyterQuota.prices)
 """
 
 
@@ -145,6 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, metavar="PORT", help="the port to listen on (default: the port of $JUPYTERHUB_SERVICE_URL)"
     )
     serve.set_defaults(func=_serve)
+
+    from .usagecli import add_commands
+
+    add_commands(sub, _config_option)
     return parser
 
 

@@ -25,6 +25,7 @@ class QuotaService:
         self.config = config
         self.registry = registry
         self.backend = backend
+        backend.track([p.namespace for p in registry.all()])  # usage is recorded from the start
 
     # -- namespaces and balance ------------------------------------------------------------
 
@@ -166,7 +167,9 @@ class QuotaService:
 
     def put_profile(self, who: Identity, team: str, body) -> dict:
         self._require_admin(who)
-        return self.registry.put(team, body, before_store=self.backend.apply_profile).to_json()
+        profile = self.registry.put(team, body, before_store=self.backend.apply_profile)
+        self.backend.track([profile.namespace])
+        return profile.to_json()
 
     @staticmethod
     def _require_admin(who: Identity, what: str = "profiles are") -> None:

@@ -97,6 +97,9 @@ class Backend(abc.ABC):
     def cancel(self, profile: TeamProfile, name: str, by: str) -> dict:
         """Stop the job and release what it holds; return the job. ``NotFound`` if unknown."""
 
+    def track(self, namespaces) -> None:  # noqa: B027 - optional: the local ledger sees every job
+        """Record usage in these team namespaces from now on (kube: watch them)."""
+
     @abc.abstractmethod
     def usage_spans(self, since: int, until: int) -> list[Span]:
         """Every job (or pod) that held requested resources at some time in ``[since, until)``
