@@ -95,6 +95,7 @@ async def test_the_chargeback_of_the_month_adds_up_and_downloads_as_csv(seeded, 
         "quota", "v1", "chargeback", params={"month": "2026-11", "format": "csv"}, headers={"X-Test-User": "ada"}
     )
     assert response.headers["Content-Disposition"] == "attachment; filename=chargeback-2026-11.csv"
+    assert response.headers["Content-Type"] == "text/csv; charset=utf-8"
     text = response.body.decode()
     usage_seed.save("chargeback-2026-11.csv", text)
     lines = list(csv.DictReader(io.StringIO(text)))

@@ -145,9 +145,9 @@ class KubeBackend(Backend):
         """Watch these team namespaces from now on, so their pods' usage is recorded from the start."""
         self.usage.track(namespaces)
 
-    def usage_spans(self, since: int, until: int) -> list:
+    def usage_spans(self, since: int, until: int, namespaces=None) -> list:
         """Pods that held their requests in ``[since, until)``, as the service recorded them."""
-        return self.usage.store.spans(since, until)
+        return self.usage.store.spans(since, until, namespaces)
 
     def apply_profile(self, profile) -> None:
         """An admin's profile change reaches the cluster first: the namespace's ResourceQuota and

@@ -12,6 +12,7 @@ neither counts a pod twice nor loses one (the next list finds every pod still th
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -120,12 +121,14 @@ class UsageStore:
                 [(at, uid) for uid in uids],
             )
 
-    def spans(self, since: int, until: int) -> list[usage.Span]:
-        """Every recorded pod that held its requests at some time in ``[since, until)``."""
+    def spans(self, since: int, until: int, namespaces=None) -> list[usage.Span]:
+        """Every recorded pod (of ``namespaces``, when given) that held its requests in ``[since, until)``."""
+        args = (since, until, None if namespaces is None else json.dumps(sorted(namespaces)))
+        where = " AND started_at < ?2 AND (?3 IS NULL OR namespace IN (SELECT value FROM json_each(?3)))"
         with self._lock:
             rows = [
-                *self._con.execute("SELECT * FROM pods WHERE finished_at IS NULL AND started_at < ?", (until,)),
-                *self._con.execute("SELECT * FROM pods WHERE finished_at > ? AND started_at < ?", (since, until)),
+                *self._con.execute("SELECT * FROM pods WHERE finished_at IS NULL" + where, args),
+                *self._con.execute("SELECT * FROM pods WHERE finished_at > ?1" + where, args),
             ]
         return [_span(row) for row in rows]
 
