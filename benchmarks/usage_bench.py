@@ -52,17 +52,19 @@ def in_process(state: Path, repeat: int) -> None:
     book = ledger.Ledger(state / "ledger.sqlite3")
     read, spans = median_time(lambda: usagespans.spans(book, SINCE, UNTIL), repeat)
     print(f"spans read from the ledger: {len(spans)} in {read * 1000:.0f} ms (median of {repeat})")
+    read, mine = median_time(lambda: usagespans.spans(book, SINCE, UNTIL, {"team-000"}), repeat)
+    print(f"  one team's spans (a user's query): {len(mine)} in {read * 1000:.0f} ms")
     now = int(time.time())
     for by, step in (("team", None), ("user", None), ("job", None), ("team", 3600)):
         window = usage.Window(SINCE, UNTIL, by, step)
         took, sums = median_time(lambda w=window: usage.integrate(spans, w, now), repeat)
         print(f"  integrate by {by:<4} step={step}: {len(sums):>6} rows in {took * 1000:.0f} ms")
     with book.read() as con:
-        after, before = usage.format_time(SINCE), usage.format_time(UNTIL)
-        for name, sql, args in (
-            ("running", usagespans._RUNNING, (before,)),
-            ("finished", usagespans._FINISHED, (after, before)),
-            ("pruned", usagespans._PRUNED, (after, before)),
+        args = (usage.format_time(SINCE), usage.format_time(UNTIL), None)
+        for name, sql in (
+            ("running", usagespans._RUNNING),
+            ("finished", usagespans._FINISHED),
+            ("pruned", usagespans._PRUNED),
         ):
             plan = " | ".join(row[3] for row in con.execute("EXPLAIN QUERY PLAN " + sql, args))
             print(f"  query plan ({name}): {plan}")

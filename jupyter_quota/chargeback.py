@@ -13,6 +13,7 @@ totals row the sum of the teams'.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 from collections.abc import Mapping
@@ -58,7 +59,7 @@ def costs(totals: usage.Totals, prices: Mapping | None) -> dict[str, Decimal] | 
     """The cost of each priced resource (price key -> cents-rounded Decimal), or None without prices."""
     if prices is None:
         return None
-    return {key: _cents(_hours(totals, key) * Decimal(str(prices[key]))) for key in RESOURCES}
+    return {key: _cents(_hours(totals, key) * _decimal(prices[key])) for key in RESOURCES}
 
 
 def cost(totals: usage.Totals, prices: Mapping | None) -> Decimal | None:
@@ -68,7 +69,13 @@ def cost(totals: usage.Totals, prices: Mapping | None) -> Decimal | None:
 
 def _hours(totals: usage.Totals, key: str) -> Decimal:
     attribute, unit, _, _ = RESOURCES[key]
-    return Decimal(getattr(totals, attribute)) / Decimal(unit * 3600)
+    return Decimal(getattr(totals, attribute)) / _decimal(unit * 3600)
+
+
+@functools.lru_cache(maxsize=64)
+def _decimal(number: float) -> Decimal:
+    """A configured price (or a unit) as the decimal it was written as: 0.1, not 0.1000000000000000055."""
+    return Decimal(str(number))
 
 
 def _cents(value: Decimal) -> Decimal:
@@ -90,9 +97,10 @@ def month_window(month: str | None, now: int) -> tuple[str, int, int]:
 
 def usage_json(sums: Mapping[tuple, usage.Totals], window: usage.Window, prices) -> dict:
     """The answer of ``GET /usage``: rows with their cost, totals, and the prices used."""
-    rows = usage.rows_json(sums, window)
-    for row, (_, totals) in zip(rows, sorted(sums.items()), strict=True):
+    rows = []
+    for row, totals in usage.rows_json(sums, window):
         row["cost"] = _number(cost(totals, prices))
+        rows.append(row)
     return {
         "since": usage.format_time(window.since),
         "until": usage.format_time(window.until),

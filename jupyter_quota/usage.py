@@ -92,7 +92,12 @@ class Totals:
         return Fraction(self.gpu, 1000), Fraction(self.cpu, 1000), Fraction(self.memory, 1000 * GIB)
 
     def to_json(self) -> dict:
-        return {name: round(float(value), DIGITS) for name, value in zip(FIGURES, self.exact(), strict=True)}
+        # int / int is the correctly rounded float of the exact quotient
+        return {
+            "gpuSeconds": round(self.gpu / 1000, DIGITS),
+            "cpuSeconds": round(self.cpu / 1000, DIGITS),
+            "memoryGibSeconds": round(self.memory / (1000 * GIB), DIGITS),
+        }
 
 
 @functools.lru_cache(maxsize=4096)
@@ -220,15 +225,17 @@ def integrate(spans: Iterable[Span], window: Window, now: int) -> dict[tuple, To
     return sums
 
 
-def rows_json(sums: Mapping[tuple, Totals], window: Window) -> list[dict]:
-    """Rows as the API returns them, ordered by group then bucket; rows with no usage are left out."""
+def rows_json(sums: Mapping[tuple, Totals], window: Window) -> list[tuple[dict, Totals]]:
+    """Rows as the API returns them, each with its totals, ordered by group then bucket; rows with
+    no usage are left out."""
     fields = _KEY_FIELDS[window.by]
     rows = []
     for (key, start), totals in sorted(sums.items()):
         row = dict(zip(fields, key, strict=True))
         if window.step is not None:
             row["start"] = format_time(start)
-        rows.append({**row, **totals.to_json()})
+        row.update(totals.to_json())
+        rows.append((row, totals))
     return rows
 
 

@@ -48,7 +48,7 @@ def test_buckets_split_a_job_and_add_up_to_the_window_without_step():
     now = T0 + 7 * H
     whole = usage.integrate(spans, window(0, 8 * H, "user"), now)
     bucketed = usage.integrate(spans, window(0, 8 * H, "user", step=H), now)
-    rows = usage.rows_json(bucketed, window(0, 8 * H, "user", step=H))
+    rows = [row for row, _ in usage.rows_json(bucketed, window(0, 8 * H, "user", step=H))]
     assert next(r["start"] for r in rows if r["user"] == "ann") == "2026-11-15T00:00:00Z"
     assert [r["gpuSeconds"] for r in rows if r["user"] == "ann"] == [1800, H, H, H, H, 600]
     assert [r["gpuSeconds"] for r in rows if r["user"] == "bob"] == [H] * 5  # 2h..7h (now), none after
@@ -57,7 +57,10 @@ def test_buckets_split_a_job_and_add_up_to_the_window_without_step():
 
 def test_rows_group_by_team_user_or_job():
     spans = [span(0, H, user="ann", job="a"), span(0, H, user="ann", job="b"), span(0, H, team="beta", user="cy")]
-    by = {b: usage.rows_json(usage.integrate(spans, window(0, H, b), T0 + H), window(0, H, b)) for b in usage.BY}
+    by = {
+        b: [r for r, _ in usage.rows_json(usage.integrate(spans, window(0, H, b), T0 + H), window(0, H, b))]
+        for b in usage.BY
+    }
     assert [(r["team"], r["gpuSeconds"]) for r in by["team"]] == [("alpha", 2 * H), ("beta", H)]
     assert [(r["user"], r["gpuSeconds"]) for r in by["user"]] == [("ann", 2 * H), ("cy", H)]
     assert [r["job"] for r in by["job"]] == ["a", "b", "j"]
