@@ -169,11 +169,13 @@ def chargeback_csv(report: dict) -> str:
 
 
 def _csv_row(row: dict) -> dict:
-    return {k: ("" if row.get(k) is None else _plain(row[k])) for k in CSV_COLUMNS}
+    return {k: csv_cell(row.get(k)) for k in CSV_COLUMNS}
 
 
-def _plain(value) -> str:
-    """Numbers as a spreadsheet reads them: no exponent, no trailing ``.0`` noise beyond cents."""
+def csv_cell(value) -> str:
+    """A value as a spreadsheet reads it: empty for null, numbers without exponent or ``.0``."""
+    if value is None:
+        return ""
     if isinstance(value, float):
         return format(Decimal(str(value)).normalize(), "f")
     return str(value)

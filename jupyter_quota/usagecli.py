@@ -115,14 +115,15 @@ def _print(answer: dict, columns: list[str], form: str) -> None:
         print(json.dumps(answer, indent=1))
         return
     rows = [*answer["rows"], {columns[0]: "total", **answer["totals"]}]
-    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
-    if form == "csv":
+    if form == "csv":  # the numbers as the API answers them; the table rounds to cents
+        cells = [[chargeback.csv_cell(row.get(c)) for c in columns] for row in rows]
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(columns)
         writer.writerows(cells)
         sys.stdout.write(out.getvalue())
         return
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
     widths = [max(len(c), *(len(line[i]) for line in cells)) for i, c in enumerate(columns)]
     for line in [columns, *cells]:
         print(
