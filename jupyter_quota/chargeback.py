@@ -13,21 +13,21 @@ totals row the sum of the teams'.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from decimal import ROUND_HALF_EVEN, Decimal
-from fractions import Fraction
 
 from . import usage
 from .errors import InvalidRequest
 
-#: price key -> (Totals attribute, its unit in a resource-second, the chargeback's hour and cost columns)
+#: price key -> (Totals attribute, its thousandth-units in one unit priced, the chargeback's hour and cost columns)
 RESOURCES = {
-    "gpuHour": ("gpu", 1, "gpuHours", "gpuCost"),
-    "cpuHour": ("cpu", 1, "cpuHours", "cpuCost"),
-    "memoryGibHour": ("memory", usage.GIB, "memoryGibHours", "memoryCost"),
+    "gpuHour": ("gpu", 1000, "gpuHours", "gpuCost"),
+    "cpuHour": ("cpu", 1000, "cpuHours", "cpuCost"),
+    "memoryGibHour": ("memory", 1000 * usage.GIB, "memoryGibHours", "memoryCost"),
 }
 CENT = Decimal("0.01")
 HOUR_DIGITS = 4
@@ -59,7 +59,7 @@ def costs(totals: usage.Totals, prices: Mapping | None) -> dict[str, Decimal] | 
     """The cost of each priced resource (price key -> cents-rounded Decimal), or None without prices."""
     if prices is None:
         return None
-    return {key: _cents(_hours(totals, key) * Decimal(str(prices[key]))) for key in RESOURCES}
+    return {key: _cents(_hours(totals, key) * _decimal(prices[key])) for key in RESOURCES}
 
 
 def cost(totals: usage.Totals, prices: Mapping | None) -> Decimal | None:
@@ -69,8 +69,13 @@ def cost(totals: usage.Totals, prices: Mapping | None) -> Decimal | None:
 
 def _hours(totals: usage.Totals, key: str) -> Decimal:
     attribute, unit, _, _ = RESOURCES[key]
-    seconds: Fraction = getattr(totals, attribute) / unit
-    return Decimal(seconds.numerator) / Decimal(seconds.denominator) / 3600
+    return Decimal(getattr(totals, attribute)) / _decimal(unit * 3600)
+
+
+@functools.lru_cache(maxsize=64)
+def _decimal(number: float) -> Decimal:
+    """A configured price (or a unit) as the decimal it was written as: 0.1, not 0.1000000000000000055."""
+    return Decimal(str(number))
 
 
 def _cents(value: Decimal) -> Decimal:
@@ -92,9 +97,10 @@ def month_window(month: str | None, now: int) -> tuple[str, int, int]:
 
 def usage_json(sums: Mapping[tuple, usage.Totals], window: usage.Window, prices) -> dict:
     """The answer of ``GET /usage``: rows with their cost, totals, and the prices used."""
-    rows = usage.rows_json(sums, window)
-    for row, (_, totals) in zip(rows, sorted(sums.items()), strict=True):
+    rows = []
+    for row, totals in usage.rows_json(sums, window):
         row["cost"] = _number(cost(totals, prices))
+        rows.append(row)
     return {
         "since": usage.format_time(window.since),
         "until": usage.format_time(window.until),
@@ -163,11 +169,13 @@ def chargeback_csv(report: dict) -> str:
 
 
 def _csv_row(row: dict) -> dict:
-    return {k: ("" if row.get(k) is None else _plain(row[k])) for k in CSV_COLUMNS}
+    return {k: csv_cell(row.get(k)) for k in CSV_COLUMNS}
 
 
-def _plain(value) -> str:
-    """Numbers as a spreadsheet reads them: no exponent, no trailing ``.0`` noise beyond cents."""
+def csv_cell(value) -> str:
+    """A value as a spreadsheet reads it: empty for null, numbers without exponent or ``.0``."""
+    if value is None:
+        return ""
     if isinstance(value, float):
         return format(Decimal(str(value)).normalize(), "f")
     return str(value)

@@ -25,6 +25,8 @@ EPILOG = """examples:
   jupyter quota serve                 # as a JupyterHub service (README: Running under JupyterHub)
   jupyter quota increases request -n team-alpha +2 gpu 8h "paper deadline"
   jupyter quota increases approve inc-3 -m "ok until the deadline"
+  jupyter quota usage --by user --format csv   # requested GPU-, CPU-, memory GiB-seconds, last 24 hours
+  jupyter quota chargeback --month 2026-11     # cost per team (admins; JupyterQuota.prices)
 """
 
 
@@ -164,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=int, metavar="PORT", help="the port to listen on (default: the port of $JUPYTERHUB_SERVICE_URL)"
     )
     serve.set_defaults(func=_serve)
+
+    from .usagecli import add_commands
+
+    add_commands(sub, _config_option)
     return parser
 
 

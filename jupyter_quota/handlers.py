@@ -481,9 +481,8 @@ class ChargebackHandler(QuotaHandler):
         if form == "json":
             self.reply(report)
             return
-        self.set_header("Content-Type", "text/csv; charset=utf-8")
         self.set_header("Content-Disposition", f"attachment; filename=chargeback-{report['month']}.csv")
-        self.finish(chargeback_csv(report))
+        self.finish(chargeback_csv(report), set_content_type="text/csv; charset=utf-8")  # APIHandler's default: JSON
 
 
 _SEGMENT = r"([^/]+)"

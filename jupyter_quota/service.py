@@ -64,6 +64,7 @@ class QuotaService:
             lambda: [self._effective(p) for p in registry.all()],
             lambda: datetime.fromtimestamp(self.clock(), UTC),
         )
+        backend.track([p.namespace for p in registry.all()])  # usage is recorded from the start
 
     def start(self) -> None:
         """Start the backend, put right what changed while the service was down (increases that
@@ -351,7 +352,8 @@ class QuotaService:
         else:
             visible = {p.namespace for p in self.registry.teams_of(who)}
         now = int(time.time())
-        spans = [s for s in self.backend.usage_spans(window.since, window.until) if s.namespace in visible]
+        everyone = who.admin and window.namespace is None
+        spans = self.backend.usage_spans(window.since, window.until, None if everyone else visible)
         return chargeback.usage_json(usage.integrate(spans, window, now), window, self.prices)
 
     def chargeback(self, who: Identity, month=None) -> dict:
@@ -384,9 +386,9 @@ class QuotaService:
         if isinstance(body, dict) and team not in {p.team for p in self.registry.all()}:
             body = {**copy.deepcopy(self.config.new_team_defaults), **body}
         # the cluster gets the new profile with the team's increases in force on top
-        return self.registry.put(
-            team, body, before_store=lambda p: self.backend.apply_profile(self._effective(p))
-        ).to_json()
+        profile = self.registry.put(team, body, before_store=lambda p: self.backend.apply_profile(self._effective(p)))
+        self.backend.track([profile.namespace])  # usage is recorded from the team's first day
+        return profile.to_json()
 
     # -- temporary increases and the audit log ---------------------------------------------------
 

@@ -16,7 +16,7 @@ T0 = 1_794_700_800  # 2026-11-15T00:00:00Z
 
 def span(start, end, gpus=1, cpu=2, memory=4 * usage.GIB, team="alpha", user="ann", job="j"):
     return usage.Span(f"team-{team}", team, user, job, T0 + start, None if end is None else T0 + end,
-                      Fraction(gpus), Fraction(cpu), Fraction(memory))  # fmt: skip
+                      int(gpus * 1000), int(cpu * 1000), memory * 1000)  # fmt: skip
 
 
 def window(since, until, by="team", step=None):
@@ -34,13 +34,13 @@ def test_a_job_inside_the_window_counts_its_whole_life_in_each_resource():
 )
 def test_a_job_overlapping_the_window_counts_only_the_overlap(start, end, counted):
     sums = usage.integrate([span(start, end)], window(0, 10 * H), now=T0 + 20 * H)
-    assert usage.total(sums).gpu == counted
+    assert usage.total(sums).exact()[0] == counted
 
 
 def test_a_running_job_counts_up_to_now_and_not_past_until():
     running = span(H, None)
-    assert usage.total(usage.integrate([running], window(0, 10 * H), now=T0 + 4 * H)).gpu == 3 * H
-    assert usage.total(usage.integrate([running], window(0, 10 * H), now=T0 + 30 * H)).gpu == 9 * H
+    assert usage.total(usage.integrate([running], window(0, 10 * H), now=T0 + 4 * H)).exact()[0] == 3 * H
+    assert usage.total(usage.integrate([running], window(0, 10 * H), now=T0 + 30 * H)).exact()[0] == 9 * H
 
 
 def test_buckets_split_a_job_and_add_up_to_the_window_without_step():
@@ -48,7 +48,7 @@ def test_buckets_split_a_job_and_add_up_to_the_window_without_step():
     now = T0 + 7 * H
     whole = usage.integrate(spans, window(0, 8 * H, "user"), now)
     bucketed = usage.integrate(spans, window(0, 8 * H, "user", step=H), now)
-    rows = usage.rows_json(bucketed, window(0, 8 * H, "user", step=H))
+    rows = [row for row, _ in usage.rows_json(bucketed, window(0, 8 * H, "user", step=H))]
     assert next(r["start"] for r in rows if r["user"] == "ann") == "2026-11-15T00:00:00Z"
     assert [r["gpuSeconds"] for r in rows if r["user"] == "ann"] == [1800, H, H, H, H, 600]
     assert [r["gpuSeconds"] for r in rows if r["user"] == "bob"] == [H] * 5  # 2h..7h (now), none after
@@ -57,7 +57,10 @@ def test_buckets_split_a_job_and_add_up_to_the_window_without_step():
 
 def test_rows_group_by_team_user_or_job():
     spans = [span(0, H, user="ann", job="a"), span(0, H, user="ann", job="b"), span(0, H, team="beta", user="cy")]
-    by = {b: usage.rows_json(usage.integrate(spans, window(0, H, b), T0 + H), window(0, H, b)) for b in usage.BY}
+    by = {
+        b: [r for r, _ in usage.rows_json(usage.integrate(spans, window(0, H, b), T0 + H), window(0, H, b))]
+        for b in usage.BY
+    }
     assert [(r["team"], r["gpuSeconds"]) for r in by["team"]] == [("alpha", 2 * H), ("beta", H)]
     assert [(r["user"], r["gpuSeconds"]) for r in by["user"]] == [("ann", 2 * H), ("cy", H)]
     assert [r["job"] for r in by["job"]] == ["a", "b", "j"]
@@ -67,8 +70,9 @@ def test_rows_group_by_team_user_or_job():
 def test_requests_count_once_whether_named_short_or_as_quota_usage():
     quota_usage = {"cpu": "500m", "requests.cpu": "500m", "memory": "1Gi", "requests.memory": "1Gi",
                    "requests.nvidia.com/gpu": "2", "limits.cpu": "4", "pods": "1"}  # fmt: skip
-    assert usage.requested(quota_usage) == (2, Fraction(1, 2), usage.GIB)
-    assert usage.requested({"cpu": "2", "amd.com/gpu": "1"}) == (1, 2, 0)
+    assert usage.requested(usage.request_pairs(quota_usage)) == (2000, 500, 1000 * usage.GIB)
+    assert usage.requested(usage.request_pairs({"cpu": "2", "amd.com/gpu": "1"})) == (1000, 2000, 0)
+    assert usage.requested(usage.request_pairs({"cpu": "1n"})) == (0, 1, 0)  # thousandths, rounded up
 
 
 def test_window_defaults_are_the_last_24_hours_by_team():
@@ -100,7 +104,7 @@ PRICES = {"currency": "EUR", "gpuHour": 2.5, "cpuHour": 0.04, "memoryGibHour": 0
 
 
 def test_cost_is_hours_times_price_per_resource():
-    totals = usage.Totals(gpu=Fraction(2 * H), cpu=Fraction(10 * H), memory=Fraction(100 * H * usage.GIB))
+    totals = usage.Totals(gpu=2 * H * 1000, cpu=10 * H * 1000, memory=100 * H * usage.GIB * 1000)
     assert chargeback.costs(totals, PRICES) == {
         "gpuHour": Decimal("5.00"),
         "cpuHour": Decimal("0.40"),
@@ -111,7 +115,7 @@ def test_cost_is_hours_times_price_per_resource():
 
 def test_a_chargeback_adds_up_to_the_cent():
     # thirds of an hour and odd prices: every row rounds, and the totals are the sums of the rounded rows
-    spans = [span(0, 1200 * (i + 1), gpus=i % 3, cpu=Fraction(i, 3), team=f"t{i:02d}") for i in range(25)]
+    spans = [span(0, 1200 * (i + 1), gpus=i % 3, cpu=i / 8, team=f"t{i:02d}") for i in range(25)]
     month, since, until = chargeback.month_window("2026-11", 0)
     prices = chargeback.parse_prices({"currency": "EUR", "gpuHour": 1.37, "cpuHour": 0.033, "memoryGibHour": 0.0071})
     report = chargeback.chargeback(usage.integrate(spans, usage.Window(since, until), T0), month, since, until, prices)

@@ -9,12 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
-import os
-import sqlite3
-from datetime import datetime
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 import usage_seed
@@ -22,7 +17,6 @@ from openapi_contract import assert_matches
 from quota_testing import HeaderIdentityProvider
 
 from jupyter_quota.profiles import TeamProfile
-from jupyter_quota.quantity import Quantity
 
 PRICES = {"currency": "EUR", "gpuHour": 2.5, "cpuHour": 0.04, "memoryGibHour": 0.005}
 SINCE, UNTIL = "2026-11-16T00:00:00Z", "2026-11-23T00:00:00Z"
@@ -49,37 +43,7 @@ def seeded(jp_server_config, quota_state):
     profiles = [TeamProfile(**p) for p in jp_server_config.JupyterQuota.profiles]
     usage_seed.seed(quota_state, profiles, jobs=400, running=False)
     assert usage_seed.prune(quota_state, keep_count=100) > 0
-    return ledger_totals(quota_state / "ledger.sqlite3", SINCE, UNTIL)
-
-
-def ledger_totals(path: Path, since: str, until: str) -> dict:
-    """GPU-, CPU- and memory GiB-seconds per (team, user) of the window, straight from the rows."""
-    start, end = _epoch(since), _epoch(until)
-    con = sqlite3.connect(path)
-    totals: dict = {}
-    for table in ("jobs", "job_history"):
-        for team, owner, gpus, used, began, ended in con.execute(
-            f"SELECT team, owner, gpus, usage, started_at, finished_at FROM {table} WHERE started_at IS NOT NULL"
-        ):
-            seconds = max(0, min(_epoch(ended), end) - max(_epoch(began), start))
-            used = json.loads(used)
-            figures = totals.setdefault((team, owner), [0, 0, 0])
-            figures[0] += gpus * seconds
-            figures[1] += Quantity(used.get("requests.cpu", "0")).as_fraction() * seconds
-            figures[2] += Quantity(used.get("requests.memory", "0")).as_fraction() * seconds / 2**30
-    con.close()
-    return totals
-
-
-def _epoch(text: str) -> int:
-    return int(datetime.fromisoformat(text).timestamp())
-
-
-def save(name: str, text: str) -> None:
-    folder = os.environ.get("JUPYTER_QUOTA_TEST_OUTPUT")
-    if folder:
-        Path(folder, name).write_text(text)
-    print(f"--- {name}\n{text}")
+    return usage_seed.ledger_totals(quota_state / "ledger.sqlite3", SINCE, UNTIL)
 
 
 def as_csv(answer: dict, columns: list[str]) -> str:
@@ -99,8 +63,8 @@ async def test_a_seeded_weeks_usage_by_team_and_by_user_adds_up_to_the_ledgers_t
     assert status == 200, by_team
     status, by_user = await api("GET", "usage", user="ada", params={**WEEK, "by": "user"})
     assert status == 200, by_user
-    save("usage-week-by-team.csv", as_csv(by_team, ["namespace", "team", *FIGURES, "cost"]))
-    save("usage-week-by-user.csv", as_csv(by_user, ["namespace", "team", "user", *FIGURES, "cost"]))
+    usage_seed.save("usage-week-by-team.csv", as_csv(by_team, ["namespace", "team", *FIGURES, "cost"]))
+    usage_seed.save("usage-week-by-user.csv", as_csv(by_user, ["namespace", "team", "user", *FIGURES, "cost"]))
 
     assert {(r["team"], r["user"]) for r in by_user["rows"]} == set(seeded) and len(seeded) == 5
     for i, figure in enumerate(FIGURES):
@@ -125,14 +89,15 @@ async def test_the_chargeback_of_the_month_adds_up_and_downloads_as_csv(seeded, 
     assert [r["team"] for r in report["rows"]] == ["alpha", "beta"]
     for column in ("gpuCost", "cpuCost", "memoryCost", "cost"):
         assert Decimal(str(report["totals"][column])) == sum(Decimal(str(r[column])) for r in report["rows"])
-    month = ledger_totals(quota_state / "ledger.sqlite3", "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z")
+    month = usage_seed.ledger_totals(quota_state / "ledger.sqlite3", "2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z")
     assert report["totals"]["gpuHours"] == pytest.approx(float(sum(f[0] for f in month.values()) / 3600), abs=1e-3)
     response = await jp_fetch(
         "quota", "v1", "chargeback", params={"month": "2026-11", "format": "csv"}, headers={"X-Test-User": "ada"}
     )
     assert response.headers["Content-Disposition"] == "attachment; filename=chargeback-2026-11.csv"
+    assert response.headers["Content-Type"] == "text/csv; charset=utf-8"
     text = response.body.decode()
-    save("chargeback-2026-11.csv", text)
+    usage_seed.save("chargeback-2026-11.csv", text)
     lines = list(csv.DictReader(io.StringIO(text)))
     assert [line["team"] for line in lines] == ["alpha", "beta", ""] and lines[-1]["namespace"] == "total"
     assert Decimal(lines[-1]["cost"]) == Decimal(lines[0]["cost"]) + Decimal(lines[1]["cost"])

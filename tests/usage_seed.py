@@ -13,8 +13,12 @@ The same seed gives the same ledger.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import random
+import sqlite3
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,6 +27,7 @@ from jupyter_quota.backends.base import rfc3339
 from jupyter_quota.backends.local import admission, ledger, retention
 from jupyter_quota.jobspec import build_job, parse_job_request
 from jupyter_quota.profiles import TeamProfile
+from jupyter_quota.quantity import Quantity
 
 #: Monday 2026-11-16 00:00 UTC: the seeded week is [WEEK_START, WEEK_START + 7 days).
 WEEK_START = int(datetime(2026, 11, 16, tzinfo=timezone.utc).timestamp())
@@ -59,11 +64,14 @@ def seed(
             spec, admission_ = admitted[profile.team, shape]
             start = week_start + rng.randrange(WEEK)
             duration = rng.randrange(60, 10 * 3600)  # may run past the week's end
-            ledger.insert(con, _row(profile, spec, admission_, user, f"job-{i:06d}", start, duration, rng))
+            started = rng.random() > 0.05  # a few were cancelled while Pending: they held nothing
+            ledger.insert(con, _row(profile, spec, admission_, user, f"job-{i:06d}", start, duration, rng, started))
         if running:
             for n, profile in enumerate(profiles):
                 spec, admission_ = admitted.get((profile.team, 0)) or _admitted(profile, SHAPES[0])
-                row = _row(profile, spec, admission_, profile.users[0], f"live-{n:04d}", week_start + 3600, 0, rng)
+                row = _row(
+                    profile, spec, admission_, profile.users[0], f"live-{n:04d}", week_start + 3600, 0, rng, True
+                )
                 ledger.insert(con, {**row, "phase": "Running", "finished_at": None, "exit_code": None})
     return book
 
@@ -83,6 +91,39 @@ def prune(state_dir: Path, keep_count: int, batch: int = 5000) -> int:
             return moved
 
 
+def ledger_totals(path: Path, since: str, until: str, now: int | None = None) -> dict:
+    """GPU-, CPU- and memory GiB-seconds per (team, user) of the window, straight from the rows
+    (with plain SQL and quantities, not ``jupyter_quota.usage``); a running job ends at ``now``."""
+    start, end = _epoch(since), _epoch(until)
+    con = sqlite3.connect(path)
+    totals: dict = {}
+    for table in ("jobs", "job_history"):
+        for team, owner, gpus, used, began, ended in con.execute(
+            f"SELECT team, owner, gpus, usage, started_at, finished_at FROM {table} WHERE started_at IS NOT NULL"
+        ):
+            stop = _epoch(ended) if ended else (now if now is not None else int(time.time()))
+            seconds = max(0, min(stop, end) - max(_epoch(began), start))
+            used = json.loads(used)
+            figures = totals.setdefault((team, owner), [0, 0, 0])
+            figures[0] += gpus * seconds
+            figures[1] += Quantity(used.get("requests.cpu", "0")).as_fraction() * seconds
+            figures[2] += Quantity(used.get("requests.memory", "0")).as_fraction() * seconds / 2**30
+    con.close()
+    return totals
+
+
+def save(name: str, text: str) -> None:
+    """Print a table a test made, and keep it under ``$JUPYTER_QUOTA_TEST_OUTPUT`` when set."""
+    folder = os.environ.get("JUPYTER_QUOTA_TEST_OUTPUT")
+    if folder:
+        Path(folder, name).write_text(text)
+    print(f"--- {name}\n{text}")
+
+
+def _epoch(text: str) -> int:
+    return int(datetime.fromisoformat(text).timestamp())
+
+
 def _admitted(profile: TeamProfile, shape) -> tuple[dict, quota.JobAdmission]:
     gpus, cpu, memory = shape
     body = {"name": "x", "args": ["--model", "Qwen/Qwen2.5-0.5B", "--tuner_type", "lora"], "gpus": gpus}
@@ -93,9 +134,8 @@ def _admitted(profile: TeamProfile, shape) -> tuple[dict, quota.JobAdmission]:
     return spec, quota.admit_job(spec, [], profile.limit_ranges())
 
 
-def _row(profile, spec, admitted, user, name, start, duration, rng) -> dict:
+def _row(profile, spec, admitted, user, name, start, duration, rng, started: bool) -> dict:
     row = admission.job_row(profile, spec, user, admitted)
-    started = rng.random() > 0.05  # a few were cancelled while Pending: they held nothing
     base = {**row, "name": name, "created_at": rfc3339(start - 30)}
     if not started:
         return {**base, "phase": "Failed", "reason": "Cancelled", "finished_at": rfc3339(start)}

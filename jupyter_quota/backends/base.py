@@ -120,10 +120,14 @@ class Backend(abc.ABC):
         (``stall.py``). Default: none (a backend that cannot tell)."""
         return []
 
+    def track(self, namespaces) -> None:  # noqa: B027 - optional: the local ledger sees every job
+        """Record usage in these team namespaces from now on (kube: watch them)."""
+
     @abc.abstractmethod
-    def usage_spans(self, since: int, until: int) -> list[Span]:
-        """Every job (or pod) that held requested resources at some time in ``[since, until)``
-        (epoch seconds), for ``usage.integrate``: durable, so a restart loses and repeats nothing."""
+    def usage_spans(self, since: int, until: int, namespaces=None) -> list[Span]:
+        """Every job (or pod) of ``namespaces`` (None: all) that held requested resources at some
+        time in ``[since, until)`` (epoch seconds), for ``usage.integrate``: durable, so a restart
+        loses and repeats nothing."""
 
     def inventory(self) -> dict:
         """What the jobs run on: ``{"source": "nvidia-smi"|"declared"|"cluster", "gpus": [...], ...}``."""

@@ -23,7 +23,7 @@ from ..errors import Forbidden, ServiceUnavailable
 from ..handlers import API_PREFIX, QuotaHandler, api_call
 
 #: the service's answer headers a client needs (Location is rewritten to this server's path)
-_RELAYED_HEADERS = ("Content-Type", "Retry-After")
+_RELAYED_HEADERS = ("Content-Disposition", "Retry-After")
 #: what a client is told to wait when the service does not answer (the hub restarts it)
 RETRY_AFTER_SECONDS = 10
 
@@ -87,7 +87,7 @@ class ForwardHandler(QuotaHandler):
                 self.set_header(name, answer.headers[name])
         if "Location" in answer.headers:
             self.set_header("Location", local + answer.headers["Location"].split("/".join(API_PREFIX), 1)[-1])
-        # APIHandler.finish would label every answer JSON: metrics are text (and a CSV is CSV)
+        # APIHandler.finish would label every answer JSON: metrics are text, the chargeback's CSV is text/csv
         self.finish(answer.body or b"", set_content_type=answer.headers.get("Content-Type", "application/json"))
 
     def _unavailable(self, settings, cause) -> ServiceUnavailable:

@@ -742,6 +742,18 @@ def team_profile(namespace: str, **fields):
     return TeamProfile(team=namespace.replace("jq-", ""), namespace=namespace, users=["alice"], **fields)
 
 
+def server_config(cluster: Cluster, profile: dict) -> str:
+    """Config lines for a ``tests/server_process.ServerProcess`` on the kube backend with one team."""
+    return (
+        "c.JupyterQuota.backend = 'kube'\n"
+        f"c.JupyterQuota.profiles = [{profile!r}]\n"
+        f"c.JupyterQuota.kube_config_file = {str(cluster.kubeconfig)!r}\n"
+        "c.JupyterQuota.kube_in_cluster = 'false'\n"
+        f"c.JupyterQuota.job_command = {JOB_COMMAND!r}\n"
+        f"c.JupyterQuota.job_image = {JOB_IMAGE!r}\n"
+    )
+
+
 def cluster_or_fail(config) -> Cluster:
     """:func:`shared_cluster`, or a failed test saying why (a skip only when asked for)."""
     import pytest
@@ -771,6 +783,7 @@ __all__ = [
     "create_namespace",
     "fate",
     "register_node",
+    "server_config",
     "shared_cluster",
     "start_cluster",
     "until",

@@ -49,14 +49,7 @@ def test_balance_refusal_and_a_job_over_rest(kube_cluster, namespace_name, tmp_p
     server = ServerProcess(
         tmp_path / "state",
         root,
-        extra_config=(
-            "c.JupyterQuota.backend = 'kube'\n"
-            f"c.JupyterQuota.profiles = [{profile!r}]\n"
-            f"c.JupyterQuota.kube_config_file = {str(kube_cluster.kubeconfig)!r}\n"
-            "c.JupyterQuota.kube_in_cluster = 'false'\n"
-            f"c.JupyterQuota.job_command = {kubecluster.JOB_COMMAND!r}\n"
-            f"c.JupyterQuota.job_image = {kubecluster.JOB_IMAGE!r}\n"
-        ),
+        extra_config=kubecluster.server_config(kube_cluster, profile),
     )
     try:
         server.start()

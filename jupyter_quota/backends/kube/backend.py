@@ -30,17 +30,20 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import os
 import threading
 import time
 
 from ... import errors, jobfields, paging, quota, reasons
 from ...jobspec import JobSettings
 from ..base import Backend, balance_json, rfc3339
-from . import jobview
+from . import jobview, usagestore
 from .admission import Turns
 from .bounded import bounded
 from .cache import STALE_AFTER, ClusterCache
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
+from .usagerecorder import UsageRecorder
+from .usagestore import UsageStore
 
 BALANCE_KINDS = ("resourcequotas", "limitranges")
 
@@ -71,6 +74,7 @@ class KubeBackend(Backend):
         sync_timeout: float = 10.0,
         namespaced: bool = False,
         kueue_queue: str = "",
+        usage_path: str = ":memory:",
         log: logging.Logger | None = None,
     ):
         self.kube = kube
@@ -97,6 +101,8 @@ class KubeBackend(Backend):
         self.turns = Turns(
             self.cache, settle_timeout=sync_timeout, turn_timeout=sync_timeout + 2 * kube.request_timeout
         )
+        #: pod starts and finishes, kept by the service for usage (``usagestore``, ``usagerecorder``)
+        self.usage = UsageRecorder(self.cache, UsageStore(usage_path), self.log)
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -115,6 +121,7 @@ class KubeBackend(Backend):
             backoff_max=config.kube_watch_backoff_max,
             namespaced=config.kube_watch_scope == "namespaces",
             kueue_queue=config.kueue_queue,
+            usage_path=os.path.join(config.state_dir, usagestore.FILE),
             log=log,
         )
 
@@ -133,10 +140,20 @@ class KubeBackend(Backend):
         if not self._started:
             self._started = True
             self.cache.start()
+            self.usage.start()
 
     def close(self) -> None:
+        self.usage.stop()
         self.cache.stop()
         self._started = False
+
+    def track(self, namespaces) -> None:
+        """Watch these team namespaces from now on, so their pods' usage is recorded from the start."""
+        self.usage.track(namespaces)
+
+    def usage_spans(self, since: int, until: int, namespaces=None) -> list:
+        """Pods that held their requests in ``[since, until)``, as the service recorded them."""
+        return self.usage.store.spans(since, until, namespaces)
 
     def apply_profile(self, profile) -> None:
         """An admin's profile change reaches the cluster first: the namespace's ResourceQuota and

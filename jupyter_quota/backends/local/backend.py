@@ -299,9 +299,9 @@ class LocalBackend(Backend):
     def inventory(self) -> dict:
         return copy.deepcopy(self._inventory)
 
-    def usage_spans(self, since: int, until: int) -> list:
+    def usage_spans(self, since: int, until: int, namespaces=None) -> list:
         """Jobs that held resources in ``[since, until)``, from the ledger (``usagespans``)."""
-        return usagespans.spans(self._ledger, since, until)
+        return usagespans.spans(self._ledger, since, until, namespaces)
 
     # Helpers
 

@@ -102,7 +102,12 @@ CREATE TABLE IF NOT EXISTS job_history (  -- finished jobs pruned from jobs: see
     pruned_at    TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS job_history_by_namespace ON job_history (namespace, finished_at);
-CREATE INDEX IF NOT EXISTS job_history_by_finish ON job_history (finished_at);  -- usage windows
+-- Usage windows (backends/local/usagespans.py) read these alone, never the rows: covering indexes
+-- (a jobs row holds the pod and Job JSON, ~2 KB, which a window over 100,000 jobs would page through).
+CREATE INDEX IF NOT EXISTS jobs_usage
+    ON jobs (finished_at, started_at, namespace, team, owner, name, gpus, usage, phase) WHERE finished_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS job_history_usage
+    ON job_history (finished_at, started_at, namespace, team, owner, name, gpus, usage);
 """
 
 # A trigger body holds semicolons, so these are statements of their own. A row's ``rev`` is the
