@@ -289,6 +289,7 @@ class JupyterQuota(Configurable):
     def _valid_increase_limits(self, proposal):
         if proposal["value"] <= 0:
             raise ValueError(f"JupyterQuota.{proposal['trait'].name} must be more than 0, not {proposal['value']}")
+        return proposal["value"]
 
     prices = Dict(
         help="Prices per resource-hour that turn usage (``GET .../usage``) into cost and the monthly "
