@@ -5,30 +5,20 @@
  */
 
 import * as React from 'react';
-import {
-  Bar,
-  BarChart,
-  CartesianGrid,
-  ResponsiveContainer,
-  Tooltip,
-  XAxis,
-  YAxis
-} from 'recharts';
 
 import { QuotaModel } from '../model';
 import { stalledJobs } from '../stalled';
 import {
-  formatHours,
   IUsageClient,
   IUsageTotal,
   usageQuery,
   usageTotals,
   UsageResource
 } from '../usage';
-import { useLoad, useNow } from './hooks';
+import { useLoad, useNow, useOnScreen, useTick } from './hooks';
 import { costColumn, HoursTable, IHoursColumn } from './HoursTable';
 import { StalledFlag } from './StalledFlag';
-import { THEMED_AXIS } from './UsageChart';
+import { Chart, TeamChart } from './LazyCharts';
 import { unitOf, UsageControls, useUsageControls } from './UsageControls';
 
 /** How many users the top holders list shows. */
@@ -50,14 +40,19 @@ export function AdminUsage(props: {
   const { client } = props;
   const controls = useUsageControls();
   const { range, resource } = controls;
-  const now = useNow(USAGE_REFRESH);
+  // Read only while the section is on screen (not for a closed panel), every minute.
+  const ref = React.useRef<HTMLElement>(null);
+  const onScreen = useOnScreen(ref);
+  const tick = useTick(USAGE_REFRESH, onScreen);
   const teams = useLoad(
-    () => client.usage(usageQuery(range, now, 'team', { totals: true })),
-    [client, range, now]
+    () => client.usage(usageQuery(range, Date.now(), 'team', { totals: true })),
+    [client, range, tick],
+    onScreen
   );
   const users = useLoad(
-    () => client.usage(usageQuery(range, now, 'user', { totals: true })),
-    [client, range, now]
+    () => client.usage(usageQuery(range, Date.now(), 'user', { totals: true })),
+    [client, range, tick],
+    onScreen
   );
   const unit = unitOf(resource);
   const field = HOURS_OF[resource];
@@ -68,6 +63,7 @@ export function AdminUsage(props: {
   return (
     <>
       <section
+        ref={ref}
         className="jp-QuotaSidebar-section jp-QuotaAdmin-usage"
         aria-labelledby="jp-QuotaAdmin-usageTitle"
         aria-busy={teams.loading}
@@ -90,12 +86,14 @@ export function AdminUsage(props: {
         )}
         {teams.value && (
           <>
-            <TeamChart
-              teams={[...byTeam].sort(rank).slice(0, CHART_TEAMS)}
-              field={field}
-              unit={unit}
-              label={`${unit} per team over the last ${range.label}`}
-            />
+            <Chart>
+              <TeamChart
+                teams={[...byTeam].sort(rank).slice(0, CHART_TEAMS)}
+                field={field}
+                unit={unit}
+                label={`${unit} per team over the last ${range.label}`}
+              />
+            </Chart>
             <HoursTable
               rows={[...byTeam].sort(rank)}
               label={`Usage per team over the last ${range.label}`}
@@ -149,53 +147,6 @@ function rankingColumns(
     value: row => row[field] as number
   };
   return prices ? [hours, costColumn(prices.currency)] : [hours];
-}
-
-/** The teams' hours as horizontal bars, heaviest on top. */
-function TeamChart(props: {
-  teams: IUsageTotal[];
-  field: keyof IUsageTotal;
-  unit: string;
-  label: string;
-}): JSX.Element {
-  const { teams, field, unit } = props;
-  return (
-    <div className="jp-QuotaUsage-chart" role="img" aria-label={props.label}>
-      <ResponsiveContainer width="100%" height={40 + 22 * teams.length}>
-        <BarChart
-          data={teams}
-          layout="vertical"
-          margin={{ top: 4, right: 8, bottom: 0, left: 0 }}
-        >
-          <CartesianGrid horizontal={false} strokeDasharray="2 3" />
-          <XAxis
-            {...THEMED_AXIS}
-            type="number"
-            tickFormatter={formatHours}
-            tickLine={false}
-          />
-          <YAxis
-            {...THEMED_AXIS}
-            type="category"
-            dataKey="key"
-            width={90}
-            tickLine={false}
-          />
-          <Tooltip
-            formatter={value => [`${formatHours(Number(value))} ${unit}`]}
-            cursor={{ fill: 'var(--jp-layout-color3)', opacity: 0.4 }}
-            wrapperClassName="jp-QuotaUsage-tooltip"
-          />
-          <Bar
-            dataKey={field}
-            name={unit}
-            fill="var(--jp-brand-color1)"
-            isAnimationActive={false}
-          />
-        </BarChart>
-      </ResponsiveContainer>
-    </div>
-  );
 }
 
 /** Every stalled job of every team (an admin's model reads every namespace's jobs). */

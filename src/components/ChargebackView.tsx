@@ -6,7 +6,7 @@
 import * as React from 'react';
 
 import { chargebackLines, IChargebackClient, isMonth, monthOf } from '../usage';
-import { useLoad } from './hooks';
+import { useLoad, useOnScreen } from './hooks';
 import { costColumn, HoursTable, RESOURCE_COLUMNS } from './HoursTable';
 
 export function ChargebackView(props: {
@@ -15,18 +15,23 @@ export function ChargebackView(props: {
   const { client } = props;
   const [month, setMonth] = React.useState(() => monthOf(Date.now()));
   const valid = isMonth(month);
+  // Read once the section is first on screen (not for a closed panel).
+  const ref = React.useRef<HTMLElement>(null);
+  const onScreen = useOnScreen(ref);
   const report = useLoad(
     () =>
       valid
         ? client.chargeback(month)
         : Promise.reject(new Error('Choose a month (YYYY-MM).')),
-    [client, month]
+    [client, month],
+    onScreen
   );
   const shown = report.value?.month === month ? report.value : null;
   const currency = shown?.prices?.currency;
   const lines = shown ? chargebackLines(shown) : null;
   return (
     <section
+      ref={ref}
       className="jp-QuotaSidebar-section jp-QuotaAdmin-chargeback"
       aria-labelledby="jp-QuotaAdmin-chargebackTitle"
       aria-busy={report.loading}

@@ -19,8 +19,8 @@ import {
   usageShare,
   UsageResource
 } from '../usage';
-import { useLoad, useNow } from './hooks';
-import { UsageChart } from './UsageChart';
+import { useLoad, useOnScreen, useTick } from './hooks';
+import { Chart, UsageChart } from './LazyCharts';
 import { unitOf, UsageControls, useUsageControls } from './UsageControls';
 
 /** Milliseconds between two reads of a chart's usage (the sums move slowly). */
@@ -70,10 +70,14 @@ function NamespaceUsage(props: {
   resource: UsageResource;
 }): JSX.Element {
   const { client, namespace, user, range, resource } = props;
-  const now = useNow(USAGE_REFRESH);
+  // Read only while the chart is on screen (not for a closed panel), every minute.
+  const ref = React.useRef<HTMLElement>(null);
+  const onScreen = useOnScreen(ref);
+  const tick = useTick(USAGE_REFRESH, onScreen);
   const { value, error, loading } = useLoad(
-    () => client.usage(usageQuery(range, now, 'user', { namespace })),
-    [client, namespace, range, now]
+    () => client.usage(usageQuery(range, Date.now(), 'user', { namespace })),
+    [client, namespace, range, tick],
+    onScreen
   );
   const unit = unitOf(resource);
   const headingId = `jp-QuotaUsage-${namespace}`;
@@ -81,6 +85,7 @@ function NamespaceUsage(props: {
   const points = value ? usageSeries(value, resource, user) : [];
   return (
     <section
+      ref={ref}
       className="jp-QuotaUsage"
       aria-labelledby={headingId}
       aria-busy={loading}
@@ -107,12 +112,14 @@ function NamespaceUsage(props: {
       )}
       {value ? (
         <>
-          <UsageChart
-            points={points}
-            range={range}
-            unit={unit}
-            label={`${unit} used in ${namespace} over the last ${range.label}, yours and others'`}
-          />
+          <Chart>
+            <UsageChart
+              points={points}
+              range={range}
+              unit={unit}
+              label={`${unit} used in ${namespace} over the last ${range.label}, yours and others'`}
+            />
+          </Chart>
           <PointsTable points={points} unit={unit} namespace={namespace} />
         </>
       ) : (

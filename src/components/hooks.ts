@@ -42,19 +42,24 @@ export function useNow(interval = 5000): number {
 }
 
 /**
- * The value `load` resolves to, loaded again whenever `deps` change; a load
- * that a newer one overtook is dropped. `error` holds the last failure's message.
+ * The value `load` resolves to, loaded again whenever `deps` change while
+ * `enabled`; a load that a newer one overtook is dropped. `error` holds the
+ * last failure's message. Nothing is loaded until `enabled` is first true.
  */
 export function useLoad<T>(
   load: () => Promise<T>,
-  deps: React.DependencyList
+  deps: React.DependencyList,
+  enabled = true
 ): { value: T | null; error: string; loading: boolean } {
   const [state, setState] = React.useState<{
     value: T | null;
     error: string;
     loading: boolean;
-  }>({ value: null, error: '', loading: true });
+  }>({ value: null, error: '', loading: enabled });
   React.useEffect(() => {
+    if (!enabled) {
+      return;
+    }
     let current = true;
     setState(s => ({ ...s, loading: true }));
     load().then(
@@ -71,6 +76,43 @@ export function useLoad<T>(
       current = false;
     };
     // The caller names what `load` depends on, as with useEffect.
-  }, deps);
+  }, [...deps, enabled]);
   return state;
+}
+
+/**
+ * Whether the element is on screen: in the viewport, and not inside a hidden
+ * panel or scrolled out of its panel's view (an IntersectionObserver).
+ */
+export function useOnScreen(ref: React.RefObject<Element>): boolean {
+  const [onScreen, setOnScreen] = React.useState(false);
+  React.useEffect(() => {
+    const element = ref.current;
+    if (!element || typeof IntersectionObserver === 'undefined') {
+      setOnScreen(true);
+      return;
+    }
+    const observer = new IntersectionObserver(entries =>
+      setOnScreen(entries[entries.length - 1].isIntersecting)
+    );
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, [ref]);
+  return onScreen;
+}
+
+/**
+ * A count that goes up every `interval` ms while `active` (a dependency that
+ * makes `useLoad` read again; `useLoad`'s `enabled` covers the return to view).
+ */
+export function useTick(interval: number, active: boolean): number {
+  const [tick, setTick] = React.useState(0);
+  React.useEffect(() => {
+    if (!active) {
+      return;
+    }
+    const timer = setInterval(() => setTick(t => t + 1), interval);
+    return () => clearInterval(timer);
+  }, [interval, active]);
+  return tick;
 }

@@ -119,7 +119,9 @@ def test_usage_chart_and_the_chargeback_csv(usage_page, ui_output_dir, tmp_path)
     panel = open_sidebar(page)
     chart = panel.locator(f"section.jp-QuotaUsage[data-namespace='{NAMESPACE}']")
 
-    # The last 24 hours, by the hour: 24 buckets and the hour in progress.
+    # The last 24 hours, by the hour: 24 buckets and the hour in progress. A chart reads its
+    # usage once it is on screen.
+    chart.scroll_into_view_if_needed()
     chart.locator("table.jp-QuotaUsage-table").wait_for(state="attached")
     chart.locator(".recharts-bar-rectangle").first.wait_for()
     assert chart.locator("table.jp-QuotaUsage-table tbody tr").count() == 25
@@ -150,6 +152,7 @@ def test_usage_chart_and_the_chargeback_csv(usage_page, ui_output_dir, tmp_path)
     assert report["status"] == 200, report
     report = report["body"]
     admin = open_admin_view(page)
+    admin.get_by_label("Month").scroll_into_view_if_needed()
     admin.get_by_label("Month").fill(month)
     table = admin.get_by_role("table", name=f"Chargeback for {month}")
     table.wait_for()
@@ -186,6 +189,7 @@ def test_usage_chart_and_the_chargeback_csv(usage_page, ui_output_dir, tmp_path)
     admin.screenshot(path=ui_output_dir / "usage-chargeback.png")
 
     # The admin's usage by team and top holders: the API's figures for the same window.
+    admin.get_by_role("heading", name="Usage by team").scroll_into_view_if_needed()
     usage = admin.locator("section.jp-QuotaAdmin-usage[aria-busy='false']")
     usage.locator("table.jp-QuotaUsage-table").wait_for()
     window = f"since={usage.get_attribute('data-since')}&until={usage.get_attribute('data-until')}"

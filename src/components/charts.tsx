@@ -1,8 +1,10 @@
 /**
- * A usage chart: one stacked bar per time bucket, the caller's hours and
- * everyone else's, drawn by Recharts (the library jupyterlab-nvdashboard's
- * React rewrite uses). Colours are JupyterLab theme variables (style/usage.css
- * styles the axes), so the light and dark themes both apply.
+ * The usage charts, drawn by Recharts (the library jupyterlab-nvdashboard's
+ * React rewrite uses): a namespace's hours per time bucket (the caller's and
+ * everyone else's, stacked) and every team's hours as horizontal bars.
+ * Colours are JupyterLab theme variables, so the light and dark themes both
+ * apply. Loaded on first use only (`LazyCharts.tsx`): Recharts is most of the
+ * extension's size.
  */
 
 import * as React from 'react';
@@ -17,7 +19,7 @@ import {
   YAxis
 } from 'recharts';
 
-import { formatHours, IUsagePoint, IUsageRange } from '../usage';
+import { formatHours, IUsagePoint, IUsageRange, IUsageTotal } from '../usage';
 
 /**
  * Theme colours for an axis: Recharts writes its grey into each tick's inline
@@ -81,6 +83,53 @@ export function UsageChart(props: IUsageChartProps): JSX.Element {
             name="Others"
             stackId="usage"
             fill="var(--jp-ui-font-color3)"
+            isAnimationActive={false}
+          />
+        </BarChart>
+      </ResponsiveContainer>
+    </div>
+  );
+}
+
+/** The teams' hours as horizontal bars, heaviest on top. */
+export function TeamChart(props: {
+  teams: IUsageTotal[];
+  field: keyof IUsageTotal;
+  unit: string;
+  label: string;
+}): JSX.Element {
+  const { teams, field, unit } = props;
+  return (
+    <div className="jp-QuotaUsage-chart" role="img" aria-label={props.label}>
+      <ResponsiveContainer width="100%" height={40 + 22 * teams.length}>
+        <BarChart
+          data={teams}
+          layout="vertical"
+          margin={{ top: 4, right: 8, bottom: 0, left: 0 }}
+        >
+          <CartesianGrid horizontal={false} strokeDasharray="2 3" />
+          <XAxis
+            {...THEMED_AXIS}
+            type="number"
+            tickFormatter={formatHours}
+            tickLine={false}
+          />
+          <YAxis
+            {...THEMED_AXIS}
+            type="category"
+            dataKey="key"
+            width={90}
+            tickLine={false}
+          />
+          <Tooltip
+            formatter={value => [`${formatHours(Number(value))} ${unit}`]}
+            cursor={{ fill: 'var(--jp-layout-color3)', opacity: 0.4 }}
+            wrapperClassName="jp-QuotaUsage-tooltip"
+          />
+          <Bar
+            dataKey={field}
+            name={unit}
+            fill="var(--jp-brand-color1)"
             isAnimationActive={false}
           />
         </BarChart>
