@@ -126,15 +126,6 @@ export type IChargebackFigures = Schemas['ChargebackFigures'];
 /** `GET chargeback?month=`: a month's usage and cost per team, and the totals row (admins only). */
 export type IChargeback = Schemas['Chargeback'];
 
-/**
- * Why a running job is flagged as a zombie, and since when (the Job's
- * `stalled`; hand-written from the issue 12 contract until the Job schema has it).
- */
-export interface IStalled {
-  since: string;
-  reason: 'NoLogProgress' | 'LowGpuUtilization' | string;
-  message: string;
-}
 /** `POST namespaces/{namespace}/increases`: more of the team's quota, for some hours, and why. */
 export type IIncreaseRequest = Schemas['IncreaseRequest'];
 

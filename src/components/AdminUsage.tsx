@@ -1,13 +1,12 @@
 /**
  * The admin view's usage: every team's hours over the last 24 hours or 7
  * days (chart and table, from `GET usage?by=team`), the top holders (from
- * `by=user`), and every job the service flags as stalled.
+ * `by=user`).
  */
 
 import * as React from 'react';
 
 import { QuotaModel } from '../model';
-import { stalledJobs } from '../stalled';
 import {
   IUsageClient,
   IUsageTotal,
@@ -15,9 +14,8 @@ import {
   usageTotals,
   UsageResource
 } from '../usage';
-import { useLoad, useNow, useOnScreen, useTick } from './hooks';
+import { useLoad, useOnScreen, useTick } from './hooks';
 import { costColumn, HoursTable, IHoursColumn } from './HoursTable';
-import { StalledFlag } from './StalledFlag';
 import { Chart, TeamChart } from './LazyCharts';
 import { unitOf, UsageControls, useUsageControls } from './UsageControls';
 
@@ -131,7 +129,6 @@ export function AdminUsage(props: {
           />
         )}
       </section>
-      <StalledSection model={props.model} />
     </>
   );
 }
@@ -147,42 +144,4 @@ function rankingColumns(
     value: row => row[field] as number
   };
   return prices ? [hours, costColumn(prices.currency)] : [hours];
-}
-
-/** Every stalled job of every team (an admin's model reads every namespace's jobs). */
-function StalledSection(props: { model: QuotaModel }): JSX.Element {
-  const { model } = props;
-  const now = useNow();
-  const jobs = stalledJobs(model.namespaces.flatMap(ns => model.jobs(ns.name)));
-  return (
-    <section
-      className="jp-QuotaSidebar-section"
-      aria-labelledby="jp-QuotaAdmin-stalledTitle"
-    >
-      <h2 id="jp-QuotaAdmin-stalledTitle">Stalled jobs</h2>
-      {jobs.length === 0 ? (
-        <p className="jp-QuotaSidebar-empty">No job is flagged as stalled.</p>
-      ) : (
-        <ul className="jp-QuotaJobs jp-QuotaAdmin-stalled">
-          {jobs.map(job => (
-            <li
-              key={`${job.namespace}/${job.name}`}
-              className="jp-QuotaJob"
-              data-job={job.name}
-              data-namespace={job.namespace}
-            >
-              <div className="jp-QuotaJob-head">
-                <span className="jp-QuotaJob-name">{job.name}</span>
-                <span className="jp-QuotaSidebar-hint">
-                  {job.namespace} · {job.owner} · {job.gpus}{' '}
-                  {job.gpus === 1 ? 'GPU' : 'GPUs'}
-                </span>
-              </div>
-              <StalledFlag job={job} now={now} />
-            </li>
-          ))}
-        </ul>
-      )}
-    </section>
-  );
 }

@@ -18,7 +18,6 @@ import { asModelError, QuotaModel } from '../model';
 import { ageSeconds, formatAge } from '../quantity';
 import { IJob } from '../tokens';
 import { LogViewer } from './LogViewer';
-import { StalledFlag } from './StalledFlag';
 
 export interface IJobsViewProps {
   model: QuotaModel;
@@ -181,7 +180,6 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
       )}
       {explanation && <p className="jp-QuotaJob-reason">{explanation}</p>}
       {stalled && <p className="jp-QuotaJob-stalled">{stalled}</p>}
-      <StalledFlag job={job} now={now} />
       {retried && (
         <p className="jp-QuotaJob-retried" role="status">
           Retried as {retried} with the next plan down.
