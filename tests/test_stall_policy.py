@@ -52,10 +52,10 @@ def stalled_gauge(service) -> float:
     raise AssertionError("no jupyter_quota_stalled_jobs for team-alpha")
 
 
-def stall(service, who, tmp_path) -> dict:
-    """A running job that went quiet 31 minutes ago, as the watch's clock sees it."""
-    release = tmp_path / "release"
-    job = service.submit(who, "team-alpha", {"args": ["--until-file", str(release)], "gpus": 1})
+def stall(service, who, hold) -> dict:
+    """A running job that went quiet 31 minutes ago, as the watch's clock sees it (``hold``: it runs
+    until cancelled, or until the test ends even when an assertion failed first)."""
+    job = service.submit(who, "team-alpha", {"args": hold, "gpus": 1})
     wait_job(service, who, job["name"], lambda j: j["phase"] == "Running")
     assert stalled_gauge(service) == 0
     service.backend.stall_watch.clock = lambda: time.time() + 31 * 60
@@ -63,9 +63,9 @@ def stall(service, who, tmp_path) -> dict:
 
 
 @pytest.mark.parametrize("service", ["flag"], indirect=True)
-def test_flag_only_shows_a_stalled_job(service, tmp_path):
+def test_flag_only_shows_a_stalled_job(service, hold):
     who = Identity(getpass.getuser())
-    job = stall(service, who, tmp_path)
+    job = stall(service, who, hold)
     assert stalled_gauge(service) == 1
     assert service.cancel_stalled() == []
     shown = service.get_job(who, "team-alpha", job["name"])
@@ -75,9 +75,9 @@ def test_flag_only_shows_a_stalled_job(service, tmp_path):
 
 
 @pytest.mark.parametrize("service", ["cancel"], indirect=True)
-def test_cancel_cancels_a_stalled_job_and_audits_it(service, tmp_path):
+def test_cancel_cancels_a_stalled_job_and_audits_it(service, hold):
     who = Identity(getpass.getuser())
-    job = stall(service, who, tmp_path)
+    job = stall(service, who, hold)
     (cancelled,) = service.cancel_stalled()
     assert cancelled["name"] == job["name"]
     ended = wait_job(service, who, job["name"], lambda j: j["phase"] == "Failed")
