@@ -54,6 +54,10 @@ class UsageRecorder:
     def sweep(self, now: int | None = None) -> None:
         """Write what changed since the last sweep; finish recorded pods that are gone."""
         now = int(time.time()) if now is None else now
+        # Which namespaces can tell "gone" is decided before their pods are read: a watch that starts
+        # (after a restart) between the read and the check would make every pod of it look gone.
+        running = self.store.running()
+        ready = {ns for ns in set(running.values()) if self._watching(ns) and self.cache.synced(["pods"], ns)}
         pods = self.cache["pods"]
         seen, changed = set(), []
         for namespace in pods.namespaces():
@@ -67,11 +71,7 @@ class UsageRecorder:
         self.store.record(changed)
         self._remember(changed)
         self._written = {uid: end for uid, end in self._written.items() if uid in seen}  # gone: forgotten
-        gone = [
-            uid
-            for uid, namespace in self.store.running().items()
-            if uid not in seen and self.cache.synced(["pods"], namespace) and self._watching(namespace)
-        ]
+        gone = [uid for uid, namespace in running.items() if uid not in seen and namespace in ready]
         if gone:
             self.store.finish(gone, now)
             for uid in gone:

@@ -6,7 +6,9 @@ collector), so the service writes down what usage needs while it sees the pod
 pod uid, the pod's requests (``usage.requested`` of the admitted pod, LimitRange defaults
 included) and its start (``status.startTime``) and finish (the latest ``finishedAt`` of its
 terminated containers). Writes are idempotent per uid: seeing a pod again, after a restart or a
-re-list, changes nothing, and a finish, once known, is never moved. So a restart of the service
+re-list, changes nothing, and a finish its containers reported is never moved. A pod missing from
+the cache is finished at that moment (``finish``: it was deleted); should it be seen again, what it
+says (its containers' finish, or that it still runs) replaces that guess. So a restart of the service
 neither counts a pod twice nor loses one (the next list finds every pod still there).
 """
 
@@ -38,15 +40,18 @@ CREATE TABLE IF NOT EXISTS pods (
     cpu_milli    INTEGER NOT NULL,  -- thousandths of a core
     memory_milli INTEGER NOT NULL,  -- thousandths of a byte
     started_at  INTEGER NOT NULL,   -- epoch seconds
-    finished_at INTEGER             -- epoch seconds; NULL while the pod runs
+    finished_at INTEGER,            -- epoch seconds; NULL while the pod runs
+    -- 1: finished_at is when the pod was missing from the cache (deleted, or a re-list in flight),
+    -- not its containers' finish; the pod's own word replaces it if it is seen again
+    finish_inferred INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS pods_by_finish ON pods (finished_at);
 """
 _UPSERT = (
     "INSERT INTO pods (uid, namespace, team, user, job, gpus_milli, cpu_milli, memory_milli, started_at, finished_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (uid) DO UPDATE SET finished_at = excluded.finished_at"
-    " WHERE pods.finished_at IS NULL AND excluded.finished_at IS NOT NULL"
+    " ON CONFLICT (uid) DO UPDATE SET finished_at = excluded.finished_at, finish_inferred = 0"
+    " WHERE (pods.finished_at IS NULL AND excluded.finished_at IS NOT NULL) OR pods.finish_inferred = 1"
 )
 
 
@@ -100,6 +105,9 @@ class UsageStore:
         self._con.execute("PRAGMA synchronous = FULL")  # a recorded finish survives a power cut
         with self._lock:
             self._con.executescript(_SCHEMA)
+            columns = {row[1] for row in self._con.execute("PRAGMA table_info(pods)")}
+            if "finish_inferred" not in columns:  # a file written before the column existed
+                self._con.execute("ALTER TABLE pods ADD COLUMN finish_inferred INTEGER NOT NULL DEFAULT 0")
 
     def record(self, records: Iterable[PodRecord]) -> None:
         """Add new pods and the finish of pods that finished; anything already known stays."""
@@ -117,7 +125,8 @@ class UsageStore:
         """Pods gone without a recorded finish (deleted): they held their requests until ``at``."""
         with self._lock, self._transaction():
             self._con.executemany(
-                "UPDATE pods SET finished_at = max(started_at, ?) WHERE uid = ? AND finished_at IS NULL",
+                "UPDATE pods SET finished_at = max(started_at, ?), finish_inferred = 1"
+                " WHERE uid = ? AND finished_at IS NULL",
                 [(at, uid) for uid in uids],
             )
 
@@ -167,7 +176,7 @@ def _columns(span: usage.Span) -> tuple:
 
 
 def _span(row: tuple) -> usage.Span:
-    _, namespace, team, user, job, gpus, cpu, memory, started, finished = row
+    _, namespace, team, user, job, gpus, cpu, memory, started, finished = row[:10]  # not finish_inferred
     return usage.Span(namespace, team, user, job, started, finished, gpus, cpu, memory)
 
 
