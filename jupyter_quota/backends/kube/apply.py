@@ -3,7 +3,8 @@
 For every profile: its Namespace, ResourceQuota objects and LimitRange (from ``TeamProfile``),
 and the Role and RoleBinding of the quota service's account (``rbac.team_objects``), created
 when absent and replaced when they differ (get, compare, replace with the live
-``resourceVersion``, so a concurrent change is a 409 rather than lost). Only what a profile
+``resourceVersion``, so a concurrent change is a 409 rather than lost; the object is then read
+and compared again, a few times: ``_apply``). Only what a profile
 states is compared and written: labels other tools put on a Namespace, and the status the
 quota controller writes, are kept. Running it twice changes nothing the second time.
 
@@ -75,7 +76,24 @@ _KINDS = {
 }
 
 
+#: Tries of one object's get-compare-replace when its ``resourceVersion`` moved in between (409):
+#: the quota controller rewrites a ResourceQuota's status whenever a pod comes or goes.
+CONFLICT_TRIES = 5
+
+
 def _apply(kube: Kube, desired: dict, dry_run: bool) -> dict:
+    """Create or replace one object; on a 409 it is read again and compared again (client-go's
+    ``RetryOnConflict``): the replace is built on what is live, so nothing written meanwhile is lost."""
+    for _ in range(CONFLICT_TRIES - 1):
+        try:
+            return _apply_once(kube, desired, dry_run)
+        except KubeError as e:
+            if e.code != 409:
+                raise
+    return _apply_once(kube, desired, dry_run)
+
+
+def _apply_once(kube: Kube, desired: dict, dry_run: bool) -> dict:
     kind = desired["kind"]
     meta = desired["metadata"]
     name, namespace = meta["name"], meta.get("namespace", "")
