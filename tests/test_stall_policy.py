@@ -15,7 +15,7 @@ from jupyter_quota import audit
 from jupyter_quota.config import JupyterQuota
 from jupyter_quota.extension import build_service
 from jupyter_quota.identity import Identity
-from jupyter_quota.stallpolicy import STALLED_JOB_CANCELLED
+from jupyter_quota.service.stall import STALLED_JOB_CANCELLED
 
 
 @pytest.fixture

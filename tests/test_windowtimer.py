@@ -8,7 +8,7 @@ import logging
 from datetime import UTC, datetime
 
 from jupyter_quota.profiles import TeamProfile
-from jupyter_quota.windowtimer import WindowTimer, reconcile
+from jupyter_quota.service.windows import WindowTimer, reconcile
 
 GPU = "requests.nvidia.com/gpu"
 LOG = logging.getLogger("test_windowtimer")

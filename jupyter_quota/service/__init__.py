@@ -15,21 +15,21 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from . import audit, chargeback, jobmemory, paging, usage
-from .access import TeamRegistry
-from .backends.base import Backend
-from .config import JupyterQuota
-from .effectivequota import effective_hard
-from .errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest, QuotaError
-from .identity import Identity
-from .increaseservice import ExpiryTimer, Increases
-from .jobmemory import JobMemory
-from .jobspec import create_named, parse_job_request
-from .metrics import QuotaMetrics
-from .profiles import TeamProfile
-from .stallpolicy import POLICY, STALLED_JOB_CANCELLED, StallPolicyTimer
-from .windows import window_extra
-from .windowtimer import WindowTimer
+from .. import audit, chargeback, jobmemory, paging, usage
+from ..access import TeamRegistry
+from ..backends.base import Backend
+from ..config import JupyterQuota
+from ..effectivequota import effective_hard
+from ..errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest, QuotaError
+from ..identity import Identity
+from ..jobmemory import JobMemory
+from ..jobspec import create_named, parse_job_request
+from ..metrics import QuotaMetrics
+from ..profiles import TeamProfile
+from ..windows import window_extra
+from .increases import ExpiryTimer, Increases
+from .stall import POLICY, STALLED_JOB_CANCELLED, StallPolicyTimer
+from .windows import WindowTimer
 
 MAX_TAIL_LINES = 10_000
 
@@ -186,21 +186,21 @@ class QuotaService:
 
     def models(self, who: Identity) -> dict:
         """The estimator's catalog: the hub ids it knows offline; any signed-in user may ask."""
-        from .estimator.model import catalog_models
+        from ..estimator.model import catalog_models
 
         return {"models": [dict(m) for m in catalog_models()]}
 
     def estimate(self, who: Identity, body) -> dict:
         """Peak GPU memory of a ``swift sft`` argv on ``gpus`` GPUs; any signed-in user may ask."""
-        from .planner.request import parse_estimate_request
+        from ..planner.request import parse_estimate_request
 
         request = parse_estimate_request(body)
         return self.memory.estimate(request.args, request.gpus, model_size=request.model_size).to_json()
 
     def plan(self, who: Identity, namespace: str, body) -> dict:
         """The best configuration of a ``swift sft`` argv that fits the namespace's live balance."""
-        from .planner import context_from_balance, plan
-        from .planner.request import parse_plan_request
+        from ..planner import context_from_balance, plan
+        from ..planner.request import parse_plan_request
 
         profile = self.profile_for(who, namespace)
         request = parse_plan_request(body)
@@ -217,8 +217,8 @@ class QuotaService:
     def replan(self, who: Identity, namespace: str, name: str) -> dict:
         """The plan for an out-of-memory job again, its own configuration known not to fit: the
         next plan down. 409 for a job that did not run out of memory."""
-        from .planner import context_from_balance, plan
-        from .quantity import parse_quantity
+        from ..planner import context_from_balance, plan
+        from ..quantity import parse_quantity
 
         profile = self.profile_for(who, namespace)
         job = self.memory.decorate(profile, self.backend.get_job(profile, name))

@@ -17,11 +17,11 @@ import logging
 import sqlite3
 from collections.abc import Callable
 
-from . import audit, increases
-from .backends.base import rfc3339
-from .errors import Conflict, Forbidden, InvalidRequest, NotFound
-from .identity import Identity
-from .records import open_records
+from .. import audit, increases
+from ..backends.base import rfc3339
+from ..errors import Conflict, Forbidden, InvalidRequest, NotFound
+from ..identity import Identity
+from ..records import open_records
 
 _COLUMNS = (
     "name, namespace, team, user, phase, resources, hours, reason, created_at, decided_at, decided_by, comment, "

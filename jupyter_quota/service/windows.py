@@ -19,8 +19,8 @@ import threading
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
-from . import windows
-from .profiles import TeamProfile
+from .. import windows
+from ..profiles import TeamProfile
 
 #: The longest sleep between passes (seconds): profiles an admin adds or edits meanwhile are
 #: picked up by then, and a clock that jumped is noticed.
