@@ -11,8 +11,8 @@ import csv
 import io
 import time
 
-from .backends.base import rfc3339
 from .records import open_records
+from .times import rfc3339
 
 #: The service itself (an expiry, a reconcile), where no person acted.
 SYSTEM = "system"

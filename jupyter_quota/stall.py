@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .backends.base import rfc3339
+from .times import rfc3339
 
 #: the job wrote nothing to its log for the policy's minutes
 NO_LOG_PROGRESS = "NoLogProgress"

@@ -40,6 +40,16 @@ _ADVICE = {
 }
 
 
+def make_private_dir(path: str) -> None:
+    """Create ``path`` (and parents) with mode 0700; an existing directory is left as it is.
+
+    The state directory and every folder below it that holds users' records are made this way."""
+    if os.path.isdir(path):
+        return
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)  # makedirs' mode is filtered by the umask
+
+
 def storage_error(exc: BaseException, state_dir: str) -> StateDirectoryError | None:
     """The error to answer for ``exc`` if it says the state directory is full or read-only, else None.
 

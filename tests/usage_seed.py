@@ -23,11 +23,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jupyter_quota import quota
-from jupyter_quota.backends.base import rfc3339
 from jupyter_quota.backends.local import admission, ledger, retention
 from jupyter_quota.jobspec import build_job, parse_job_request
 from jupyter_quota.profiles import TeamProfile
 from jupyter_quota.quantity import Quantity
+from jupyter_quota.times import rfc3339
 
 #: Monday 2026-11-16 00:00 UTC: the seeded week is [WEEK_START, WEEK_START + 7 days).
 WEEK_START = int(datetime(2026, 11, 16, tzinfo=timezone.utc).timestamp())

@@ -10,14 +10,12 @@ A job, as the REST API returns it, is a dict:
      "args": [...], "priority": "high"|"normal"|"best-effort", "gpus": int, "gpuIndices": [...] (local only),
      "resources": {"requests", "limits"}, "createdAt", "startedAt"?, "finishedAt"?, "exitCode"?,
      "reason"?, "message"?, "borrowed"? (local, Running), "history"? (local: elastic events)}
-Times are RFC 3339 UTC strings (``2026-11-29T08:30:00Z``, :func:`rfc3339`).
+Times are RFC 3339 UTC strings (``2026-11-29T08:30:00Z``, ``times.rfc3339``).
 """
 
 from __future__ import annotations
 
 import abc
-import calendar
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -158,12 +156,3 @@ class JobChanges:
     cursor: object
     snapshot: bool
 
-
-def epoch_of(stamp: str) -> float:
-    """An RFC 3339 UTC time as :func:`rfc3339` writes it, in epoch seconds."""
-    return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
-
-
-def rfc3339(epoch: float) -> str:
-    """``epoch`` as the Kubernetes API writes a time: RFC 3339, UTC, whole seconds, ``Z``."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))

@@ -11,7 +11,8 @@ same in both modes. Hub services (``kind: service``) are not quota users and are
 
 from __future__ import annotations
 
-from unittest import mock
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from jupyter_server.auth import IdentityProvider, User
 from jupyterhub.services.auth import HubOAuth
@@ -79,7 +80,7 @@ class HubServiceIdentityProvider(IdentityProvider):
         hub_auth = self.hub_auth
 
         def get_login_url():
-            with mock.patch.dict(handler.application.settings, {"login_url": hub_auth.login_url}):
+            with _setting(handler.application.settings, "login_url", hub_auth.login_url):
                 login_url = original()
             params, state = {}, {}
             if getattr(hub_auth, "pkce_enabled", False):  # JupyterHub 6; 5.x has no PKCE
@@ -90,3 +91,18 @@ class HubServiceIdentityProvider(IdentityProvider):
             return url_concat(login_url, params)
 
         handler.get_login_url = get_login_url
+
+
+@contextmanager
+def _setting(settings: dict, key: str, value) -> Iterator[None]:
+    """``settings[key] = value`` for the ``with`` block, then as it was (the key absent again if it was)."""
+    missing = object()
+    saved = settings.get(key, missing)
+    settings[key] = value
+    try:
+        yield
+    finally:
+        if saved is missing:
+            settings.pop(key, None)
+        else:
+            settings[key] = saved

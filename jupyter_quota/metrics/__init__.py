@@ -15,8 +15,8 @@ import time
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from ..backends.base import epoch_of, rfc3339
 from ..errors import QuotaError
+from ..times import epoch_of, rfc3339
 from .collector import TEAM, StateCollector
 from .tracker import JobTracker
 

@@ -18,10 +18,10 @@ import sqlite3
 from collections.abc import Callable
 
 from .. import audit, increases
-from ..backends.base import rfc3339
 from ..errors import Conflict, Forbidden, InvalidRequest, NotFound
 from ..identity import Identity
 from ..records import open_records
+from ..times import rfc3339
 
 _COLUMNS = (
     "name, namespace, team, user, phase, resources, hours, reason, created_at, decided_at, decided_by, comment, "

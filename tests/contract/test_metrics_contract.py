@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
-from jupyter_quota.backends.base import rfc3339
 from jupyter_quota.metrics.tracker import JobTracker
+from jupyter_quota.times import rfc3339
 
 
 def test_job_changes_show_each_start_and_end_once(harness):

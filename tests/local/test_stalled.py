@@ -12,10 +12,10 @@ import pytest
 from local_testing import NS, UNTIL_CANCELLED, Profile, make_job, phase_is, wait_for, wait_log
 
 from jupyter_quota import stall
-from jupyter_quota.backends.base import rfc3339
 from jupyter_quota.backends.local import runner
 from jupyter_quota.backends.local.inventory import parse_utilization
 from jupyter_quota.backends.local.stallwatch import SAMPLE_INTERVAL
+from jupyter_quota.times import rfc3339
 
 
 def running_quiet_job(backend, name="quiet"):

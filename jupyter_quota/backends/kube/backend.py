@@ -36,7 +36,8 @@ import time
 
 from ... import errors, jobfields, paging, quota, reasons
 from ...jobspec import JobSettings
-from ..base import Backend, balance_json, rfc3339
+from ...times import rfc3339
+from ..base import Backend, balance_json
 from . import jobview, usagestore
 from .admission import Turns
 from .bounded import bounded

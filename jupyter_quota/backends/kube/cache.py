@@ -37,7 +37,7 @@ import threading
 import time
 
 from ... import labels
-from ..base import rfc3339
+from ...times import rfc3339
 from .bounded import bounded
 from .client import ClusterUnavailable, Kube, KubeError, ns_path, status_error, unavailable
 from .pernamespace import PerNamespace

@@ -25,7 +25,7 @@ from datetime import datetime
 
 from ... import labels, usage
 from ...podresources import pod_requests
-from ..local.ledger import make_private_dir
+from ...statedir import make_private_dir
 
 FILE = "usage.sqlite3"
 

@@ -115,7 +115,7 @@ class LocalBackend(Backend):
         if self._ledger.startup_error is not None:
             self._warn_storage(self._ledger.startup_error)
         try:
-            ledger.make_private_dir(self.state_dir)
+            statedir.make_private_dir(self.state_dir)
         except OSError as e:
             if not self._warn_storage(e):
                 raise

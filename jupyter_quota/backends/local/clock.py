@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import time
+from ...times import now_rfc3339 as now
 
-from ..base import rfc3339
-
-
-def now() -> str:
-    """The current time, e.g. ``2026-11-29T08:30:00Z``."""
-    return rfc3339(time.time())
+__all__ = ["now"]

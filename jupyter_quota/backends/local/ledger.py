@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-from ...statedir import storage_error
+from ...statedir import make_private_dir, storage_error
 
 SCHEMA_VERSION = 3
 LIVE = ("Pending", "Running")
@@ -472,10 +472,3 @@ def _size(path: str) -> int:
     except OSError:
         return 0
 
-
-def make_private_dir(path: str) -> None:
-    """Create ``path`` (and parents) with mode 0700; an existing directory is left as it is."""
-    if os.path.isdir(path):
-        return
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    os.chmod(path, 0o700)  # makedirs' mode is filtered by the umask

@@ -29,8 +29,8 @@ import shutil
 import sqlite3
 import time
 
-from ... import jobfields
-from ..base import rfc3339
+from ... import jobfields, statedir
+from ...times import rfc3339
 from . import clock, ledger, runner
 
 FINISHED = ("Succeeded", "Failed")
@@ -53,7 +53,7 @@ def prune(
                 con.execute("DELETE FROM jobs WHERE id = ? AND phase IN (?, ?)", (row["id"], *FINISHED))
                 directory = runner.job_dir(state_dir, row["namespace"], row["name"])
                 if os.path.isdir(directory):  # a job that never started has none
-                    ledger.make_private_dir(pruned_dir)
+                    statedir.make_private_dir(pruned_dir)
                     aside = os.path.join(pruned_dir, str(row["id"]))  # ids are never reused
                     os.rename(directory, aside)
                     moved.append((directory, aside))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from ... import stall
-from ..base import epoch_of
+from ...times import epoch_of
 from . import inventory, ledger, runner
 
 SAMPLE_INTERVAL = 30.0  # seconds between nvidia-smi samples

@@ -1,0 +1,33 @@
+"""Time on the ground floor: the clock and the one way times are written.
+
+Every layer reads these (domain records, backends, the application layer), so they import
+nothing of the package. Times are written as the Kubernetes API writes them: RFC 3339, UTC,
+whole seconds, ``Z`` (``2026-11-29T08:30:00Z``).
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections.abc import Callable
+
+#: epoch seconds now; what a service is given so that tests can drive time
+Clock = Callable[[], float]
+
+#: the real clock
+system_clock: Clock = time.time
+
+
+def rfc3339(epoch: float) -> str:
+    """``epoch`` as the Kubernetes API writes a time: RFC 3339, UTC, whole seconds, ``Z``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+def epoch_of(stamp: str) -> float:
+    """An RFC 3339 UTC time as :func:`rfc3339` writes it, in epoch seconds."""
+    return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
+
+
+def now_rfc3339() -> str:
+    """The current time, e.g. ``2026-11-29T08:30:00Z``."""
+    return rfc3339(time.time())
