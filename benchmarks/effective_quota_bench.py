@@ -22,8 +22,8 @@ import tempfile
 import time
 
 from jupyter_quota.config import JupyterQuota
-from jupyter_quota.extension import build_service
 from jupyter_quota.identity import Identity
+from jupyter_quota.service.app import build_service
 
 GPU = "requests.nvidia.com/gpu"
 BEA, ADA = Identity("bea"), Identity("ada", admin=True)

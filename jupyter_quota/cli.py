@@ -348,9 +348,9 @@ def configured_context(namespace: str | None, config_file=None, **options):
     server's owner (``JupyterQuota.owner``) with the usual access rules: only their teams'
     namespaces. ``options`` go to :func:`planner.context_from_balance` (``gpu_memory``, ``margin``).
     """
-    from .extension import build_service
     from .identity import owner_identity
     from .planner import context_from_balance
+    from .service.app import build_service
 
     config = config_file if isinstance(config_file, JupyterQuota) else load_config(config_file)
     service = build_service(config)

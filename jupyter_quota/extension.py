@@ -4,23 +4,10 @@ from __future__ import annotations
 
 import os
 
-from .access import TeamRegistry
-from .backends import make_backend
 from .config import JupyterQuota
 from .handlers import setup_handlers
 from .service import QuotaService
-
-
-def build_service(config: JupyterQuota, log=None, root_dir: str = "") -> QuotaService:
-    """The service a server (or a benchmark, or the CLI) uses, from a ``JupyterQuota`` config."""
-    registry = TeamRegistry(
-        config.profiles,
-        default_team=config.default_team,
-        overrides_path=os.path.join(config.state_dir, "profiles.json"),
-        log=log,
-    )
-    backend = make_backend(config, log=log, root_dir=root_dir)
-    return QuotaService(config, registry, backend)
+from .service.app import build_service
 
 
 def load(server_app) -> QuotaService | None:

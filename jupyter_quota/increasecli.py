@@ -46,8 +46,8 @@ def add_commands(sub, config_option) -> None:
 def _service(args):
     from .cli import load_config
     from .errors import QuotaError
-    from .extension import build_service
     from .identity import owner_identity
+    from .service.app import build_service
 
     config = load_config(args.config)
     if config.service_url:  # the records are the hub's quota service's, not in this config's state dir

@@ -97,8 +97,8 @@ def _ask(config_file: str | None, route: str, params: dict) -> dict:
             return client.call("GET", f"/{route}", params=params)
         except QuotaClientError as e:
             raise QuotaError(e.message) from None
-    from .extension import build_service
     from .identity import owner_identity
+    from .service.app import build_service
 
     service = build_service(config)
     try:

@@ -66,8 +66,8 @@ def start_quota_service(config: Config, token: str):
     import logging
 
     from jupyter_quota.config import JupyterQuota
-    from jupyter_quota.extension import build_service
     from jupyter_quota.hubservice.app import make_app
+    from jupyter_quota.service.app import build_service
 
     quota = JupyterQuota(config=config)
     service = build_service(quota)

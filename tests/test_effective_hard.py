@@ -7,8 +7,8 @@ import pytest
 
 from jupyter_quota.config import JupyterQuota
 from jupyter_quota.errors import AdmissionDenied
-from jupyter_quota.extension import build_service
 from jupyter_quota.identity import Identity
+from jupyter_quota.service.app import build_service
 
 GPU = "requests.nvidia.com/gpu"
 MONDAY_21H = datetime(2026, 11, 30, 21, 0, tzinfo=UTC).timestamp()

@@ -9,7 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from quota_testing import demo_config
 
 from jupyter_quota.config import JupyterQuota
-from jupyter_quota.extension import build_service
+from jupyter_quota.service.app import build_service
 
 
 def exported_names(tmp_path) -> set[str]:

@@ -9,8 +9,8 @@ from quota_testing import demo_config
 
 from jupyter_quota.backends.base import JobChanges
 from jupyter_quota.config import JupyterQuota
-from jupyter_quota.extension import build_service
 from jupyter_quota.metrics.tracker import JobTracker
+from jupyter_quota.service.app import build_service
 
 SINCE = "2026-11-30T10:00:00Z"
 

@@ -13,8 +13,8 @@ from quota_testing import FAKE_TRAINER, demo_config
 
 from jupyter_quota import audit
 from jupyter_quota.config import JupyterQuota
-from jupyter_quota.extension import build_service
 from jupyter_quota.identity import Identity
+from jupyter_quota.service.app import build_service
 from jupyter_quota.service.stall import STALLED_JOB_CANCELLED
 
 

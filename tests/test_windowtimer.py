@@ -1,4 +1,4 @@
-"""``jupyter_quota/windowtimer.py``: a pass writes every team's quota and says when the next window
+"""``jupyter_quota/service/windows.py``: a pass writes every team's quota and says when the next window
 change is; one team's failure does not stop the others. (The same on the real API server, with
 the quota service: ``tests/kube/test_windows_on_kube.py``.)"""
 
@@ -8,7 +8,7 @@ import logging
 from datetime import UTC, datetime
 
 from jupyter_quota.profiles import TeamProfile
-from jupyter_quota.service.windows import WindowTimer, reconcile
+from jupyter_quota.service.windows import reconcile, window_ticker
 
 GPU = "requests.nvidia.com/gpu"
 LOG = logging.getLogger("test_windowtimer")
@@ -48,7 +48,7 @@ def test_one_teams_failure_is_logged_and_retried_soon_while_the_others_are_writt
 def test_the_timer_passes_at_start_and_on_wake_with_the_clock_it_is_given():
     seen = []
     clock = [MONDAY_9]
-    timer = WindowTimer(lambda: [profile("a", "18:00", "20:00")], lambda p, now: seen.append(now), lambda: clock[0])
+    timer = window_ticker(lambda: [profile("a", "18:00", "20:00")], lambda p, now: seen.append(now), lambda: clock[0])
     timer.start()
     try:
         assert timer.wait_passes(1, 30)

@@ -32,8 +32,8 @@ from traitlets.config import Config
 
 from ..config import JupyterQuota
 from ..errors import QuotaError
-from ..extension import build_service
 from ..handlers import API_PREFIX, setup_handlers
+from ..service.app import build_service
 from .identity import HubServiceIdentityProvider
 from .names import SERVICE_NAME
 

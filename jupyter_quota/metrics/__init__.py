@@ -30,8 +30,12 @@ RATIO_BUCKETS = (0.5, 0.75, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0)
 
 
 class QuotaMetrics:
-    def __init__(self, service):
-        self._service = service
+    def __init__(self, registry, backend, memory, effective):
+        """``registry``: the teams; ``backend``: their jobs; ``memory``: the jobs' estimates
+        (``JobMemory``); ``effective``: their effective hard quota (``service.effective``)."""
+        self._teams = registry
+        self._backend = backend
+        self._memory = memory
         self._lock = threading.Lock()
         self.registry = CollectorRegistry(auto_describe=False)
         self.admitted = Counter(
@@ -74,10 +78,10 @@ class QuotaMetrics:
         self.tracker = JobTracker(self._started, self._ended, since=rfc3339(time.time()))
         self.registry.register(
             StateCollector(
-                lambda: service.registry.all(),
-                service.balance_of,
+                registry.all,
+                lambda profile: backend.balance(effective.of(profile)),
                 lambda: list(self.tracker.live.values()),
-                service.backend.stalled,
+                backend.stalled,
             )
         )
 
@@ -107,19 +111,19 @@ class QuotaMetrics:
     def _memory_of(self, job: dict) -> dict | None:
         """An ended job's ``memory`` (jobmemory.py: its estimate, and the peak its log gave)."""
         try:
-            profile = self._service.registry.get(job["team"])
+            profile = self._teams.get(job["team"])
         except QuotaError:  # a team removed since: its jobs' estimates are not looked up
             return None
-        return self._service.memory.decorate(profile, dict(job)).get("memory")
+        return self._memory.decorate(profile, dict(job)).get("memory")
 
     # -- the scrape ------------------------------------------------------------------------------
 
     def scrape(self) -> bytes:
         """The text exposition, after the tracker caught up with the backend's jobs."""
         with self._lock:  # one look at a time: the tracker's cursor moves once per look
-            profiles = self._service.registry.all()
+            profiles = self._teams.all()
             for p in profiles:  # zero, not absent, for the dashboard (a queue wait comes with any start)
                 for family in (self.admitted, self.estimator_ratio):
                     family.labels(p.namespace, p.team)
-            self.tracker.update(self._service.backend.job_changes(profiles, self.tracker.cursor))
+            self.tracker.update(self._backend.job_changes(profiles, self.tracker.cursor))
             return generate_latest(self.registry)

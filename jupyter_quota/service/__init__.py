@@ -10,149 +10,100 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
-import threading
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime
 
-from .. import audit, chargeback, jobmemory, paging, usage
+from .. import audit, jobmemory, paging
 from ..access import TeamRegistry
 from ..backends.base import Backend
 from ..config import JupyterQuota
-from ..effectivequota import effective_hard
-from ..errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest, QuotaError
+from ..errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest
 from ..identity import Identity
 from ..jobmemory import JobMemory
 from ..jobspec import create_named, parse_job_request
 from ..metrics import QuotaMetrics
 from ..profiles import TeamProfile
-from ..windows import window_extra
-from .increases import ExpiryTimer, Increases
-from .stall import POLICY, STALLED_JOB_CANCELLED, StallPolicyTimer
-from .windows import WindowTimer
+from ..ticker import Ticker
+from ..times import Clock, system_clock
+from .effective import EffectiveQuota
+from .increases import Increases
+from .stall import StalledJobs
+from .usage import UsageReports
+from .windows import window_ticker
 
 MAX_TAIL_LINES = 10_000
 
 
 class QuotaService:
-    def __init__(
-        self,
-        config: JupyterQuota,
-        registry: TeamRegistry,
-        backend: Backend,
-        clock: Callable[[], float] = time.time,
-    ):
+    """The façade: one method per REST use case, each a call or two into the managers beside it
+    (``effective``, ``increases``, ``stalled``, ``reports``, the window ticker) or the backend.
+    ``app.build_service`` builds it; :meth:`start` and :meth:`close` run its managers in order."""
+
+    def __init__(self, config: JupyterQuota, registry: TeamRegistry, backend: Backend, clock: Clock = system_clock):
         self.config = config
         self.registry = registry
         self.backend = backend
-        self.metrics = QuotaMetrics(self)
+        self.log = getattr(backend, "log", None) or logging.getLogger("jupyter_quota")
+        #: the effective hard quota of every team, and the service's one clock
+        self.effective = EffectiveQuota(registry, backend, config.state_dir, clock, log=self.log)
         #: estimates kept beside jobs, measured peaks, corrections (docs/estimator.md §13)
         self.memory = JobMemory(config.state_dir, backend)
-        #: epoch seconds now; tests drive it to expire increases without waiting
-        self.clock = clock
-        self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))
-        #: team -> (profile, key of its extras, effective profile, the extras the key's ids name)
-        self._raised: dict[str, tuple] = {}
-        self._effective_lock = threading.Lock()
-        self._timer: ExpiryTimer | None = None
-        #: follows the profiles' time windows (windowtimer.py); tests wait on its passes
-        self.window_timer: WindowTimer | None = None
-        self._stall_timer: StallPolicyTimer | None = None
-        self.log = getattr(backend, "log", None) or logging.getLogger("jupyter_quota")
+        self.metrics = QuotaMetrics(registry, backend, self.memory, self.effective)
+        self.increases = Increases(config, registry, self.effective, log=self.log)
+        self.stalled = StalledJobs(config.stalled_job_action, registry, backend, config.state_dir, self.log)
+        self.reports = UsageReports(registry, backend, config.prices)
+        #: follows the profiles' time windows (service/windows.py); tests wait on its passes
+        self.window_timer: Ticker | None = None
         # The local backend schedules across teams (elastic quota): it reads their effective quotas.
-        backend.use_profiles(
-            lambda: [self._effective(p) for p in registry.all()],
-            lambda: datetime.fromtimestamp(self.clock(), UTC),
-        )
+        backend.use_profiles(self.effective.profiles, self.effective.moment)
         backend.track([p.namespace for p in registry.all()])  # usage is recorded from the start
+
+    @property
+    def clock(self) -> Clock:
+        """Epoch seconds now; tests set it to move time (expire increases, open windows)."""
+        return self.effective.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.effective.clock = clock
 
     def start(self) -> None:
         """Start the backend, put right what changed while the service was down (increases that
         ended, windows that opened or closed), and expire increases and follow windows from now on."""
         self.backend.start()
-        try:
-            self.increases.reconcile(self.clock())
-        except Exception:  # the server must start (a read-only state dir); the timer retries
-            self.increases.log.exception("jupyter_quota: reconciling increases at start failed")
-        if self._timer is None:
-            self._timer = ExpiryTimer(self.increases, lambda: self.clock())  # a test may drive self.clock
-            self._timer.start()
-        if self.window_timer is None:  # windowtimer.py: quotas written as windows open and close
-            self.window_timer = WindowTimer(
+        self.increases.start()
+        if self.window_timer is None:  # quotas written as windows open and close
+            self.window_timer = window_ticker(
                 lambda: [p for p in self.registry.all() if p.windows],
-                lambda profile, now: self.backend.apply_profile(self._effective(profile, now)),
-                lambda: self.clock(),
-                log=self.increases.log,
+                self.effective.write_profile,
+                self.effective.now,
+                log=self.log,
             )
             self.window_timer.start()
-        if self._stall_timer is None and self.config.stalled_job_action == "cancel":
-            self._stall_timer = StallPolicyTimer(self.cancel_stalled, self.log)
-            self._stall_timer.start()
+        self.stalled.start()
 
     def close(self) -> None:
-        if self._timer is not None:
-            self._timer.close()
-            self._timer = None
+        """Stop in the reverse order of :meth:`start`."""
+        self.stalled.close()
         if self.window_timer is not None:
             self.window_timer.close()
             self.window_timer = None
-        if self._stall_timer is not None:
-            self._stall_timer.close()
-            self._stall_timer = None
+        self.increases.close()
         self.backend.close()
 
     # -- the effective hard quota --------------------------------------------------------------
 
     def effective_hard(self, team: str, now: float | None = None) -> dict[str, str]:
         """The team's hard quota at ``now`` (epoch seconds): its profile's, plus approved unexpired
-        increases, plus the extras of its windows open at ``now``.
-
-        The one place that composes it; every balance and admission reads it (``_effective``).
-        """
-        now = self.clock() if now is None else now
-        profile = self.registry.get(team)
-        return self._compose(profile, self.increases.extras(team, now), _opened(profile, now))
-
-    @staticmethod
-    def _compose(profile: TeamProfile, increase_extras: list[dict], opened: dict[str, str]) -> dict[str, str]:
-        return effective_hard(profile.hard, *increase_extras, opened)
-
-    def _effective(self, profile: TeamProfile, now: float | None = None, extras: list | None = None) -> TeamProfile:
-        """``profile`` with its effective hard quota; the same object while that does not change
-        (the local backend caches a balance per profile object)."""
-        now = self.clock() if now is None else now
-        extras = self.increases.extras(profile.team, now) if extras is None else extras
-        if not extras and not profile.windows:
-            return profile  # the common case, without arithmetic
-        # the same extras are the same objects (``Increases._approved`` caches them), so a read
-        # between changes costs a lookup, not the sums
-        opened = _opened(profile, now)
-        key = (tuple(map(id, extras)), tuple(sorted(opened.items())))
-        with self._effective_lock:
-            cached = self._raised.get(profile.team)
-            if cached is not None and cached[0] is profile and cached[1] == key:
-                return cached[2]
-        hard = self._compose(profile, extras, opened)
-        raised = profile if hard == {k: str(v) for k, v in profile.hard.items()} else _with_hard(profile, hard)
-        with self._effective_lock:
-            self._raised[profile.team] = (profile, key, raised, extras)  # extras: their ids stay theirs
-        return raised
+        increases, plus the extras of its windows open at ``now`` (``EffectiveQuota.hard``)."""
+        return self.effective.hard(team, now)
 
     def apply_effective(self, team: str, now: float | None = None) -> None:
         """Write the team's effective hard quota at ``now`` where jobs run (the kube backend's
         ResourceQuota; nothing on the local backend): for a window that opens or closes."""
-        now = self.clock() if now is None else now
-        self._apply_effective(team, now, self.increases.extras(team, now))
-
-    def _apply_effective(self, team: str, now: float, increase_extras: list[dict]) -> None:
-        """Write the team's effective quota where jobs run (the kube backend's ResourceQuota)."""
-        self.backend.apply_profile(self._effective(self.registry.get(team), now, increase_extras))
-        if self._timer is not None:
-            self._timer.wake()
+        self.effective.write(team, now)
 
     def profile_for(self, who: Identity, namespace: str) -> TeamProfile:
         """The namespace's profile, if ``who`` may use it, with its effective hard quota."""
-        return self._effective(self.registry.for_namespace(who, namespace))
+        return self.effective.of(self.registry.for_namespace(who, namespace))
 
     # -- namespaces and balance ------------------------------------------------------------
 
@@ -163,7 +114,7 @@ class QuotaService:
                     "name": p.namespace,
                     "team": p.team,
                     "gpuResource": p.gpuResource,
-                    "balance": self.backend.balance(self._effective(p)),
+                    "balance": self.backend.balance(self.effective.of(p)),
                 }
                 for p in self.registry.teams_of(who)
             ]
@@ -316,58 +267,26 @@ class QuotaService:
         return self.metrics.scrape()
 
     def balance_of(self, profile: TeamProfile) -> dict:
-        """A team's balance, against its effective hard quota (the metrics read every team's)."""
-        return self.backend.balance(self._effective(profile))
+        """A team's balance, against its effective hard quota."""
+        return self.backend.balance(self.effective.of(profile))
 
     # -- stalled jobs ---------------------------------------------------------------------------
 
     def cancel_stalled(self) -> list[dict]:
-        """Apply ``JupyterQuota.stalled_job_action``: with ``cancel``, cancel every stalled job and
-        audit each cancel; with ``flag``, nothing. The jobs cancelled."""
-        if self.config.stalled_job_action != "cancel":
-            return []
-        cancelled = []
-        for flagged in self.backend.stalled():
-            target = f"job/{flagged['namespace']}/{flagged['name']}"
-            try:
-                job = self.backend.cancel(self.registry.get(flagged["team"]), flagged["name"], POLICY)
-            except QuotaError as e:  # it ended, or its team is gone: nothing to cancel
-                self.log.info("jupyter_quota: stalled %s not cancelled: %s", target, e.message)
-                continue
-            audit.record(
-                self.config.state_dir, audit.SYSTEM, STALLED_JOB_CANCELLED, target, flagged["stalled"]["message"]
-            )
-            self.log.warning("jupyter_quota: cancelled stalled %s: %s", target, flagged["stalled"]["message"])
-            cancelled.append(job)
-        return cancelled
+        """Apply ``JupyterQuota.stalled_job_action`` once (``StalledJobs.cancel_stalled``)."""
+        return self.stalled.cancel_stalled()
 
     # -- usage and chargeback --------------------------------------------------------------------
 
     def usage(self, who: Identity, since=None, until=None, by=None, namespace=None, step=None) -> dict:
         """Requested resources integrated over the window, per team, user or job (``usage.py``):
         an admin sees every team, a user their teams (a ``namespace`` not theirs: 403)."""
-        window = usage.parse_window(since, until, by, step, namespace)
-        if window.namespace is not None:
-            visible = {self.registry.for_namespace(who, window.namespace).namespace}
-        else:
-            visible = {p.namespace for p in self.registry.teams_of(who)}
-        now = int(time.time())
-        everyone = who.admin and window.namespace is None
-        spans = self.backend.usage_spans(window.since, window.until, None if everyone else visible)
-        return chargeback.usage_json(usage.integrate(spans, window, now), window, self.prices)
+        return self.reports.usage(who, since, until, by, namespace, step)
 
     def chargeback(self, who: Identity, month=None) -> dict:
         """A month's usage and cost per team, with a totals row that adds up (admins)."""
         self._require_admin(who, "the chargeback is")
-        now = int(time.time())
-        month, since, until = chargeback.month_window(month, now)
-        window = usage.Window(since, until, "team")
-        sums = usage.integrate(self.backend.usage_spans(since, until), window, now)
-        return chargeback.chargeback(sums, month, since, until, self.prices)
-
-    @property
-    def prices(self) -> dict | None:
-        return chargeback.parse_prices(self.config.prices)
+        return self.reports.chargeback(month)
 
     # -- profiles (admins) ---------------------------------------------------------------------
 
@@ -386,7 +305,7 @@ class QuotaService:
         if isinstance(body, dict) and team not in {p.team for p in self.registry.all()}:
             body = {**copy.deepcopy(self.config.new_team_defaults), **body}
         # the cluster gets the new profile with the team's increases in force on top
-        profile = self.registry.put(team, body, before_store=lambda p: self.backend.apply_profile(self._effective(p)))
+        profile = self.registry.put(team, body, before_store=self.effective.write_profile)
         self.backend.track([profile.namespace])  # usage is recorded from the team's first day
         return profile.to_json()
 
@@ -416,12 +335,3 @@ class QuotaService:
                 f'user "{who.name}" is not a quota admin: {what} for JupyterHub admins '
                 "and the users in JupyterQuota.admin_users"
             )
-
-
-def _opened(profile: TeamProfile, now: float) -> dict[str, str]:
-    """What the profile's windows open at ``now`` add (``windows.window_extra``)."""
-    return window_extra(profile, datetime.fromtimestamp(now, UTC)) if profile.windows else {}
-
-
-def _with_hard(profile: TeamProfile, hard: dict[str, str]) -> TeamProfile:
-    return TeamProfile(**{**profile.to_json(), "hard": hard})

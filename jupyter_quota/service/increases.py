@@ -1,12 +1,12 @@
 """Increase requests as use cases: ask, list, approve or deny, expire; each one audited.
 
-``QuotaService`` owns an :class:`Increases` and delegates to it. Requests and the audit log live in
+The façade (``service/__init__.py``) owns an :class:`Increases` and delegates to it. Requests and the audit log live in
 ``records`` (one SQLite file in the state directory, for both backends). A decision and its audit
 entry commit together; an approval writes the team's raised quota to the backend inside that
 transaction (the kube backend's ResourceQuota, through ``apply_profile``), so an apiserver refusal
 leaves the request Pending. Expiry needs no action on the local backend (admission reads the
 effective hard quota at its own time, ``increases.phase_at``); on Kubernetes the ResourceQuota is
-put back by :meth:`Increases.expire_due`, which the service's timer runs at each end, and
+put back by :meth:`Increases.expire_due`, which its Ticker runs at each end, and
 :meth:`Increases.reconcile` at start, so a restart in between leaves nothing raised.
 """
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Callable
 
 from .. import audit, increases
 from ..errors import Conflict, Forbidden, InvalidRequest, NotFound
 from ..identity import Identity
 from ..records import open_records
+from ..ticker import Ticker
 from ..times import rfc3339
 
 _COLUMNS = (
@@ -28,18 +28,20 @@ _COLUMNS = (
     "expires_at"
 )
 MAX_COMMENT_CHARS = 1000
-#: (team, now, increases' extras) -> None: write the team's effective quota where jobs run
-Apply = Callable[[str, float, list], None]
 
 
 class Increases:
-    def __init__(self, config, registry, apply: Apply, log: logging.Logger | None = None):
+    """The increase requests' use cases, over the records store; the team's quota they raise is
+    written through ``effective`` (:class:`~jupyter_quota.service.effective.EffectiveQuota`), and
+    :meth:`start` runs the expiry pass on a Ticker from then on."""
+
+    def __init__(self, config, registry, effective, log: logging.Logger | None = None):
         self.config = config
         self.registry = registry
-        self._apply = apply
+        self._effective = effective
         self.log = log or logging.getLogger(__name__)
         self._store = None
-        self._cache: tuple | None = None  # ((connection, data_version, writes), approved rows)
+        self._ticker: Ticker | None = None
 
     @property
     def store(self):
@@ -47,37 +49,34 @@ class Increases:
             self._store = open_records(self.config.state_dir)
         return self._store
 
+    # -- the expiry pass ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Put right what ended while the service was down, then expire at each end from now on."""
+        try:
+            self.reconcile(self._effective.now())
+        except Exception:  # the server must start (a read-only state dir); the ticker retries
+            self.log.exception("jupyter_quota: reconciling increases at start failed")
+        if self._ticker is None:
+            self._ticker = expiry_ticker(self, self._effective.now)
+            self._ticker.start()
+
+    def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.close()
+            self._ticker = None
+
+    def _write(self, team: str, now: float, extras: list[dict]) -> None:
+        """Write the team's effective quota where jobs run, and let the expiry pass see the change."""
+        self._effective.write(team, now, extras)
+        if self._ticker is not None:
+            self._ticker.wake()
+
     # -- reads -----------------------------------------------------------------------------------
 
     def extras(self, team: str, now: float) -> list[dict]:
-        """The resources of the team's increases in force at ``now``.
-
-        Balances read this: an unreadable store (a read-only or full state directory) is logged
-        and counts as no increase, as the balance must still be served.
-        """
-        if not self.store.exists():
-            return []
-        try:
-            approved = self._approved()
-        except (sqlite3.Error, OSError) as e:
-            self.log.warning("jupyter_quota: cannot read increases from %s: %s", self.store.path, e)
-            return []
-        return [resources for owner, resources, end in approved if owner == team and end > now]
-
-    def _approved(self) -> list[tuple[str, dict, float]]:
-        """Every Approved request as (team, resources, expires_at), read again only when the store
-        changed: a commit here (``Records.writes``) or by another connection (``data_version``)."""
-        con = self.store.connection()
-        key = (con, con.execute("PRAGMA data_version").fetchone()[0], self.store.writes)
-        cached = self._cache
-        if cached is not None and cached[0][0] is key[0] and cached[0][1:] == key[1:]:
-            return cached[1]
-        rows = con.execute(
-            "SELECT team, resources, expires_at FROM increases WHERE phase = ?", (increases.APPROVED,)
-        ).fetchall()
-        approved = [(r["team"], json.loads(r["resources"]), r["expires_at"]) for r in rows]
-        self._cache = (key, approved)
-        return approved
+        """The resources of the team's increases in force at ``now`` (``EffectiveQuota.increase_extras``)."""
+        return self._effective.increase_extras(team, now)
 
     def list(self, who: Identity, now: float) -> dict:
         """The requests of ``who``'s teams (every team's for an admin), newest first."""
@@ -151,7 +150,7 @@ class Increases:
             until = f" until {rfc3339(expires)}" if approve else ""
             audit.append(con, who.name, action, _target(row["namespace"], name), f"{comment}{until}".strip(), now)
             if approve:  # inside the transaction: a refusal from where jobs run leaves it Pending
-                self._apply(row["team"], now, _extras(con, row["team"], now))
+                self._write(row["team"], now, _extras(con, row["team"], now))
             return increase_json(_find(con, name), now)
 
     def expire_due(self, now: float) -> list[str]:
@@ -176,7 +175,7 @@ class Increases:
                     audit.append(
                         con, audit.SYSTEM, audit.INCREASE_EXPIRED, _target(row["namespace"], name), detail, now
                     )
-                    self._apply(row["team"], now, _extras(con, row["team"], now))
+                    self._write(row["team"], now, _extras(con, row["team"], now))
                 expired.append(name)
             except Exception:  # the next pass retries; the service keeps running
                 self.log.exception("jupyter_quota: could not expire increase %s; retrying later", name)
@@ -197,7 +196,7 @@ class Increases:
             ]
         for team in teams:
             try:
-                self._apply(team, now, self.extras(team, now))
+                self._write(team, now, self.extras(team, now))
             except Exception:  # the server must start; the next expiry tries again
                 self.log.exception("jupyter_quota: could not write team %s's quota at start", team)
 
@@ -257,39 +256,18 @@ def _comment(body) -> str:
     return comment.strip()
 
 
-class ExpiryTimer:
-    """A thread that runs ``expire_due`` at each increase's end (and every ``POLL`` seconds, for
-    requests another process approved); ``wake`` after an approval recomputes the next end."""
+#: seconds between two expiry passes at most (requests another process approved are seen by then)
+EXPIRY_POLL = 30.0
 
-    POLL = 30.0
 
-    def __init__(self, owner: Increases, clock: Callable[[], float]):
-        import threading
+def expiry_ticker(owner: Increases, clock: Callable[[], float]) -> Ticker:
+    """A :class:`~jupyter_quota.ticker.Ticker` running ``expire_due`` at each increase's end (and
+    every ``EXPIRY_POLL`` seconds); ``wake`` after an approval recomputes the next end."""
 
-        self._owner, self._clock = owner, clock
-        self._wake, self._stop = threading.Event(), threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="jupyter-quota-increases", daemon=True)
+    def expire() -> float | None:
+        now = clock()
+        owner.expire_due(now)
+        end = owner.next_expiry(now)
+        return None if end is None else max(0.0, end - now) + 0.05
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def wake(self) -> None:
-        self._wake.set()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=5)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            now = self._clock()
-            try:
-                self._owner.expire_due(now)
-                end = self._owner.next_expiry(now)
-            except Exception:  # a full disk now need not stop expiries later
-                self._owner.log.exception("jupyter_quota: the increases' expiry pass failed")
-                end = None
-            wait = self.POLL if end is None else min(self.POLL, max(0.0, end - now) + 0.05)
-            self._wake.wait(wait)
-            self._wake.clear()
+    return Ticker(expire, EXPIRY_POLL, name="jupyter-quota-increases", log=owner.log)

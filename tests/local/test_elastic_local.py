@@ -12,10 +12,10 @@ from local_testing import GPU_KEY, TRAINER, UNTIL_CANCELLED, phase_is, wait_for,
 
 from jupyter_quota import audit, reasons
 from jupyter_quota.config import JupyterQuota
-from jupyter_quota.extension import build_service
 from jupyter_quota.identity import Identity
 from jupyter_quota.jobspec import JobRequest, build_job
 from jupyter_quota.profiles import TeamProfile
+from jupyter_quota.service.app import build_service
 
 A = TeamProfile(team="a", users=["alice"], hard={GPU_KEY: "1"}, borrowingLimit={GPU_KEY: "1"})
 B = TeamProfile(team="b", users=["bob"], hard={GPU_KEY: "1"})

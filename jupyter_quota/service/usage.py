@@ -1,0 +1,37 @@
+"""Usage and the monthly chargeback as use cases: the backend's spans, integrated over a window
+(``jupyter_quota/usage.py``) and priced (``chargeback.py``), as each caller may see them."""
+
+from __future__ import annotations
+
+import time
+
+from .. import chargeback, usage
+from ..identity import Identity
+
+
+class UsageReports:
+    def __init__(self, registry, backend, prices: dict):
+        self.registry = registry
+        self.backend = backend
+        self.prices = chargeback.parse_prices(prices)
+
+    def usage(self, who: Identity, since=None, until=None, by=None, namespace=None, step=None) -> dict:
+        """Requested resources integrated over the window, per team, user or job: an admin sees
+        every team, a user their teams (a ``namespace`` not theirs: 403)."""
+        window = usage.parse_window(since, until, by, step, namespace)
+        if window.namespace is not None:
+            visible = {self.registry.for_namespace(who, window.namespace).namespace}
+        else:
+            visible = {p.namespace for p in self.registry.teams_of(who)}
+        now = int(time.time())
+        everyone = who.admin and window.namespace is None
+        spans = self.backend.usage_spans(window.since, window.until, None if everyone else visible)
+        return chargeback.usage_json(usage.integrate(spans, window, now), window, self.prices)
+
+    def chargeback(self, month=None) -> dict:
+        """A month's usage and cost per team, with a totals row that adds up (the façade checks admin)."""
+        now = int(time.time())
+        month, since, until = chargeback.month_window(month, now)
+        window = usage.Window(since, until, "team")
+        sums = usage.integrate(self.backend.usage_spans(since, until), window, now)
+        return chargeback.chargeback(sums, month, since, until, self.prices)
