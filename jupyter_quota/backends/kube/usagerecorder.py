@@ -1,10 +1,11 @@
 """Keeps the usage store (``usagestore.py``) current from the watch cache's pods.
 
-A thread wakes on every change to the cache (at least every ``interval`` seconds) and writes
-what changed: pods that started, and the finish of pods that finished. A recorded pod that is
-no longer in its namespace's synced pod list was deleted: it is finished at the moment the
-recorder saw it gone (within ``interval`` while the service runs; after a restart, at the first
-list, so a pod deleted while the service was down is charged until the service came back).
+A Ticker (``jupyter_quota/ticker.py``) wakes on every change to the cache (at least every
+``interval`` seconds) and writes what changed: pods that started, and the finish of pods that
+finished. A recorded pod that is no longer in its namespace's synced pod list was deleted: it is
+finished at the moment the recorder saw it gone (within ``interval`` while the service runs;
+after a restart, at the first list, so a pod deleted while the service was down is charged until
+the service came back).
 
 Records are idempotent per pod uid, so re-lists and restarts count nothing twice. With
 ``kube_watch_scope = "namespaces"`` the recorder watches the namespaces of its running records
@@ -14,10 +15,10 @@ and those the service hands it (``track``: every team's), so pods are seen from 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 from ... import labels
+from ...ticker import Ticker
 from .cache import ClusterCache
 from .usagestore import PodRecord, UsageStore, pod_record
 
@@ -29,8 +30,7 @@ class UsageRecorder:
         self.log = log
         self.interval = interval
         self._written: dict[str, int | None] = {}  # uid -> finish as last written (None: running)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._ticker: Ticker | None = None
 
     def track(self, namespaces) -> None:
         for namespace in namespaces:
@@ -38,18 +38,17 @@ class UsageRecorder:
 
     def start(self) -> None:
         self.track(set(self.store.running().values()))
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._loop, name="jupyter-quota-usage", daemon=True)
-            self._thread.start()
+        if self._ticker is None:
+            # a change to the cache (its ``changed`` condition) runs a sweep at once
+            self._ticker = Ticker(
+                self.sweep, self.interval, name="jupyter-quota-usage", log=self.log, condition=self.cache.changed
+            )
+            self._ticker.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        with self.cache.changed:
-            self.cache.changed.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        if self._ticker is not None:
+            self._ticker.close(timeout=5)
+            self._ticker = None
 
     def sweep(self, now: int | None = None) -> None:
         """Write what changed since the last sweep; finish recorded pods that are gone."""
@@ -90,13 +89,3 @@ class UsageRecorder:
         name = (meta.get("labels") or {}).get(labels.JOB) or (meta.get("labels") or {}).get(labels.JOB_NAME)
         job = self.cache["jobs"].get(meta.get("namespace", ""), name) if name else None
         return ((job or {}).get("metadata") or {}).get("annotations", {}).get(labels.OWNER, "")
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sweep()
-            except Exception:  # keep recording; a failed sweep (a full disk) is tried again
-                self.log.exception("kube backend: recording usage failed")
-            with self.cache.changed:
-                if not self._stop.is_set():
-                    self.cache.changed.wait(self.interval)

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from ... import errors, paging, priority, quota, reasons, stall, statedir
 from ...jobfields import priority_of
 from ...jobspec import JobSettings
+from ...ticker import Ticker
 from ..base import Backend, JobChanges, balance_json
 from . import (
     account,
@@ -131,8 +132,7 @@ class LocalBackend(Backend):
         self._jobs.grace_period = grace_period
         self._usage: dict[str, _Usage] = {}
         self._usage_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._ticker: Ticker | None = None
 
     # Background work
 
@@ -153,17 +153,17 @@ class LocalBackend(Backend):
         except Exception as e:
             if not self._warn_storage(e):
                 self.log.exception("local backend: the first reaping pass failed; the server starts anyway")
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(target=self._loop, name="jupyter-quota-reaper", daemon=True)
-            self._thread.start()
+        if self._ticker is None:
+            self._ticker = Ticker(
+                self._pass, self.poll_interval, name="jupyter-quota-reaper", log=self.log, first_pass_now=False
+            )
+            self._ticker.start()
 
     def close(self) -> None:
         """Stop the reaper thread. Running jobs keep running; the next server finds them."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=max(5.0, 4 * self.poll_interval))
-            self._thread = None
+        if self._ticker is not None:
+            self._ticker.close(timeout=max(5.0, 4 * self.poll_interval))
+            self._ticker = None
 
     def reap(self) -> None:
         """Record ended jobs, enforce cancel deadlines, start what fits. Safe to call any time."""
@@ -341,27 +341,27 @@ class LocalBackend(Backend):
             self._usage[namespace] = usage
         return usage
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.poll_interval):
-            failed = False
+    def _pass(self) -> None:
+        """One pass of the reaper (on its Ticker): reap, sample stalls, prune what is due."""
+        failed = False
+        try:
+            self.reap()
+            self.stall_watch.sample()
+        except Exception as e:  # keep reaping; a bad pass is logged, the next may succeed
+            failed = True
+            if not self._warn_storage(e):
+                self.log.exception("local backend: reaping failed")
+        if time.monotonic() - self._pruned_at >= PRUNE_INTERVAL:
             try:
-                self.reap()
-                self.stall_watch.sample()
-            except Exception as e:  # keep reaping; a bad pass is logged, the next may succeed
-                failed = True
-                if not self._warn_storage(e):
-                    self.log.exception("local backend: reaping failed")
-            if time.monotonic() - self._pruned_at >= PRUNE_INTERVAL:
-                try:
-                    if self.prune() < self.prune_batch:  # a full batch: more may be due, go on
-                        self._pruned_at = time.monotonic()
-                except Exception as e:  # pruning waits for the next interval; reaping goes on
-                    failed = True
+                if self.prune() < self.prune_batch:  # a full batch: more may be due, go on
                     self._pruned_at = time.monotonic()
-                    if not self._warn_storage(e):
-                        self.log.exception("local backend: pruning finished jobs failed")
-            if not failed:
-                self._storage_warning = ""  # the outage is over: the next one is logged again
+            except Exception as e:  # pruning waits for the next interval; reaping goes on
+                failed = True
+                self._pruned_at = time.monotonic()
+                if not self._warn_storage(e):
+                    self.log.exception("local backend: pruning finished jobs failed")
+        if not failed:
+            self._storage_warning = ""  # the outage is over: the next one is logged again
 
     def _warn_storage(self, e: BaseException) -> bool:
         """Log a full or read-only state dir, once rather than every pass; False for other errors."""
