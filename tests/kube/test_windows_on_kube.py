@@ -1,7 +1,7 @@
 """Time windows on the kube backend, against the real test API server: the quota service writes
 the namespace's ResourceQuota when a window opens and when it closes, a restart inside a window
 writes nothing, and a change passed while no service ran is put right at the next start. A
-driven clock stands in for the evening and the morning (``jupyter_quota/windowtimer.py``)."""
+driven clock stands in for the evening and the morning (``jupyter_quota/service/windows.py``)."""
 
 from __future__ import annotations
 
