@@ -155,4 +155,3 @@ class JobChanges:
     jobs: list[dict]
     cursor: object
     snapshot: bool
-
