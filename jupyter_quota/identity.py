@@ -11,11 +11,14 @@ Groups then come from ``JupyterQuota.groups``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from jupyter_server.auth.identity import IdentityProvider, LegacyIdentityProvider, PasswordIdentityProvider
 
-from .config import JupyterQuota
 from .hubservice.names import ADMIN_SCOPE
+
+if TYPE_CHECKING:  # pragma: no cover - the config imports the service's settings
+    from .config import JupyterQuota
 
 _OWNER_ONLY_PROVIDERS = (IdentityProvider, PasswordIdentityProvider, LegacyIdentityProvider)
 

@@ -9,10 +9,10 @@ lazy import included (it still ties the two modules together), except those unde
 that is a module, else to ``a``.
 
 Layers, lowest first (``LAYERS``): the domain floor, the backends, the application layer
-(``service``), the adapters at the top. A module may import its own layer or lower ones.
-Exits 1 when the package has an import cycle or a domain module imports a backend; other
-imports up the layers are listed, as the figures to bring down.
-"""
+(``service``), the adapters and the config (composed of every subsystem's settings) at the top.
+A module may import its own layer or lower ones. Exits 1 when the package has an import cycle or
+a domain module imports a backend; other imports up the layers are listed, as the figures to
+bring down."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ LAYERS = [
             "usagecli",
             "magics",
             "extension",
+            "config",  # composed of the subsystems' settings (service/, backends/settings.py)
             "__init__",
             "__main__",
         ),

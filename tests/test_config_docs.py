@@ -1,10 +1,13 @@
 """The README's settings-by-subsystem table lists every ``JupyterQuota`` setting exactly once,
-and nothing that is not one: the docs and ``config.py`` cannot drift apart."""
+under the subsystem that declares it: the docs and the code cannot drift apart. Old names work."""
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
+
+import pytest
 
 from jupyter_quota.config import JupyterQuota
 
@@ -31,3 +34,37 @@ def test_every_setting_is_listed_once_under_its_subsystem():
         "not a setting": sorted(set(listed) - set(traits)),
     }
     assert len(table_rows()) >= 10
+
+
+def test_each_subsystem_declares_the_settings_its_row_lists():
+    """A row naming a settings class lists exactly that class's own traits; the rows naming
+    ``config.py`` list exactly what ``JupyterQuota`` declares itself."""
+    shared = set()
+    for row in table_rows():
+        where, names = row.split("|")[1], set(re.findall(r"`(\w+)`", row.split("|")[2]))
+        declared = re.search(r"`([\w/]+)\.py`(?:: `(\w+)`)?", where)
+        assert declared, row
+        module, cls_name = declared.groups()
+        if cls_name is None:
+            assert module == "config", row
+            shared |= names
+            continue
+        cls = getattr(importlib.import_module("jupyter_quota." + module.replace("/", ".")), cls_name)
+        assert issubclass(JupyterQuota, cls), f"JupyterQuota is not composed of {cls_name}"
+        assert set(cls.class_own_traits(config=True)) == names, row
+    assert set(JupyterQuota.class_own_traits(config=True)) == shared
+
+
+def test_an_old_config_name_still_sets_a_subsystem_setting_and_its_checks_still_run():
+    from traitlets.config import Config
+
+    config = Config()
+    config.JupyterQuota.max_open_increases = 7
+    config.JupyterQuota.kube_watch_scope = "cluster"
+    config.JupyterQuota.stalled_job_action = "cancel"
+    quota = JupyterQuota(config=config)
+    assert (quota.max_open_increases, quota.kube_watch_scope, quota.stalled_job_action) == (7, "cluster", "cancel")
+    with pytest.raises(ValueError, match=r"JupyterQuota\.max_open_increases must be more than 0"):
+        JupyterQuota(config=Config({"JupyterQuota": {"max_open_increases": 0}}))
+    with pytest.raises(ValueError, match="not a valid Kueue name"):
+        JupyterQuota(config=Config({"JupyterQuota": {"kueue_queue": "Team_Queue"}}))

@@ -10,11 +10,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+from typing import TYPE_CHECKING
 
 from .. import audit, jobmemory, paging
 from ..access import TeamRegistry
 from ..backends.base import Backend
-from ..config import JupyterQuota
 from ..errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest
 from ..identity import Identity
 from ..jobmemory import JobMemory
@@ -28,6 +28,9 @@ from .increases import Increases
 from .stall import StalledJobs
 from .usage import UsageReports
 from .windows import window_ticker
+
+if TYPE_CHECKING:  # pragma: no cover - the config imports the service's settings
+    from ..config import JupyterQuota
 
 MAX_TAIL_LINES = 10_000
 

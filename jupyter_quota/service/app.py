@@ -17,11 +17,14 @@ reverse, the backend last.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from ..access import TeamRegistry
 from ..backends import make_backend
-from ..config import JupyterQuota
 from . import QuotaService
+
+if TYPE_CHECKING:  # pragma: no cover - the config imports the service's settings
+    from ..config import JupyterQuota
 
 
 def build_service(config: JupyterQuota, log=None, root_dir: str = "") -> QuotaService:

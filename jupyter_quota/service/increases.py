@@ -16,6 +16,9 @@ import json
 import logging
 from collections.abc import Callable
 
+from traitlets import Float, Int, validate
+from traitlets.config import Configurable
+
 from .. import audit, increases
 from ..errors import Conflict, Forbidden, InvalidRequest, NotFound
 from ..identity import Identity
@@ -28,6 +31,28 @@ _COLUMNS = (
     "expires_at"
 )
 MAX_COMMENT_CHARS = 1000
+
+
+class IncreaseSettings(Configurable):
+    """The increases' settings (``c.JupyterQuota.<name>``: ``config.JupyterQuota`` is composed of it)."""
+
+    max_open_increases = Int(
+        3,
+        help="Temporary increase requests (``POST .../increases``) a user may have Pending at once; "
+        "one more is refused (409 TooManyOpenRequests) until an admin decides one. At least 1. Default: 3.",
+    ).tag(config=True)
+
+    max_increase_hours = Float(
+        168.0,
+        help="The longest a temporary increase may be asked for, in hours (a request's ``hours`` must be "
+        "more than 0 and at most this). Default: 168 (one week).",
+    ).tag(config=True)
+
+    @validate("max_open_increases", "max_increase_hours")
+    def _valid_increase_limits(self, proposal):
+        if proposal["value"] <= 0:
+            raise ValueError(f"JupyterQuota.{proposal['trait'].name} must be more than 0, not {proposal['value']}")
+        return proposal["value"]
 
 
 class Increases:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import logging
 
+from traitlets import Enum, Float
+from traitlets.config import Configurable
+
 from .. import audit
 from ..errors import QuotaError
 from ..ticker import Ticker
@@ -16,6 +19,32 @@ STALLED_JOB_CANCELLED = "job.cancelled.stalled"
 #: who a cancelled job says cancelled it (``cancelled by ...``)
 POLICY = "the stalled-job policy"
 INTERVAL = 30.0  # seconds between two applications of the policy
+
+
+class StallSettings(Configurable):
+    """The stalled-job check and policy (``c.JupyterQuota.<name>``: ``config.JupyterQuota`` is
+    composed of it); the backends' stall watches read the first two."""
+
+    stalled_job_minutes = Float(
+        30.0,
+        help="Minutes a Running job may go without writing to its log (or, where ``nvidia-smi`` "
+        "reports it, keep its GPUs under ``stalled_gpu_utilization`` percent busy) before it is "
+        "flagged as stalled (the job's ``stalled`` field, the metric "
+        "``jupyter_quota_stalled_jobs``). 0 turns the check off. Default: 30.",
+    ).tag(config=True)
+
+    stalled_gpu_utilization = Float(
+        5.0,
+        help="GPU utilisation, in percent, under which a Running job's GPUs count as idle for "
+        "``stalled_job_minutes`` (local backend, where ``nvidia-smi`` is present). Default: 5.",
+    ).tag(config=True)
+
+    stalled_job_action = Enum(
+        ("flag", "cancel"),
+        "flag",
+        help="What happens to a stalled job: ``flag`` only shows it (job field, metrics, sidebar); "
+        "``cancel`` also cancels it, as an admin would, and logs each cancel. Default: ``flag``.",
+    ).tag(config=True)
 
 
 class StalledJobs:

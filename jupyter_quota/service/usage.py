@@ -5,8 +5,30 @@ from __future__ import annotations
 
 import time
 
+from traitlets import Dict, validate
+from traitlets.config import Configurable
+
 from .. import chargeback, usage
 from ..identity import Identity
+
+
+class UsageSettings(Configurable):
+    """Usage's settings (``c.JupyterQuota.<name>``: ``config.JupyterQuota`` is composed of it)."""
+
+    prices = Dict(
+        help="Prices per resource-hour that turn usage (``GET .../usage``) into cost and the monthly "
+        'chargeback (``GET .../chargeback``): ``{"currency": "EUR", "gpuHour": 2.5, '
+        '"cpuHour": 0.04, "memoryGibHour": 0.005}``, each the price of one GPU, one CPU core or '
+        "one GiB of memory requested for an hour (``jupyter_quota/chargeback.py``). A resource left "
+        "out costs 0. Default: empty (usage has no cost; ``cost`` is null).",
+    ).tag(config=True)
+
+    @validate("prices")
+    def _valid_prices(self, proposal):
+        from ..chargeback import parse_prices
+
+        parse_prices(proposal["value"])  # raises ValueError naming the bad key
+        return proposal["value"]
 
 
 class UsageReports:
