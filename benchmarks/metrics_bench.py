@@ -27,12 +27,12 @@ import time
 from pathlib import Path
 
 from jupyter_quota import quota
-from jupyter_quota.backends.base import rfc3339
 from jupyter_quota.backends.local import admission, ledger
 from jupyter_quota.config import JupyterQuota
 from jupyter_quota.jobspec import build_job, parse_job_request
 from jupyter_quota.profiles import TeamProfile
 from jupyter_quota.service.app import build_service
+from jupyter_quota.times import rfc3339
 
 HARD = {"requests.nvidia.com/gpu": "8", "requests.cpu": "64", "limits.memory": "512Gi"}
 LIMITS = {"limits": [{"type": "Container", "defaultRequest": {"cpu": "2", "memory": "16Gi"}}]}
