@@ -8,31 +8,29 @@ backend is touched, so a foreign namespace never yields data.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
-from .. import audit, jobmemory, paging
+from .. import audit
 from ..access import TeamRegistry
 from ..backends.base import Backend
-from ..errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest
+from ..errors import Forbidden
 from ..identity import Identity
 from ..jobmemory import JobMemory
-from ..jobspec import create_named, parse_job_request
 from ..metrics import QuotaMetrics
 from ..profiles import TeamProfile
 from ..ticker import Ticker
 from ..times import Clock, system_clock
 from .effective import EffectiveQuota
 from .increases import Increases
+from .jobs import Jobs
+from .planning import Planning
 from .stall import StalledJobs
 from .usage import UsageReports
 from .windows import window_ticker
 
 if TYPE_CHECKING:  # pragma: no cover - the config imports the service's settings
     from ..config import JupyterQuota
-
-MAX_TAIL_LINES = 10_000
 
 
 class QuotaService:
@@ -53,6 +51,17 @@ class QuotaService:
         self.increases = Increases(config, registry, self.effective, log=self.log)
         self.stalled = StalledJobs(config.stalled_job_action, registry, backend, config.state_dir, self.log)
         self.reports = UsageReports(registry, backend, config.prices)
+        self.planning = Planning(registry, backend, self.memory, self.profile_for, config.plan_fit)
+        self.jobs = Jobs(
+            registry,
+            backend,
+            self.memory,
+            self.metrics,
+            self.profile_for,
+            job_command=list(config.job_command),
+            job_list_limit=config.job_list_limit,
+            log_tail_lines=config.log_tail_lines,
+        )
         #: follows the profiles' time windows (service/windows.py); tests wait on its passes
         self.window_timer: Ticker | None = None
         # The local backend schedules across teams (elastic quota): it reads their effective quotas.
@@ -136,129 +145,39 @@ class QuotaService:
     def inventory(self, who: Identity) -> dict:
         return self.backend.inventory()
 
-    # -- estimate and plan (pure domain code, imported on first use) -------------------------
+    # -- estimate and plan (``service/planning.py``) ---------------------------------------------
 
     def models(self, who: Identity) -> dict:
-        """The estimator's catalog: the hub ids it knows offline; any signed-in user may ask."""
-        from ..estimator.model import catalog_models
-
-        return {"models": [dict(m) for m in catalog_models()]}
+        return self.planning.models(who)
 
     def estimate(self, who: Identity, body) -> dict:
-        """Peak GPU memory of a ``swift sft`` argv on ``gpus`` GPUs; any signed-in user may ask."""
-        from ..planner.request import parse_estimate_request
-
-        request = parse_estimate_request(body)
-        return self.memory.estimate(request.args, request.gpus, model_size=request.model_size).to_json()
+        return self.planning.estimate(who, body)
 
     def plan(self, who: Identity, namespace: str, body) -> dict:
-        """The best configuration of a ``swift sft`` argv that fits the namespace's live balance."""
-        from ..planner import context_from_balance, plan
-        from ..planner.request import parse_plan_request
-
-        profile = self.profile_for(who, namespace)
-        request = parse_plan_request(body)
-        context = context_from_balance(
-            self.backend.balance(profile), profile, inventory=self.backend.inventory(), fit=self.config.plan_fit
-        )
-        return plan(
-            request.args,
-            context,
-            gpus=request.gpus,
-            estimate=lambda args, gpus: self.memory.estimate(args, gpus, model_size=request.model_size),
-        ).to_json()
+        return self.planning.plan(who, namespace, body)
 
     def replan(self, who: Identity, namespace: str, name: str) -> dict:
-        """The plan for an out-of-memory job again, its own configuration known not to fit: the
-        next plan down. 409 for a job that did not run out of memory."""
-        from ..planner import context_from_balance, plan
-        from ..quantity import parse_quantity
-
-        profile = self.profile_for(who, namespace)
-        job = self.memory.decorate(profile, self.backend.get_job(profile, name))
-        memory = job.get("memory") or {}
-        if not memory.get("outOfMemory"):
-            raise Conflict(
-                f'job "{name}" did not run out of GPU memory (phase {job["phase"]}); '
-                "re-plan its arguments with POST plan instead"
-            )
-        context = context_from_balance(
-            self.backend.balance(profile), profile, inventory=self.backend.inventory(), fit=self.config.plan_fit
-        )
-        card = parse_quantity(profile.gpuMemory).value() if profile.gpuMemory else int(memory["estimatedGib"] * 2**30)
-        estimate = self.memory.replan_estimate(job, card)
-        return plan(job["args"], context, gpus=job["gpus"], estimate=estimate).to_json()
+        return self.planning.replan(who, namespace, name)
 
     def estimator_errors(self, who: Identity) -> dict:
-        """How far estimates were from measured peaks, per model family and regime: every team's
-        jobs for an admin, else the caller's teams' jobs."""
-        teams = None if who.admin else {p.team for p in self.registry.teams_of(who)}
-        return {"rows": self.memory.error_table(teams)}
+        return self.planning.estimator_errors(who)
 
-    # -- jobs -------------------------------------------------------------------------------
+    # -- jobs (``service/jobs.py``) -------------------------------------------------------------------
 
     def submit(self, who: Identity, namespace: str, body) -> dict:
-        profile = self.profile_for(who, namespace)
-        request = parse_job_request(body, profile)
-
-        def create(named):
-            job = self.backend.build_job(profile, named, who.name, list(self.config.job_command))
-            try:
-                created = self.backend.submit(profile, job, who.name)
-            except AdmissionDenied as refusal:
-                self.metrics.admission(profile, refusal.reason)
-                raise
-            self.metrics.admission(profile)
-            return created
-
-        job = create_named(request, create)
-        try:
-            self.memory.on_submit(profile, job)
-        except Exception:  # noqa: BLE001 - the job was created and runs: a 500 would make its user submit it twice
-            jobmemory.log.exception("job %s/%s: its estimate could not be recorded", namespace, job["name"])
-        return self.memory.decorate(profile, job)
+        return self.jobs.submit(who, namespace, body)
 
     def list_jobs(self, who: Identity, namespace: str, limit=None, token=None) -> dict:
-        """A page of the namespace's jobs, newest first; ``limit`` and ``token`` as in ``paging``."""
-        profile = self.registry.for_namespace(who, namespace)
-        size = paging.parse_limit(limit, self.config.job_list_limit)
-        page = self.backend.page_jobs(profile, size, paging.decode(token))
-        page = dataclasses.replace(page, items=[self.memory.decorate(profile, job) for job in page.items])
-        return paging.list_json("jobs", page)
+        return self.jobs.list_jobs(who, namespace, limit, token)
 
     def get_job(self, who: Identity, namespace: str, name: str) -> dict:
-        profile = self.registry.for_namespace(who, namespace)
-        return self.memory.decorate(profile, self.backend.get_job(profile, name))
+        return self.jobs.get_job(who, namespace, name)
 
     def logs(self, who: Identity, namespace: str, name: str, tail_lines=None) -> dict:
-        profile = self.registry.for_namespace(who, namespace)
-        lines = self._tail_lines(tail_lines)
-        return {
-            "name": name,
-            "namespace": namespace,
-            "tailLines": lines,
-            "logs": self.backend.logs(profile, name, lines),
-        }
+        return self.jobs.logs(who, namespace, name, tail_lines)
 
     def cancel(self, who: Identity, namespace: str, name: str) -> dict:
-        profile = self.registry.for_namespace(who, namespace)
-        job = self.backend.get_job(profile, name)
-        if job["owner"] != who.name and not who.admin:
-            raise Forbidden(f'job "{name}" belongs to {job["owner"]}; only its owner or an admin may cancel it')
-        return self.backend.cancel(profile, name, who.name)
-
-    def _tail_lines(self, raw) -> int:
-        if raw is None or raw == "":
-            return self.config.log_tail_lines
-        try:
-            lines = int(raw)
-        except (TypeError, ValueError):
-            raise InvalidRequest(
-                f"tailLines must be a whole number from 1 to {MAX_TAIL_LINES}, not {str(raw)[:32]!r}"
-            ) from None
-        if not 1 <= lines <= MAX_TAIL_LINES:
-            raise InvalidRequest(f"tailLines must be from 1 to {MAX_TAIL_LINES}, not {lines}")
-        return lines
+        return self.jobs.cancel(who, namespace, name)
 
     # -- metrics ------------------------------------------------------------------------------
 
