@@ -169,8 +169,14 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+#: modules on the domain floor inside a higher package: constants named once, importing nothing
+FLOOR = {"hubservice.names"}
+
+
 def layer(module: str) -> str:
     rest = module[len(PACKAGE) + 1 :] if module != PACKAGE else "__init__"
+    if rest in FLOOR:
+        return LAYERS[0][0]
     first = rest.split(".")[0]
     for name, prefixes in reversed(LAYERS):
         if first in prefixes:
