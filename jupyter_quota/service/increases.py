@@ -1,13 +1,14 @@
 """Increase requests as use cases: ask, list, approve or deny, expire; each one audited.
 
-The façade (``service/__init__.py``) owns an :class:`Increases` and delegates to it. Requests and the audit log live in
-``records`` (one SQLite file in the state directory, for both backends). A decision and its audit
-entry commit together; an approval writes the team's raised quota to the backend inside that
-transaction (the kube backend's ResourceQuota, through ``apply_profile``), so an apiserver refusal
-leaves the request Pending. Expiry needs no action on the local backend (admission reads the
-effective hard quota at its own time, ``increases.phase_at``); on Kubernetes the ResourceQuota is
-put back by :meth:`Increases.expire_due`, which its Ticker runs at each end, and
-:meth:`Increases.reconcile` at start, so a restart in between leaves nothing raised.
+The façade (``service/__init__.py``) owns an :class:`Increases` and delegates to it. Requests
+and the audit log live in ``records`` (one SQLite file in the state directory, for both
+backends). A decision and its audit entry commit together; an approval writes the team's raised
+quota to the backend inside that transaction (the kube backend's ResourceQuota, through
+``apply_profile``), so an apiserver refusal leaves the request Pending. Expiry needs no action
+on the local backend (admission reads the effective hard quota at its own time,
+``increases.phase_at``); on Kubernetes the ResourceQuota is put back by
+:meth:`Increases.expire_due`, which its Ticker runs at each end, and :meth:`Increases.reconcile`
+at start, so a restart in between leaves nothing raised.
 """
 
 from __future__ import annotations
