@@ -23,8 +23,9 @@ from quota_testing import ROOT
 pytestmark = pytest.mark.slow
 
 RUNS = 3
-#: The packages whose console scripts set-up calls (``jupyter labextension``, ``jupyter server``).
-JUPYTER_COMMANDS = ("jupyter_core", "jupyter_server", "jupyterlab")
+#: The packages whose console scripts set-up calls: ``jupyter labextension`` (which runs
+#: ``jupyter-builder``) and ``jupyter server``.
+JUPYTER_COMMANDS = ("jupyter_core", "jupyter_server", "jupyterlab", "jupyter_builder")
 
 
 def test_setup_runs_three_times_in_one_clone_and_leaves_the_tree_clean(tmp_path):
