@@ -18,6 +18,8 @@ export default defineConfig([
       'lib',
       'jupyter_quota',
       'tests',
+      // the example notebook's generated model, data and job output (git-ignored)
+      '**/tiny-demo',
       // generated from jupyter_quota/openapi.yaml (npm run gen:types)
       'src/api.gen.ts',
       '**/__tests__'

@@ -64,6 +64,7 @@ from . import (
     ledger,
     lifecycle,
     logtail,
+    procfs,
     retention,
     runner,
     tracking,
@@ -120,16 +121,19 @@ class LocalBackend(Backend):
         except OSError as e:
             if not self._warn_storage(e):
                 raise
+        self._accounts = account.Policy(job_user, str(workdir or ""), os.path.abspath(server_dir or os.getcwd()))
+        self._teams = elasticpass.Teams()  # the service's, once it gives them (``use_profiles``)
         self._jobs = lifecycle.Lifecycle(
             self._ledger,
             self.state_dir,
             self._inventory,
-            account.Policy(job_user, str(workdir or ""), os.path.abspath(server_dir or os.getcwd())),
+            self._accounts,
             self.log,
             runner.Settings(log_max_bytes, log_backups, cgroups),
+            self._teams,
+            grace_period,
         )
         self.stall_watch = StallWatch(stall_policy or stall.StallPolicy(), self._jobs.job_dir)
-        self._jobs.grace_period = grace_period
         self._usage: dict[str, _Usage] = {}
         self._usage_lock = threading.Lock()
         self._ticker: Ticker | None = None
@@ -138,8 +142,7 @@ class LocalBackend(Backend):
 
     def use_profiles(self, profiles, clock=None) -> None:
         """Schedule with the elastic policy over these teams (``elastic``; see ``elasticpass``)."""
-        self._jobs.profiles = profiles
-        self._jobs.clock = clock or elasticpass.now
+        self._teams.follow(profiles, clock)
 
     def start(self) -> None:
         """Recover jobs left by a previous server (one reap now), then reap every ``poll_interval``.
@@ -204,7 +207,7 @@ class LocalBackend(Backend):
         namespace = profile.namespace
         name = admission.validate_job(job, namespace)
         try:  # refused before it is admitted; checked again when it starts (see ``lifecycle``)
-            self._jobs.accounts.place(owner)
+            self._accounts.place(owner)
         except account.Refused as e:
             raise errors.Forbidden(f"cannot run jobs of {owner!r}: {e}") from None
         best_effort = priority_of(job) == priority.BEST_EFFORT
@@ -272,7 +275,7 @@ class LocalBackend(Backend):
             # Otherwise it is finished, already terminating, or ended unrecorded: unchanged.
         if terminate:
             self.log.info("job %s/%s cancelled by %s: SIGTERM", namespace, name, by)
-            tracking.terminate(lifecycle.process_of(row))
+            tracking.terminate(procfs.process_of(row))
             self._wait_for_exit(namespace, name, CANCEL_WAIT)
         elif row["phase"] == "Running":
             self.reap()  # an end the reaper has not recorded yet shows as it really was

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -107,6 +108,27 @@ def preempted_for(row: sqlite3.Row) -> Key | None:
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+class Teams:
+    """Where the policy reads the teams' current profiles and the time: the service's, once it
+    gives them (``LocalBackend.use_profiles``); until then there are none, and every job is
+    normal and fits by node only."""
+
+    def __init__(self):
+        self._profiles: Callable[[], list] | None = None
+        self.clock: Callable[[], datetime] = now
+
+    def follow(self, profiles: Callable[[], list], clock: Callable[[], datetime] | None = None) -> None:
+        self._profiles = profiles
+        self.clock = clock or now
+
+    def current(self) -> list:
+        return self._profiles() if self._profiles is not None else []
+
+    def signature(self) -> tuple | None:
+        """The teams' elastic quotas now (``signature``); None while there are no profiles."""
+        return None if self._profiles is None else signature(self._profiles(), self.clock())
 
 
 # -- what each step writes --------------------------------------------------------------------

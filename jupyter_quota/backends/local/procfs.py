@@ -34,6 +34,11 @@ class ProcessId:
     boot: str
 
 
+def process_of(row) -> ProcessId:
+    """A job's supervisor, as its ledger row names it."""
+    return ProcessId(row["pid"], row["pid_start"], row["boot_id"])
+
+
 def identify(pid: int) -> ProcessId | None:
     """The identity of a running ``pid`` now, or None when it is gone (or a zombie)."""
     stat = _stat(pid)

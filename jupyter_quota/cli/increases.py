@@ -12,8 +12,12 @@ import argparse
 import json
 import sys
 
+from ..errors import QuotaError
+from .common import config_option, load_config, only_namespace, owner_service
 
-def add_commands(sub, config_option) -> None:
+
+def add_commands(sub) -> None:
+    """The ``increases`` and ``audit`` subcommands of ``jupyter quota``."""
     increases = sub.add_parser("increases", help="temporary quota increases: list, request, approve, deny")
     isub = increases.add_subparsers(title="increase commands", metavar="ACTION")
     listing = isub.add_parser("list", help="your teams' increase requests (every team's for an admin)")
@@ -44,22 +48,17 @@ def add_commands(sub, config_option) -> None:
 
 
 def _service(args):
-    from .cli import load_config
-    from .errors import QuotaError
-    from .identity import owner_identity
-    from .service.app import build_service
-
     config = load_config(args.config)
     if config.service_url:  # the records are the hub's quota service's, not in this config's state dir
         raise QuotaError(
             f"this server forwards to the hub's quota service ({config.service_url}): ask from a notebook "
             "(%quota request), the sidebar, or the REST API; admins decide in the admin view"
         )
-    return build_service(config), owner_identity(config)
+    return owner_service(config)
 
 
 def _list(args) -> int:
-    from .magics.display import increases_text
+    from ..magics.display import increases_text
 
     service, who = _service(args)
     try:
@@ -71,9 +70,8 @@ def _list(args) -> int:
 
 
 def _request(args) -> int:
-    from .cli import only_namespace
-    from .increasewords import parse_words
-    from .magics.display import increases_text
+    from ..increasewords import parse_words
+    from ..magics.display import increases_text
 
     service, who = _service(args)
     try:
@@ -88,7 +86,7 @@ def _request(args) -> int:
 
 
 def _decide(args) -> int:
-    from .magics.display import increases_text
+    from ..magics.display import increases_text
 
     service, who = _service(args)
     try:
@@ -100,7 +98,7 @@ def _decide(args) -> int:
 
 
 def _audit(args) -> int:
-    from .audit import FIELDS, to_csv
+    from ..audit import FIELDS, to_csv
 
     service, who = _service(args)
     try:

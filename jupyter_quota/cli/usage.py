@@ -11,11 +11,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import sys
 
-from . import chargeback, usage
-from .errors import QuotaError
+from .. import chargeback, usage
+from ..errors import QuotaError
+from .common import config_option, hub_client, load_config, owner_service
 
 FORMATS = ("table", "csv", "json")
 USAGE_EPILOG = """examples:
@@ -26,7 +26,7 @@ USAGE_EPILOG = """examples:
 """
 
 
-def add_commands(sub, config_option) -> None:
+def add_commands(sub) -> None:
     """The ``usage`` and ``chargeback`` subcommands of ``jupyter quota``."""
     import argparse
 
@@ -85,24 +85,16 @@ def _chargeback(args) -> int:
 
 def _ask(config_file: str | None, route: str, params: dict) -> dict:
     """The route's answer: from the hub's quota service, or from the configured backend here."""
-    from .cli import load_config
-
     config = load_config(config_file)
     if config.service_url:
-        from .magics.client import QuotaClient, QuotaClientError
+        from ..magics.client import QuotaClientError
 
-        token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
-        client = QuotaClient(config.service_url, token, "JupyterQuota.service_url", timeout=config.service_timeout)
         try:
-            return client.call("GET", f"/{route}", params=params)
+            return hub_client(config).call("GET", f"/{route}", params=params)
         except QuotaClientError as e:
             raise QuotaError(e.message) from None
-    from .identity import owner_identity
-    from .service.app import build_service
-
-    service = build_service(config)
+    service, who = owner_service(config)
     try:
-        who = owner_identity(config)
         if route == "usage":
             return service.usage(who, **params)
         return service.chargeback(who, params.get("month"))

@@ -1,4 +1,4 @@
-"""``jupyter quota`` (also ``python -m jupyter_quota``): the command line.
+"""``jupyter quota``: the parser, and the profiles, estimate, plan and serve commands.
 
 Profiles come from the same Jupyter server config files the server reads
 (``jupyter_server_config.py`` / ``.json`` in the Jupyter config path), or from ``--config FILE``.
@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 import yaml
 
-from .config import JupyterQuota
-from .errors import QuotaError
+from ..config import JupyterQuota
+from ..errors import QuotaError
+from . import increases, usage
+from .common import config_option, hub_client, load_config, only_namespace, owner_service
 
 EPILOG = """examples:
   jupyter quota profiles render --config binder/jupyter_server_config.py
@@ -77,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         "quota service's account (JupyterQuota.kube_service_account) run jobs there "
         "(ready for `kubectl apply -f -`).",
     )
-    _config_option(render)
+    config_option(render)
     render.add_argument("--team", action="append", metavar="TEAM", help="only this team (repeatable)")
     render.add_argument(
         "--kueue",
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "replaced when they differ, unchanged otherwise. With --dry-run the API server validates "
         "and defaults every object (dryRun=All) and nothing is stored; a diff is printed.",
     )
-    _config_option(apply)
+    config_option(apply)
     apply.add_argument("--team", action="append", metavar="TEAM", help="only this team (repeatable)")
     apply.add_argument("--dry-run", action="store_true", help="show what would change; store nothing")
     apply.set_defaults(func=_profiles_apply)
@@ -137,12 +138,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _model_size_option(plan)
     plan.add_argument("--json", action="store_true", help="print the plan result as JSON")
-    _config_option(plan)
+    config_option(plan)
     plan.set_defaults(func=_plan, command="plan", swift_args=None)
 
-    from .increasecli import add_commands
-
-    add_commands(sub, _config_option)
+    increases.add_commands(sub)
 
     serve = sub.add_parser(
         "serve",
@@ -154,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         "access:services!service=jupyter-quota. The hub starts it: see "
         "jupyter_quota.hubservice.hubconfig and the README (Running under JupyterHub).",
     )
-    _config_option(serve)
+    config_option(serve)
     serve.add_argument(
         "--ip",
         metavar="IP",
@@ -167,41 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(func=_serve)
 
-    from .usagecli import add_commands
-
-    add_commands(sub, _config_option)
+    usage.add_commands(sub)
     return parser
-
-
-def _config_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--config",
-        metavar="FILE",
-        help="a Jupyter config file (.py or .json) holding c.JupyterQuota settings; default: the "
-        "jupyter_server_config files of the Jupyter config path",
-    )
-
-
-def load_config(config_file: str | None) -> JupyterQuota:
-    """``JupyterQuota`` as the server would see it, from the Jupyter config path or ``FILE``."""
-    from jupyter_core.application import JupyterApp
-
-    class _Loader(JupyterApp):
-        name = "jupyter-quota"
-        config_file_name = "jupyter_server_config"
-
-    loader = _Loader()
-    if config_file:
-        if not os.path.isfile(config_file):
-            raise QuotaError(f"config file {config_file!r} does not exist")
-        loader.config_file = os.path.abspath(config_file)
-    loader.initialize([])
-    return JupyterQuota(config=loader.config)
 
 
 def _selected_profiles(config: JupyterQuota, teams: list[str] | None) -> list:
     """The configured profiles, or those of ``teams``; an unknown team is an error."""
-    from .access import TeamRegistry
+    from ..access import TeamRegistry
 
     profiles = TeamRegistry(config.profiles, default_team=config.default_team).all()
     if teams:
@@ -217,14 +188,14 @@ def _selected_profiles(config: JupyterQuota, teams: list[str] | None) -> list:
 
 
 def _profiles_render(args) -> int:
-    from .rbac import ServiceAccount, team_objects
+    from ..rbac import ServiceAccount, team_objects
 
     config = load_config(args.config)
     account = ServiceAccount.from_config(config)
     profiles = _selected_profiles(config, args.team)
     docs = [obj for p in profiles for obj in team_objects(p, account)]
     if args.kueue:
-        from .kueue import DEFAULT_QUEUE, KueueSettings, kueue_objects
+        from ..kueue import DEFAULT_QUEUE, KueueSettings, kueue_objects
 
         docs += kueue_objects(profiles, KueueSettings(config.kueue_cohort, config.kueue_queue or DEFAULT_QUEUE))
     yaml.safe_dump_all(docs, sys.stdout, sort_keys=False)
@@ -232,9 +203,9 @@ def _profiles_render(args) -> int:
 
 
 def _profiles_apply(args) -> int:
-    from .backends.kube.apply import apply_profiles, render_diff
-    from .backends.kube.client import KubeError, load_api_client
-    from .rbac import ServiceAccount
+    from ..backends.kube.apply import apply_profiles, render_diff
+    from ..backends.kube.client import KubeError, load_api_client
+    from ..rbac import ServiceAccount
 
     config = load_config(args.config)
     profiles = _selected_profiles(config, args.team)
@@ -261,7 +232,7 @@ def _profiles_apply(args) -> int:
 
 
 def _serve(args) -> int:
-    from .hubservice.app import serve
+    from ..hubservice.app import serve
 
     return serve(load_config(args.config), ip=args.ip, port=args.port)
 
@@ -276,10 +247,10 @@ def _model_size_option(parser) -> None:
 
 
 def _estimate(args) -> int:
-    from .estimator import estimate
-    from .planner.report import estimate_text
-    from .planner.request import parse_gpus, parse_model_size
-    from .swift import parse_sft_args
+    from ..estimator import estimate
+    from ..planner.report import estimate_text
+    from ..planner.request import parse_gpus, parse_model_size
+    from ..swift import parse_sft_args
 
     gpus = parse_gpus(args.gpus, "--gpus")
     model_size = parse_model_size(args.model_size, "--model_size")
@@ -293,9 +264,9 @@ def _estimate(args) -> int:
 
 
 def _plan(args) -> int:
-    from .planner import plan
-    from .planner.report import plan_text
-    from .planner.request import parse_gpus, parse_model_size
+    from ..planner import plan
+    from ..planner.report import plan_text
+    from ..planner.request import parse_gpus, parse_model_size
 
     gpus = None if args.gpus is None else parse_gpus(args.gpus, "--gpus")
     model_size = parse_model_size(args.model_size, "--model_size")
@@ -316,10 +287,9 @@ def _service_plan(
     config: JupyterQuota, namespace: str | None, swift_args: list[str], gpus, model_size: str | None = None
 ) -> dict:
     """``POST /namespaces/{ns}/plan`` at the hub's quota service, as this server's user."""
-    from .magics.client import QuotaClient, QuotaClientError
+    from ..magics.client import QuotaClientError
 
-    token = os.environ.get("JUPYTERHUB_API_TOKEN", "")
-    client = QuotaClient(config.service_url, token, "JupyterQuota.service_url", timeout=config.service_timeout)
+    client = hub_client(config)
     try:
         if not namespace:
             mine = [n["name"] for n in client.namespaces()]
@@ -331,15 +301,6 @@ def _service_plan(
         raise QuotaError(e.message) from None
 
 
-def only_namespace(registry, who) -> str:
-    """The caller's one namespace, or an error asking for ``--namespace`` that lists theirs."""
-    mine = registry.teams_of(who)
-    if len(mine) != 1:
-        names = ", ".join(p.namespace for p in mine) or "none"
-        raise QuotaError(f"name the namespace with --namespace; yours: {names}")
-    return mine[0].namespace
-
-
 def configured_context(namespace: str | None, config_file=None, **options):
     """The planning context of ``namespace`` as the configured server sees it, read-only.
 
@@ -348,14 +309,11 @@ def configured_context(namespace: str | None, config_file=None, **options):
     server's owner (``JupyterQuota.owner``) with the usual access rules: only their teams'
     namespaces. ``options`` go to :func:`planner.context_from_balance` (``gpu_memory``, ``margin``).
     """
-    from .identity import owner_identity
-    from .planner import context_from_balance
-    from .service.app import build_service
+    from ..planner import context_from_balance
 
     config = config_file if isinstance(config_file, JupyterQuota) else load_config(config_file)
-    service = build_service(config)
+    service, who = owner_service(config)
     try:
-        who = owner_identity(config)
         profile = service.profile_for(who, namespace or only_namespace(service.registry, who))
         options.setdefault("fit", config.plan_fit)
         return context_from_balance(
