@@ -18,6 +18,8 @@ PENDING, APPROVED, DENIED, EXPIRED = "Pending", "Approved", "Denied", "Expired"
 PHASES = (PENDING, APPROVED, DENIED, EXPIRED)
 FIELDS = ("resources", "hours", "reason")
 MAX_REASON_CHARS = 1000
+#: The shortest increase: one minute (``5e-324`` hours raised a quota for no time at all).
+MIN_HOURS = 1 / 60
 #: Resources counted in whole units (a pod count, a job count), besides the team's GPUs.
 _WHOLE_PREFIXES = ("count/",)
 _WHOLE_NAMES = ("pods", "services", "secrets", "configmaps", "persistentvolumeclaims")
@@ -77,11 +79,13 @@ def _hours(raw, max_hours: float) -> float:
         or not isinstance(raw, (int, float))
         or (isinstance(raw, float) and not math.isfinite(raw))
     ):
-        raise InvalidRequest(f"hours: must be a number of hours, more than 0 and at most {max_hours:g}, e.g. 8")
-    if not 0 < raw <= max_hours:
         raise InvalidRequest(
-            f"hours: {_number(raw)} is out of range: more than 0 and at most {max_hours:g} "
-            "(JupyterQuota.max_increase_hours); ask again for longer when it ends"
+            f"hours: must be a number of hours, at least one minute ({MIN_HOURS:.4g}) and at most {max_hours:g}, e.g. 8"
+        )
+    if not MIN_HOURS <= raw <= max_hours:
+        raise InvalidRequest(
+            f"hours: {_number(raw)} is out of range: at least one minute ({MIN_HOURS:.4g}) and at most "
+            f"{max_hours:g} (JupyterQuota.max_increase_hours); ask again for longer when it ends"
         )
     return float(raw)
 

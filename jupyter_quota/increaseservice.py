@@ -17,7 +17,7 @@ import logging
 import sqlite3
 from collections.abc import Callable
 
-from . import audit, increases
+from . import audit, increases, reasons
 from .backends.base import rfc3339
 from .errors import Conflict, Forbidden, InvalidRequest, NotFound
 from .identity import Identity
@@ -140,7 +140,10 @@ class Increases:
                 )
             phase = increases.phase_at(row, now)
             if phase != increases.PENDING:
-                raise Conflict(f'increase request "{name}" is already {phase}; only a Pending one can be decided')
+                raise Conflict(
+                    f'increase request "{name}" is already {phase}; only a Pending one can be decided',
+                    reason=reasons.ALREADY_DECIDED,
+                )
             expires = now + row["hours"] * 3600 if approve else None
             con.execute(
                 "UPDATE increases SET phase = ?, decided_at = ?, decided_by = ?, comment = ?, expires_at = ? "
