@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from datetime import UTC, datetime
 
 import pytest
 from local_testing import phase_is, wait_for
@@ -27,6 +28,7 @@ ANN, BEA, ADA, OTTO = Identity("ann"), Identity("bea"), Identity("ada", admin=Tr
 ALWAYS = {"name": "always", "days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "start": "00:00", "end": "00:00"}
 CLOSED = {"name": "never-today", "days": ["Mon"], "start": "20:00", "end": "20:01"}
 LOG = "test-broken-profile"
+TUESDAY_NOON = datetime(2026, 12, 1, 12, 0, tzinfo=UTC).timestamp()  # CLOSED is closed
 
 
 def profiles(beta_windows=()) -> list[dict]:
@@ -76,7 +78,9 @@ def test_windows_that_each_fit_but_not_together_are_refused(service):
 
 
 def test_an_approval_that_would_pass_the_bound_is_refused_and_the_request_stays_pending(service):
-    near = [{**ALWAYS, "extra": {GPU: str(MAX_INT64 - 10)}}]  # 2 + this = 2^63-9: fits
+    """Refused while the window is closed, too: it would pass the bound when the window opens."""
+    service.clock = lambda: TUESDAY_NOON
+    near = [{**CLOSED, "extra": {GPU: str(MAX_INT64 - 10)}}]  # 2 + this = 2^63-9: fits
     service.put_profile(ADA, "beta", {"users": ["bea"], "hard": {GPU: "2"}, "windows": near})
     made = service.request_increase(BEA, "team-beta", {"resources": {GPU: "100"}, "hours": 1, "reason": "r"})
     with pytest.raises(InvalidRequest) as refused:
@@ -84,7 +88,8 @@ def test_an_approval_that_would_pass_the_bound_is_refused_and_the_request_stays_
     assert str(MAX_INT64) in refused.value.message and GPU in refused.value.message, refused.value.message
     (listed,) = service.list_increases(ADA)["increases"]
     assert listed["phase"] == "Pending"
-    assert service.balance(BEA, "team-beta")["resources"][GPU]["hard"] == str(MAX_INT64 - 8)
+    assert service.balance(BEA, "team-beta")["resources"][GPU]["hard"] == "2"
+    assert "the extras of windows[0].extra, increase" in refused.value.message
 
 
 def test_a_stored_broken_profile_is_flagged_while_every_other_team_keeps_scheduling(tmp_path, hold, caplog):
