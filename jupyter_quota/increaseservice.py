@@ -144,6 +144,10 @@ class Increases:
                     f'increase request "{name}" is already {phase}; only a Pending one can be decided',
                     reason=reasons.ALREADY_DECIDED,
                 )
+            if approve:  # the raised quota must stay writable (2^63-1), with every window open
+                in_force = [("an increase in force", extra) for extra in _extras(con, row["team"], now)]
+                asked = (f'increase "{name}"', json.loads(row["resources"]))
+                self.registry.get(row["team"]).check_raised([*in_force, asked])
             expires = now + row["hours"] * 3600 if approve else None
             con.execute(
                 "UPDATE increases SET phase = ?, decided_at = ?, decided_by = ?, comment = ?, expires_at = ? "

@@ -28,7 +28,7 @@ from .jobspec import create_named, parse_job_request
 from .metrics import QuotaMetrics
 from .profiles import TeamProfile
 from .stallpolicy import POLICY, STALLED_JOB_CANCELLED, StallPolicyTimer
-from .windows import window_extra
+from .windows import open_windows, window_extra
 from .windowtimer import WindowTimer
 
 MAX_TAIL_LINES = 10_000
@@ -53,6 +53,8 @@ class QuotaService:
         self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))
         #: team -> (profile, key of its extras, effective profile, the extras the key's ids name)
         self._raised: dict[str, tuple] = {}
+        #: team -> why its raised quota cannot be applied (``GET /namespaces``' ``profileError``)
+        self.broken: dict[str, str] = {}
         self._effective_lock = threading.Lock()
         self._timer: ExpiryTimer | None = None
         #: follows the profiles' time windows (windowtimer.py); tests wait on its passes
@@ -132,11 +134,30 @@ class QuotaService:
             cached = self._raised.get(profile.team)
             if cached is not None and cached[0] is profile and cached[1] == key:
                 return cached[2]
-        hard = self._compose(profile, extras, opened)
-        raised = profile if hard == {k: str(v) for k, v in profile.hard.items()} else _with_hard(profile, hard)
+        try:
+            hard = self._compose(profile, extras, opened)
+            raised = profile if hard == {k: str(v) for k, v in profile.hard.items()} else _with_hard(profile, hard)
+        except QuotaError as e:  # held to its own hard quota, so no other team's pass or scrape fails
+            self._flag(profile.team, _unraisable(profile, now, extras, e))
+            raised = profile
+        else:
+            self._flag(profile.team, None)
         with self._effective_lock:
             self._raised[profile.team] = (profile, key, raised, extras)  # extras: their ids stay theirs
         return raised
+
+    def _flag(self, team: str, problem: str | None) -> None:
+        """Note (and log, once per change) that the team's raised quota cannot be applied."""
+        with self._effective_lock:
+            before = self.broken.get(team)
+            if problem is None:
+                self.broken.pop(team, None)
+            else:
+                self.broken[team] = problem
+        if problem is not None and problem != before:
+            self.log.error("jupyter_quota: the raised quota of team %s cannot be applied: %s", team, problem)
+        elif problem is None and before is not None:
+            self.log.info("jupyter_quota: the raised quota of team %s applies again", team)
 
     def apply_effective(self, team: str, now: float | None = None) -> None:
         """Write the team's effective hard quota at ``now`` where jobs run (the kube backend's
@@ -159,15 +180,15 @@ class QuotaService:
     def namespaces(self, who: Identity) -> dict:
         return {
             "namespaces": [
-                {
-                    "name": p.namespace,
-                    "team": p.team,
-                    "gpuResource": p.gpuResource,
-                    "balance": self.backend.balance(self._effective(p)),
-                }
-                for p in self.registry.teams_of(who)
+                self._namespace_json(p, self.backend.balance(self._effective(p))) for p in self.registry.teams_of(who)
             ]
         }
+
+    def _namespace_json(self, p: TeamProfile, balance: dict) -> dict:
+        entry = {"name": p.namespace, "team": p.team, "gpuResource": p.gpuResource, "balance": balance}
+        if p.team in self.broken:
+            entry["profileError"] = self.broken[p.team]
+        return entry
 
     def balance(self, who: Identity, namespace: str) -> dict:
         return self.backend.balance(self.profile_for(who, namespace))
@@ -385,8 +406,14 @@ class QuotaService:
         self._require_admin(who)
         if isinstance(body, dict) and team not in {p.team for p in self.registry.all()}:
             body = {**copy.deepcopy(self.config.new_team_defaults), **body}
-        # the cluster gets the new profile with the team's increases in force on top
-        profile = self.registry.put(team, body, before_store=lambda p: self.backend.apply_profile(self._effective(p)))
+
+        def before_store(p: TeamProfile) -> None:
+            # refused if its windows and the increases in force could pass 2^63-1 (issue 25)
+            p.check_raised(("an increase in force", extra) for extra in self.increases.extras(team, self.clock()))
+            # the cluster gets the new profile with the team's increases in force on top
+            self.backend.apply_profile(self._effective(p))
+
+        profile = self.registry.put(team, body, before_store=before_store)
         self.backend.track([profile.namespace])  # usage is recorded from the team's first day
         return profile.to_json()
 
@@ -421,6 +448,16 @@ class QuotaService:
 def _opened(profile: TeamProfile, now: float) -> dict[str, str]:
     """What the profile's windows open at ``now`` add (``windows.window_extra``)."""
     return window_extra(profile, datetime.fromtimestamp(now, UTC)) if profile.windows else {}
+
+
+def _unraisable(profile: TeamProfile, now: float, extras: list, error: QuotaError) -> str:
+    """Why the profile's raised quota cannot be applied, naming what raises it now."""
+    opened = open_windows(profile, datetime.fromtimestamp(now, UTC)) if profile.windows else []
+    raising = [f'window "{w.name}"' for w in opened] + ([f"{len(extras)} increase(s)"] if extras else [])
+    return (
+        f"its hard quota plus {' and '.join(raising) or 'its extras'} cannot be applied: {error.message}; "
+        "the team is held to its profile's own hard quota until an admin lowers them"
+    )
 
 
 def _with_hard(profile: TeamProfile, hard: dict[str, str]) -> TeamProfile:
