@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from . import bounds
 from .errors import InvalidRequest
+from .quantity import Quantity
 
 PENDING, APPROVED, DENIED, EXPIRED = "Pending", "Approved", "Denied", "Expired"
 PHASES = (PENDING, APPROVED, DENIED, EXPIRED)
@@ -124,6 +125,25 @@ def next_expiry(rows, now: float) -> float | None:
     """When the next increase in force at ``now`` ends (epoch seconds), or None."""
     ends = [r["expires_at"] for r in active(rows, now)]
     return min(ends) if ends else None
+
+
+def overcommit_warnings(asked: dict, quotas: list[dict], gpu_key: str, capacity: int) -> list[str]:
+    """The approver's warning: with ``asked`` added, the teams' quotas (``quotas``: each team's
+    effective hard quota) of ``gpu_key`` would add up to more than the ``capacity`` GPUs of the
+    inventory, so not every team could use its whole quota at once. None when ``capacity`` is
+    unknown (0: the Kubernetes backend does not count the cluster's GPUs)."""
+    if capacity <= 0:
+        return []
+    amounts = [q[gpu_key] for q in quotas if gpu_key in q] + [asked.get(gpu_key, "0")]
+    total = sum(Quantity(str(a)).as_fraction() for a in amounts)
+    if total <= capacity:
+        return []
+    shown = total.numerator if total.denominator == 1 else float(total)
+    return [
+        f"with this increase the teams' {gpu_key} quotas add up to {shown} GPUs, more than the {capacity} "
+        "GPUs of the inventory: not every team can use its whole quota at once, and a team within its "
+        "quota may wait for GPUs held by jobs within another's"
+    ]
 
 
 def describe(resources: dict, hours: float) -> str:

@@ -22,6 +22,7 @@ from .config import JupyterQuota
 from .effectivequota import effective_hard
 from .errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest, QuotaError
 from .identity import Identity
+from .increases import PENDING, overcommit_warnings
 from .increaseservice import ExpiryTimer, Increases
 from .jobmemory import JobMemory
 from .jobspec import create_named, parse_job_request
@@ -423,10 +424,25 @@ class QuotaService:
         return self.increases.request(who, namespace, body, self.clock())
 
     def list_increases(self, who: Identity) -> dict:
-        return self.increases.list(who, self.clock())
+        listed = self.increases.list(who, self.clock())
+        if who.admin:  # the approver sees, before approving, whether the quotas would pass the inventory
+            for item in listed["increases"]:
+                if item["phase"] == PENDING:
+                    item["warnings"] = self._overcommit(item["team"], item["resources"])
+        return listed
 
     def decide_increase(self, who: Identity, name: str, body, approve: bool) -> dict:
-        return self.increases.decide(who, name, body, approve, self.clock())
+        decided = self.increases.decide(who, name, body, approve, self.clock())
+        if approve:
+            decided["warnings"] = self._overcommit(decided["team"], {})  # the quotas include it now
+        return decided
+
+    def _overcommit(self, team: str, asked: dict) -> list[str]:
+        """``increases.overcommit_warnings`` for the team's GPUs, against every team's quota now."""
+        gpu_key = f"requests.{self.registry.get(team).gpuResource}"
+        quotas = [self._effective(p).hard for p in self.registry.all()]
+        capacity = len(self.backend.inventory().get("gpus") or [])
+        return overcommit_warnings(asked, quotas, gpu_key, capacity)
 
     def expire_increases(self) -> list[str]:
         """Expire what ended by now (the timer does this at each end; tests drive ``clock``)."""

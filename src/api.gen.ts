@@ -1068,6 +1068,8 @@ export interface components {
              * @description Set once approved
              */
             expiresAt: string | null;
+            /** @description For admins, on Pending requests (what approving would do) and on an approval's answer: set when the teams' GPU quotas, with this increase, add up to more than the inventory's GPUs (local backend; empty on Kubernetes, whose GPUs are not counted here). Approving is still allowed. */
+            warnings?: string[];
         };
         IncreaseList: {
             increases: components["schemas"]["Increase"][];
