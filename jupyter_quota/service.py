@@ -21,6 +21,7 @@ from .backends.base import Backend
 from .config import JupyterQuota
 from .effectivequota import effective_hard
 from .errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest, QuotaError
+from .estimator.learning import shared_corrections
 from .identity import Identity
 from .increases import PENDING, overcommit_warnings
 from .increaseservice import ExpiryTimer, Increases
@@ -48,7 +49,7 @@ class QuotaService:
         self.backend = backend
         self.metrics = QuotaMetrics(self)
         #: estimates kept beside jobs, measured peaks, corrections (docs/estimator.md §13)
-        self.memory = JobMemory(config.state_dir, backend)
+        self.memory = JobMemory(config.state_dir, backend, shared_corrections(config.shared_corrections))
         #: epoch seconds now; tests drive it to expire increases without waiting
         self.clock = clock
         self.increases = Increases(config, registry, self._apply_effective, log=getattr(backend, "log", None))
@@ -88,6 +89,10 @@ class QuotaService:
                 log=self.increases.log,
             )
             self.window_timer.start()
+        try:
+            self.memory.audit_shared()
+        except Exception:  # the server must start (a read-only state dir); the next start records it
+            self.log.exception("jupyter_quota: recording the shared estimator corrections in the audit log failed")
         if self._stall_timer is None and self.config.stalled_job_action == "cancel":
             self._stall_timer = StallPolicyTimer(self.cancel_stalled, self.log)
             self._stall_timer.start()
@@ -217,7 +222,16 @@ class QuotaService:
         from .planner.request import parse_estimate_request
 
         request = parse_estimate_request(body)
-        return self.memory.estimate(request.args, request.gpus, model_size=request.model_size).to_json()
+        teams = self._learning_teams(who)
+        return self.memory.estimate(request.args, request.gpus, model_size=request.model_size, teams=teams).to_json()
+
+    def _learning_teams(self, who: Identity) -> frozenset[str]:
+        """Whose measured jobs correct ``who``'s estimates: their own teams' (an admin's too: the
+        teams they are a member of), never another team's (issue 25)."""
+        mine = [p for p in self.registry.all() if p.has_member(who.name, who.groups)]
+        if not mine and not who.admin:
+            mine = self.registry.teams_of(who)  # the default team
+        return frozenset(p.team for p in mine)
 
     def plan(self, who: Identity, namespace: str, body) -> dict:
         """The best configuration of a ``swift sft`` argv that fits the namespace's live balance."""
@@ -233,7 +247,9 @@ class QuotaService:
             request.args,
             context,
             gpus=request.gpus,
-            estimate=lambda args, gpus: self.memory.estimate(args, gpus, model_size=request.model_size),
+            estimate=lambda args, gpus: self.memory.estimate(
+                args, gpus, model_size=request.model_size, teams=frozenset({profile.team})
+            ),
         ).to_json()
 
     def replan(self, who: Identity, namespace: str, name: str) -> dict:
@@ -254,7 +270,7 @@ class QuotaService:
             self.backend.balance(profile), profile, inventory=self.backend.inventory(), fit=self.config.plan_fit
         )
         card = parse_quantity(profile.gpuMemory).value() if profile.gpuMemory else int(memory["estimatedGib"] * 2**30)
-        estimate = self.memory.replan_estimate(job, card)
+        estimate = self.memory.replan_estimate(job, card, frozenset({profile.team}))
         return plan(job["args"], context, gpus=job["gpus"], estimate=estimate).to_json()
 
     def estimator_errors(self, who: Identity) -> dict:

@@ -707,16 +707,20 @@ export interface components {
             gpu: string | null;
             outOfMemory: boolean;
         };
+        /** @description A team's estimates are corrected by its own finished jobs only (`source: team`), else by a correction an admin approved for every team (`source: shared`, `JupyterQuota.shared_corrections`; `jobs` 0). Another team's job counts and ratios never show. */
         Correction: {
             /** @description The model's model_type */
             family: string;
             regime: string;
             /** @description Applied factor, clamped to 0.95..1.5 */
             factor: number;
-            /** @description The 90% quantile of measured/estimated before clamping */
+            /** @description The 90% quantile of measured/estimated before clamping (shared: the factor) */
             raw: number;
+            /** @description The team's measured jobs it rests on (shared: 0) */
             jobs: number;
             note: string;
+            /** @enum {string} */
+            source: "team" | "shared";
         };
         EstimatorErrors: {
             rows: {
