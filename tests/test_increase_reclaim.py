@@ -22,6 +22,7 @@ from jupyter_quota.backends.local.livejobs import Elastic
 from jupyter_quota.config import JupyterQuota
 from jupyter_quota.extension import build_service
 from jupyter_quota.identity import Identity
+from jupyter_quota.magics.display import increases_text
 from jupyter_quota.profiles import TeamProfile
 
 ANN, BEA, ADA = Identity("ann"), Identity("bea"), Identity("ada", admin=True)
@@ -105,6 +106,7 @@ def test_the_approver_is_warned_when_the_quotas_would_exceed_the_inventory(servi
     assert "warnings" not in service.list_increases(ANN)["increases"][0]  # for the approver only
     approved = service.decide_increase(ADA, made["name"], {}, approve=True)
     assert approved["warnings"] == [warning]
+    assert f"warning: {warning}" in increases_text([approved])  # the CLI's and the magic's answer
 
 
 def test_no_warning_while_the_quotas_fit_the_inventory(service):
