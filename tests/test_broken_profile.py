@@ -127,5 +127,10 @@ def test_a_stored_broken_profile_is_flagged_while_every_other_team_keeps_schedul
         said = [r for r in caplog.records if r.name == LOG and "team beta" in r.getMessage()]
         assert len(said) == 1, [r.getMessage() for r in said]
         assert not [r for r in caplog.records if "failed" in r.getMessage()], caplog.text
+
+        # an admin fixes the profile: the flag goes
+        service.put_profile(ADA, "beta", {"users": ["bea"], "hard": {GPU: "2"}})
+        listed = {ns["team"]: ns for ns in service.namespaces(ADA)["namespaces"]}
+        assert "profileError" not in listed["beta"], listed["beta"]
     finally:
         service.close()
