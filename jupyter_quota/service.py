@@ -131,6 +131,8 @@ class QuotaService:
         now = self.clock() if now is None else now
         extras = self.increases.extras(profile.team, now) if extras is None else extras
         if not extras and not profile.windows:
+            if profile.team in self.broken:  # what broke it ended (an increase expired)
+                self._flag(profile.team, None)
             return profile  # the common case, without arithmetic
         # the same extras are the same objects (``Increases._approved`` caches them), so a read
         # between changes costs a lookup, not the sums
