@@ -25,6 +25,9 @@ INCREASE_EXPIRED = "increase.expired"
 #: The local backend preempted a job because a quota window with ``onClose: preempt`` closed
 #: (``backends/local/lifecycle.py``); target ``job/<namespace>/<name>``.
 WINDOW_PREEMPTED = "window.preempted"
+#: An admin-approved estimator correction for every team (``JupyterQuota.shared_corrections``), recorded
+#: once at the first start that has it; ``who`` is its ``approvedBy``, target ``correction/<family>/<regime>``.
+CORRECTION_SHARED = "estimator.correction.shared"
 
 FIELDS = ("id", "at", "who", "action", "target", "detail")
 

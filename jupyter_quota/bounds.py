@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable, Mapping
 
 from .errors import InvalidRequest
 from .quantity import MAX_INT64, Quantity
@@ -69,6 +70,28 @@ def check_magnitude(q: Quantity, where: str, text: str | None = None) -> None:
     """Refuse |q| > 2^63-1, cheaply (no big power of ten is built)."""
     if abs(q) > MAX_QUANTITY:
         raise InvalidRequest(_too_large(where, text if text is not None else str(q)))
+
+
+def check_raised(hard: Mapping, extras: Iterable[tuple[str, Mapping]], where: str) -> None:
+    """Refuse a hard quota that, with every extra added at once, could pass 2^63-1.
+
+    ``extras`` are ``(what, {resource: quantity})`` pairs (a window, an increase); all of them are
+    counted whatever the time, since any may be in force together. Each value was bounded where it
+    entered, so the sums are cheap. A raised quota past the bound could not be written as a
+    ResourceQuota, and once stopped every team's scheduling (issue 25).
+    """
+    for resource, value in hard.items():
+        total, named = Quantity(str(value)), []
+        for what, extra in extras:
+            if resource in extra:
+                total = total + Quantity(str(extra[resource]))
+                named.append(what)
+        if named and abs(total) > MAX_QUANTITY:
+            raise InvalidRequest(
+                f"{where}: hard[{resource}] {shown(str(value))} plus the extras of {', '.join(named)} "
+                f"can reach {total}: must be no more than {MAX_QUANTITY} (2^63-1, the largest quantity "
+                "Kubernetes carries); lower the extras"
+            )
 
 
 def clamp(text: str) -> str:

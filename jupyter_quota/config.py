@@ -198,6 +198,22 @@ class JupyterQuota(
         "them run out of memory). Default: ``upper``.",
     ).tag(config=True)
 
+    shared_corrections = List(
+        Dict(),
+        help="Estimator corrections an admin approved for every team, each ``{'family': model_type, "
+        "'regime': e.g. 'full/single/dense', 'factor': 0.95..1.5, 'approvedBy': admin name, 'reason': "
+        "why}`` (read the error table, ``GET /estimator/errors``, to choose them). A team's own "
+        "correction, learned from its own jobs, comes first; each is recorded once in the audit log. "
+        "Default: none (each team learns only from its own jobs).",
+    ).tag(config=True)
+
+    @validate("shared_corrections")
+    def _valid_shared_corrections(self, proposal):
+        from .estimator.learning import shared_corrections
+
+        shared_corrections(proposal["value"])  # ValueError naming the field
+        return proposal["value"]
+
     log_tail_lines = Int(
         200, help="Lines of a job's log returned when the request names no ``tailLines``. Default: 200."
     ).tag(config=True)

@@ -13,11 +13,14 @@ from dataclasses import dataclass
 
 from . import bounds
 from .errors import InvalidRequest
+from .quantity import Quantity
 
 PENDING, APPROVED, DENIED, EXPIRED = "Pending", "Approved", "Denied", "Expired"
 PHASES = (PENDING, APPROVED, DENIED, EXPIRED)
 FIELDS = ("resources", "hours", "reason")
 MAX_REASON_CHARS = 1000
+#: The shortest increase: one minute (``5e-324`` hours raised a quota for no time at all).
+MIN_HOURS = 1 / 60
 #: Resources counted in whole units (a pod count, a job count), besides the team's GPUs.
 _WHOLE_PREFIXES = ("count/",)
 _WHOLE_NAMES = ("pods", "services", "secrets", "configmaps", "persistentvolumeclaims")
@@ -77,11 +80,13 @@ def _hours(raw, max_hours: float) -> float:
         or not isinstance(raw, (int, float))
         or (isinstance(raw, float) and not math.isfinite(raw))
     ):
-        raise InvalidRequest(f"hours: must be a number of hours, more than 0 and at most {max_hours:g}, e.g. 8")
-    if not 0 < raw <= max_hours:
         raise InvalidRequest(
-            f"hours: {_number(raw)} is out of range: more than 0 and at most {max_hours:g} "
-            "(JupyterQuota.max_increase_hours); ask again for longer when it ends"
+            f"hours: must be a number of hours, at least one minute ({MIN_HOURS:.4g}) and at most {max_hours:g}, e.g. 8"
+        )
+    if not MIN_HOURS <= raw <= max_hours:
+        raise InvalidRequest(
+            f"hours: {_number(raw)} is out of range: at least one minute ({MIN_HOURS:.4g}) and at most "
+            f"{max_hours:g} (JupyterQuota.max_increase_hours); ask again for longer when it ends"
         )
     return float(raw)
 
@@ -120,6 +125,25 @@ def next_expiry(rows, now: float) -> float | None:
     """When the next increase in force at ``now`` ends (epoch seconds), or None."""
     ends = [r["expires_at"] for r in active(rows, now)]
     return min(ends) if ends else None
+
+
+def overcommit_warnings(asked: dict, quotas: list[dict], gpu_key: str, capacity: int) -> list[str]:
+    """The approver's warning: with ``asked`` added, the teams' quotas (``quotas``: each team's
+    effective hard quota) of ``gpu_key`` would add up to more than the ``capacity`` GPUs of the
+    inventory, so not every team could use its whole quota at once. None when ``capacity`` is
+    unknown (0: the Kubernetes backend does not count the cluster's GPUs)."""
+    if capacity <= 0:
+        return []
+    amounts = [q[gpu_key] for q in quotas if gpu_key in q] + [asked.get(gpu_key, "0")]
+    total = sum(Quantity(str(a)).as_fraction() for a in amounts)
+    if total <= capacity:
+        return []
+    shown = total.numerator if total.denominator == 1 else float(total)
+    return [
+        f"with this increase the teams' {gpu_key} quotas add up to {shown} GPUs, more than the {capacity} "
+        "GPUs of the inventory: not every team can use its whole quota at once, and a team within its "
+        "quota may wait for GPUs held by jobs within another's"
+    ]
 
 
 def describe(resources: dict, hours: float) -> str:

@@ -16,9 +16,10 @@ import logging
 import threading
 import time
 
-from . import peaks, reasons
+from . import audit, peaks, reasons
 from .errors import InvalidRequest, QuotaError
 from .estimator.learning import Correction, corrected, corrections, error_table
+from .records import open_records
 from .swiftlog import parse_log
 
 ENDED = ("Succeeded", "Failed")
@@ -28,31 +29,34 @@ log = logging.getLogger(__name__)
 
 
 class JobMemory:
-    def __init__(self, state_dir: str, backend):
+    def __init__(self, state_dir: str, backend, shared: dict[tuple[str, str], Correction] | None = None):
         self.state_dir = state_dir
         self.backend = backend
-        self._fixes: tuple[float, dict[tuple[str, str], Correction]] = (0.0, {})
+        #: the corrections an admin approved for every team (``learning.shared_corrections``)
+        self.shared = dict(shared or {})
+        self._fixes: dict[frozenset[str], tuple[float, dict[tuple[str, str], Correction]]] = {}
         self._lock = threading.Lock()
 
     # -- estimates -------------------------------------------------------------------------
-    def fixes(self) -> dict[tuple[str, str], Correction]:
-        """The corrections learned from every measured job (recomputed at most every FIXES_TTL s)."""
+    def fixes(self, teams: frozenset[str]) -> dict[tuple[str, str], Correction]:
+        """The corrections for ``teams``' estimates: what their own measured jobs taught, else the
+        shared ones (recomputed at most every FIXES_TTL s). Another team's jobs never count."""
         with self._lock:
-            at, fixes = self._fixes
+            at, fixes = self._fixes.get(teams, (0.0, {}))
             if time.monotonic() - at > FIXES_TTL:
-                fixes = corrections(peaks.measured(self.state_dir))
-                self._fixes = (time.monotonic(), fixes)
+                fixes = {**self.shared, **corrections(peaks.measured(self.state_dir, set(teams)))}
+                self._fixes[teams] = (time.monotonic(), fixes)
             return fixes
 
     def forget_fixes(self) -> None:
         with self._lock:
-            self._fixes = (0.0, {})
+            self._fixes = {}
 
-    def estimate(self, args, gpus: int, model_size: str | None = None):
-        """``estimator.estimate``, with what finished jobs of its family and regime taught."""
+    def estimate(self, args, gpus: int, model_size: str | None = None, teams: frozenset[str] = frozenset()):
+        """``estimator.estimate``, with what finished jobs of ``teams`` in its family and regime taught."""
         from .estimator import estimate
 
-        return corrected(estimate(args, gpus=gpus, model_size=model_size), self.fixes())
+        return corrected(estimate(args, gpus=gpus, model_size=model_size), self.fixes(teams))
 
     # -- jobs ------------------------------------------------------------------------------
     def on_submit(self, profile, job: dict) -> None:
@@ -64,7 +68,7 @@ class JobMemory:
             raw = estimate(job.get("args") or [], gpus=max(1, int(job.get("gpus") or 1)))
         except (InvalidRequest, ValueError):
             return
-        peaks.remember(self.state_dir, job, profile, corrected(raw, self.fixes()), raw)
+        peaks.remember(self.state_dir, job, profile, corrected(raw, self.fixes(frozenset({profile.team}))), raw)
 
     def decorate(self, profile, job: dict) -> dict:
         """The job with its ``memory`` field, learning from its log the first time it is seen ended."""
@@ -99,9 +103,9 @@ class JobMemory:
             )
         return record
 
-    def replan_estimate(self, job: dict, card_bytes: int):
-        """The estimator a re-plan of an out-of-memory ``job`` uses: as usual, except that the
-        job's own configuration is known to need more than its GPU (``card_bytes``)."""
+    def replan_estimate(self, job: dict, card_bytes: int, teams: frozenset[str] = frozenset()):
+        """The estimator a re-plan of an out-of-memory ``job`` uses: as usual (for ``teams``), except
+        that the job's own configuration is known to need more than its GPU (``card_bytes``)."""
         from dataclasses import replace
 
         from .swift import parse_sft_args
@@ -109,7 +113,7 @@ class JobMemory:
         failed = (tuple(parse_sft_args(list(job["args"])).to_argv()), int(job["gpus"]))
 
         def estimate(args, gpus):
-            est = self.estimate(args, gpus)
+            est = self.estimate(args, gpus, teams=teams)
             if (tuple(args.to_argv()), gpus) != failed or est.peak_bytes_per_gpu > card_bytes:
                 return est
             note = "this configuration ran out of GPU memory in job " + job["name"]
@@ -126,6 +130,21 @@ class JobMemory:
             return replace(est, **changes)
 
         return estimate
+
+    def audit_shared(self) -> None:
+        """Record each shared correction in the audit log once (who approved it, the factor, why),
+        so a correction that changes every team's estimates is on the record."""
+        if not self.shared:
+            return
+        with open_records(self.state_dir).write() as con:
+            done = {
+                (r["target"], r["detail"])
+                for r in con.execute("SELECT target, detail FROM audit WHERE action = ?", (audit.CORRECTION_SHARED,))
+            }
+            for (family, regime), fix in sorted(self.shared.items()):
+                target, detail = f"correction/{family}/{regime}", f"x{fix.factor:g}: {fix.reason}".rstrip(": ")
+                if (target, detail) not in done:
+                    audit.append(con, fix.approved_by, audit.CORRECTION_SHARED, target, detail)
 
     def error_table(self, teams: set[str] | None = None) -> list[dict]:
         return error_table(peaks.measured(self.state_dir, teams))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 
-from .estimator.learning import Measured, family_of, regime_of
+from .estimator.learning import Measured, family_of, plausible, regime_of
 from .quantity import parse_quantity
 from .records import open_records
 
@@ -68,21 +68,27 @@ def measured(state_dir: str, teams: set[str] | None = None) -> list[Measured]:
 
     A job that ran out of memory measured at least its GPU's memory: it counts with that as its
     peak when the GPU's memory is declared, so a regime that ran out learns to estimate higher.
+    A peak its log claims beyond the GPU's memory or far outside the estimate's range is kept,
+    untrusted (``learning.plausible``): the log is written by user code.
     """
     with open_records(state_dir).read() as con:
         rows = con.execute(
-            "SELECT team, family, regime, raw_bytes, measured_gib, out_of_memory, gpu_bytes FROM peaks"
-            " WHERE learned_at IS NOT NULL"
+            "SELECT team, family, regime, raw_bytes, measured_gib, out_of_memory, gpu_bytes, range_lo, range_hi"
+            " FROM peaks WHERE learned_at IS NOT NULL"
         ).fetchall()
     out = []
     for row in rows:
         if teams is not None and row["team"] not in teams:
             continue
         peak = row["measured_gib"]
-        if row["out_of_memory"] and row["gpu_bytes"]:
-            peak = max(peak or 0.0, row["gpu_bytes"] / GIB)
+        gpu_gib = row["gpu_bytes"] / GIB if row["gpu_bytes"] else None
+        if row["out_of_memory"] and gpu_gib:
+            peak = max(peak or 0.0, gpu_gib)
         if peak:
-            out.append(Measured(row["family"], row["regime"], row["raw_bytes"] / GIB, float(peak)))
+            estimated = row["raw_bytes"] / GIB
+            span = (row["range_lo"] / GIB, row["range_hi"] / GIB) if row["range_hi"] is not None else None
+            trusted = plausible(estimated, float(peak), gpu_gib, span)
+            out.append(Measured(row["family"], row["regime"], estimated, float(peak), trusted))
     return out
 
 

@@ -163,6 +163,14 @@ class TeamProfile(HasTraits):
         except (Invalid, InvalidRequest, ValueError) as e:
             raise InvalidRequest(f"profile {self.team!r}: {getattr(e, 'message', e)}") from None
 
+    def check_raised(self, increases: Iterable[tuple[str, dict]] = ()) -> None:
+        """Refuse (``InvalidRequest``) when ``hard`` plus every window's ``extra`` and the
+        ``(name, resources)`` of ``increases`` could pass 2^63-1, whatever the time: at ``PUT
+        /profiles`` and at an increase's approval. Not at construction: an effective profile
+        carries its raised ``hard`` beside the same windows."""
+        extras = [(f"windows[{i}].extra", w.get("extra") or {}) for i, w in enumerate(self.windows)]
+        bounds.check_raised(self.hard, [*extras, *increases], f"profile {self.team!r}")
+
     # -- membership ---------------------------------------------------------------------------
 
     def has_member(self, user: str, groups: Iterable[str]) -> bool:

@@ -68,3 +68,8 @@ PREEMPTED_BY_PRIORITY = "PreemptedByPriority"
 WINDOW_CLOSED = "WindowClosed"
 #: Pending: the job was preempted and waits to resume from its last checkpoint (the message says which).
 REQUEUED = "Requeued"
+
+# -- increase requests (``increaseservice``) --------------------------------------------------------
+
+#: 409: the increase request was approved or denied already (or expired); only a Pending one is decided.
+ALREADY_DECIDED = "AlreadyDecided"

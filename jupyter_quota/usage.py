@@ -157,6 +157,8 @@ def _step(raw: str | None, length: int) -> int | None:
     if raw is None or raw == "":
         return None
     try:
+        if not (raw.isascii() and raw.isdigit()):  # int() also reads "1_000", " 1000" and full-width digits
+            raise ValueError
         step = int(raw)
     except ValueError:
         raise InvalidRequest(f"step must be a whole number of seconds, not {str(raw)[:32]!r}") from None

@@ -24,7 +24,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from . import quotaspec
 from .bounds import shown
@@ -186,12 +186,19 @@ def _clock(value, path: str) -> time:
 
 
 def _timezone(value, path: str) -> str:
+    # Only the database's own names: ZoneInfo opens the key as a path, so a folder ("America")
+    # or a 300-character name raised IsADirectoryError or "File name too long" (500s).
     try:
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or value not in _zone_names():
             raise ValueError
         ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise InvalidRequest(
             f'{path} must be an IANA timezone name such as "UTC" or "Europe/Paris", not {shown(value)}'
         ) from None
     return value
+
+
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    return frozenset(available_timezones())

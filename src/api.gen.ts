@@ -295,7 +295,7 @@ export interface paths {
         /**
          * Ask for a temporary increase of the team's hard quota (a member of the team)
          * @description Pending until an admin approves or denies it. Resources are ones the team's hard quota names,
-         *     each more than zero; GPUs and counts in whole units. `hours` is more than 0 and at most
+         *     each more than zero; GPUs and counts in whole units. `hours` is at least one minute (1/60) and at most
          *     `JupyterQuota.max_increase_hours`. A user may have at most `JupyterQuota.max_open_increases`
          *     Pending requests (409 `TooManyOpenRequests`). Recorded in the audit log.
          */
@@ -334,7 +334,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve a Pending request (admins only, never their own); the team's quota rises at once until `expiresAt` */
+        /**
+         * Approve a Pending request (admins only, never their own); the team's quota rises at once until `expiresAt`
+         * @description 409 `AlreadyDecided` when the request is no longer Pending (approved, denied or expired).
+         */
         post: operations["approveIncrease"];
         delete?: never;
         options?: never;
@@ -353,7 +356,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Deny a Pending request (admins only, never their own) */
+        /**
+         * Deny a Pending request (admins only, never their own)
+         * @description 409 `AlreadyDecided` when the request is no longer Pending (approved, denied or expired).
+         */
         post: operations["denyIncrease"];
         delete?: never;
         options?: never;
@@ -627,6 +633,8 @@ export interface components {
             /** @description The profile's GPU resource name (`nvidia.com/gpu` unless set); its quota key is `requests.<gpuResource>` */
             gpuResource: string;
             balance: components["schemas"]["Balance"];
+            /** @description Present only when the team's raised quota (its hard quota plus its open windows' extras and increases) cannot be applied, e.g. past 2^63-1: why. The team is then held to its profile's own hard quota, and every other team schedules as usual; the admin view shows it. */
+            profileError?: string;
         };
         ContainerResources: {
             requests?: components["schemas"]["Quantities"];
@@ -699,16 +707,20 @@ export interface components {
             gpu: string | null;
             outOfMemory: boolean;
         };
+        /** @description A team's estimates are corrected by its own finished jobs only (`source: team`), else by a correction an admin approved for every team (`source: shared`, `JupyterQuota.shared_corrections`; `jobs` 0). Another team's job counts and ratios never show. */
         Correction: {
             /** @description The model's model_type */
             family: string;
             regime: string;
             /** @description Applied factor, clamped to 0.95..1.5 */
             factor: number;
-            /** @description The 90% quantile of measured/estimated before clamping */
+            /** @description The 90% quantile of measured/estimated before clamping (shared: the factor) */
             raw: number;
+            /** @description The team's measured jobs it rests on (shared: 0) */
             jobs: number;
             note: string;
+            /** @enum {string} */
+            source: "team" | "shared";
         };
         EstimatorErrors: {
             rows: {
@@ -1028,7 +1040,7 @@ export interface components {
         IncreaseRequest: {
             /** @description How much more of each resource, e.g. {"requests.nvidia.com/gpu": "2"} */
             resources: components["schemas"]["Quantities"];
-            /** @description For how long once approved */
+            /** @description For how long once approved: at least one minute (1/60) */
             hours: number;
             reason: string;
         };
@@ -1060,6 +1072,8 @@ export interface components {
              * @description Set once approved
              */
             expiresAt: string | null;
+            /** @description For admins, on Pending requests (what approving would do) and on an approval's answer: set when the teams' GPU quotas, with this increase, add up to more than the inventory's GPUs (local backend; empty on Kubernetes, whose GPUs are not counted here). Approving is still allowed. */
+            warnings?: string[];
         };
         IncreaseList: {
             increases: components["schemas"]["Increase"][];
@@ -1827,7 +1841,7 @@ export interface operations {
                 by?: "team" | "user" | "job";
                 /** @description Only this team namespace (403 if it is not the caller's) */
                 namespace?: string;
-                /** @description Cut the window into buckets of this many seconds (rows then carry `start`); at most 1000 buckets */
+                /** @description Cut the window into buckets of this many seconds (rows then carry `start`); at most 1000 buckets; ASCII digits only */
                 step?: number;
             };
             header?: never;

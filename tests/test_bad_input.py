@@ -144,6 +144,14 @@ async def test_a_gpu_resource_that_is_not_an_extended_resource_name_is_refused(a
     await refused(api, "PUT", "profiles", "gamma", body={"gpuResource": "cpu"}, words=("gpuResource",))
 
 
+@pytest.mark.parametrize("timezone", ["America", "Etc", "x" * 300])
+async def test_a_window_timezone_that_is_a_folder_or_too_long_is_a_400_naming_the_field(api, timezone):
+    """These read the zone database as a folder or past the file name limit: 500s once (issue 25, item 8)."""
+    window = {"name": "nights", "days": ["Mon"], "start": "20:00", "end": "08:00", "timezone": timezone}
+    message = await refused(api, "PUT", "profiles", "gamma", body={"windows": [window]}, words=("windows[0].timezone",))
+    assert "IANA timezone name" in message
+
+
 @pytest.mark.parametrize(
     "body,words",
     [

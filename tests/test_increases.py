@@ -44,6 +44,9 @@ def test_a_valid_request_is_canonical():
         ({"resources": {GPU: "1"}, "hours": 169, "reason": "r"}, "at most 168"),
         ({"resources": {GPU: "1"}, "hours": 10**400, "reason": "r"}, "out of range"),
         ({"resources": {GPU: "1"}, "hours": 1e308, "reason": "r"}, "out of range"),
+        # the smallest float once raised a quota for no time at all: at least a minute (issue 25)
+        ({"resources": {GPU: "1"}, "hours": 5e-324, "reason": "r"}, "at least one minute"),
+        ({"resources": {GPU: "1"}, "hours": 0.01, "reason": "r"}, "at least one minute"),
         ({"resources": {GPU: "1"}, "hours": "8", "reason": "r"}, "hours: must be a number"),
         ({"resources": {GPU: "1"}, "hours": float("nan"), "reason": "r"}, "hours: must be a number"),
         ({"resources": {GPU: "1"}, "hours": 8}, "reason: say why"),
@@ -57,6 +60,10 @@ def test_a_bad_request_says_what_to_fix(body, says):
     with pytest.raises(InvalidRequest) as caught:
         parse(body)
     assert says in caught.value.message
+
+
+def test_one_minute_is_the_shortest_increase():
+    assert parse({"resources": {GPU: "1"}, "hours": 1 / 60, "reason": "r"}).hours == 1 / 60
 
 
 def test_a_team_without_a_hard_quota_has_nothing_to_raise():

@@ -66,6 +66,7 @@ async def test_request_approve_raise_and_expire(api, service):
     assert approved["expiresAt"] is not None
     status, again = await api("POST", "increases", made["name"], "deny", body={}, user="otto")
     assert status == 409 and "already Approved" in again["message"]
+    assert again["reason"] == "AlreadyDecided", again  # not AlreadyExists: nothing was created (issue 25)
 
     # the raised quota: in the balance of every route, and in admission
     assert await gpu_hard(api) == "4"

@@ -100,6 +100,17 @@ def test_bad_parameters_are_refused_with_what_to_fix(params, says):
     assert says in refused.value.message and refused.value.status == 400
 
 
+@pytest.mark.parametrize(
+    "step", ["1_000", "\uff11\uff10\uff10\uff10", "+1000", " 1000", "1000 ", "\u0661\u0660\u0660\u0660"]
+)
+def test_step_is_ascii_digits_only(step):
+    """``int()`` reads underscores, full-width and Arabic-Indic digits and spaces (issue 25, item 10)."""
+    with pytest.raises(InvalidRequest) as refused:
+        usage.parse_window(step=step, now=T0)
+    assert "step must be a whole number of seconds" in refused.value.message
+    assert usage.parse_window(step="1000", now=T0).step == 1000
+
+
 PRICES = {"currency": "EUR", "gpuHour": 2.5, "cpuHour": 0.04, "memoryGibHour": 0.005}
 
 

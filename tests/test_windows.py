@@ -124,6 +124,11 @@ def test_the_open_set_holds_until_next_change_and_differs_there(naive, tz):
         ({**NIGHTS, "days": []}, "windows[0].days must be a non-empty list"),
         ({**NIGHTS, "timezone": "Mars/Olympus"}, "windows[0].timezone must be an IANA timezone name"),
         ({**NIGHTS, "timezone": "../../etc/passwd"}, "windows[0].timezone must be an IANA timezone name"),
+        # a folder of the zone database, and a name too long for a file: once OSErrors (500s)
+        ({**NIGHTS, "timezone": "America"}, "windows[0].timezone must be an IANA timezone name"),
+        ({**NIGHTS, "timezone": "Etc"}, "windows[0].timezone must be an IANA timezone name"),
+        ({**NIGHTS, "timezone": "x" * 300}, "windows[0].timezone must be an IANA timezone name"),
+        ({**NIGHTS, "timezone": "zone.tab"}, "windows[0].timezone must be an IANA timezone name"),
         (
             {**NIGHTS, "extra": {GPU: "0.5"}},
             'windows[0].extra[requests.nvidia.com/gpu]: Invalid value: "0.5": GPUs are whole',

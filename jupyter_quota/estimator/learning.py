@@ -5,6 +5,11 @@ Pure: records in, corrections and error tables out. The method is docs/estimator
 factor is a high quantile of measured/estimated, so that after correction most past jobs of the
 regime would have fitted; it is clamped, so that a few odd jobs cannot move estimates far, and
 it is never applied from fewer than ``MIN_JOBS`` jobs.
+
+A job's log is written by user code, so its peak is not a trusted measurement: each team learns
+from its own jobs only (the caller picks the records), a peak no GPU of the job could hold or far
+outside the estimate's range (``plausible``) is shown in the error table but not learned from, and
+a correction for every team is one an admin approved (``shared_corrections``).
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ MIN_JOBS = 3  # a correction needs this many measured jobs of one family and reg
 QUANTILE = 0.9  # of measured/estimated: the correction covers 9 in 10 past jobs
 MAX_RAISE = 1.5  # an estimate is raised by at most 50% ...
 MAX_LOWER = 0.95  # ... and lowered by at most 5%: under-prediction is the failure that hurts
+FAR = 2.0  # a peak past twice the range's upper end, or under half its lower end, is not learned from
+SHARED_FIELDS = ("family", "regime", "factor", "approvedBy", "reason")
 
 
 @dataclass(frozen=True)
@@ -28,6 +35,8 @@ class Measured:
     regime: str
     estimated_gib: float
     measured_gib: float
+    #: learned from (``plausible``); an untrusted record is still in the error table
+    trusted: bool = True
 
     @property
     def ratio(self) -> float:
@@ -48,8 +57,18 @@ class Correction:
     factor: float  # clamped to [MAX_LOWER, MAX_RAISE]
     raw: float  # the quantile before clamping
     jobs: int
+    #: "team": learned from the team's own jobs; "shared": approved by an admin for every team
+    source: str = "team"
+    approved_by: str = ""
+    reason: str = ""
 
     def note(self) -> str:
+        if self.source == "shared":
+            why = f": {self.reason}" if self.reason else ""
+            return (
+                f"corrected x{self.factor:.2f} by a shared correction for {self.family} in regime "
+                f"{self.regime}, approved by {self.approved_by}{why}"
+            )
         clamp = "" if self.factor == self.raw else f" (clamped from x{self.raw:.2f})"
         return (
             f"corrected x{self.factor:.2f}{clamp} from {self.jobs} finished jobs of {self.family} "
@@ -64,6 +83,7 @@ class Correction:
             "raw": round(self.raw, 4),
             "jobs": self.jobs,
             "note": self.note(),
+            "source": self.source,
         }
 
 
@@ -76,17 +96,54 @@ def usable(records: Iterable[Measured]) -> list[Measured]:
     ]
 
 
+def plausible(
+    estimated_gib: float, measured_gib: float, gpu_gib: float | None, span_gib: tuple[float, float] | None
+) -> bool:
+    """Whether a logged peak may be learned from: no more than the GPU's memory (when known), and
+    within ``FAR`` times the estimate's range (or the estimate, without one) either way."""
+    if gpu_gib and measured_gib > gpu_gib:
+        return False
+    low, high = span_gib if span_gib else (estimated_gib, estimated_gib)
+    return low / FAR <= measured_gib <= high * FAR
+
+
 def corrections(records: Iterable[Measured]) -> dict[tuple[str, str], Correction]:
-    """Every (family, regime) with at least ``MIN_JOBS`` usable records, and its correction."""
+    """Every (family, regime) with at least ``MIN_JOBS`` usable, trusted records, and its correction."""
     groups: dict[tuple[str, str], list[Measured]] = defaultdict(list)
     for r in usable(records):
-        groups[(r.family, r.regime)].append(r)
+        if r.trusted:
+            groups[(r.family, r.regime)].append(r)
     out = {}
     for (family, regime), group in groups.items():
         if len(group) < MIN_JOBS:
             continue
         raw = quantile([r.ratio for r in group], QUANTILE)
         out[(family, regime)] = Correction(family, regime, min(MAX_RAISE, max(MAX_LOWER, raw)), raw, len(group))
+    return out
+
+
+def shared_corrections(entries: Iterable[dict]) -> dict[tuple[str, str], Correction]:
+    """The corrections an admin approved for every team (``JupyterQuota.shared_corrections``),
+    each ``{family, regime, factor, approvedBy, reason?}``; ``ValueError`` names a bad field."""
+    out = {}
+    for i, entry in enumerate(entries):
+        where = f"shared_corrections[{i}]"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where} must be an object with {', '.join(SHARED_FIELDS)}")
+        unknown = sorted(map(str, set(entry) - set(SHARED_FIELDS)))
+        if unknown:
+            raise ValueError(f"{where}: unknown field(s) {', '.join(unknown)}; it takes {', '.join(SHARED_FIELDS)}")
+        for name in ("family", "regime", "approvedBy"):
+            if not isinstance(entry.get(name), str) or not entry[name].strip():
+                raise ValueError(f"{where}.{name} must be a non-empty string")
+        factor = entry.get("factor")
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not MAX_LOWER <= factor <= MAX_RAISE:
+            raise ValueError(f"{where}.factor must be a number from {MAX_LOWER} to {MAX_RAISE}, not {factor!r}")
+        reason = entry.get("reason", "")
+        if not isinstance(reason, str):
+            raise ValueError(f"{where}.reason must be a string")
+        key = (entry["family"], entry["regime"])
+        out[key] = Correction(*key, float(factor), float(factor), 0, "shared", entry["approvedBy"], reason)
     return out
 
 

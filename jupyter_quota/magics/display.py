@@ -256,4 +256,5 @@ def increases_text(items: list[dict]) -> str:
             f"{item['name']} {item['namespace']}: {item['phase']}{by}{until}{note}: {more} for {item['hours']:g} h, "
             f"asked by {item['user']}: {item['reason']}"
         )
+        lines.extend(f"  warning: {warning}" for warning in item.get("warnings") or [])
     return "\n".join(lines)

@@ -15,7 +15,9 @@ from .. import audit
 from ..access import TeamRegistry
 from ..backends.base import Backend
 from ..errors import Forbidden
+from ..estimator.learning import shared_corrections
 from ..identity import Identity
+from ..increases import PENDING
 from ..jobmemory import JobMemory
 from ..metrics import QuotaMetrics
 from ..profiles import TeamProfile
@@ -46,7 +48,7 @@ class QuotaService:
         #: the effective hard quota of every team, and the service's one clock
         self.effective = EffectiveQuota(registry, backend, config.state_dir, clock, log=self.log)
         #: estimates kept beside jobs, measured peaks, corrections (docs/estimator.md §13)
-        self.memory = JobMemory(config.state_dir, backend)
+        self.memory = JobMemory(config.state_dir, backend, shared_corrections(config.shared_corrections))
         self.metrics = QuotaMetrics(registry, backend, self.memory, self.effective)
         self.increases = Increases(config, registry, self.effective, log=self.log)
         self.stalled = StalledJobs(config.stalled_job_action, registry, backend, config.state_dir, self.log)
@@ -90,6 +92,10 @@ class QuotaService:
                 log=self.log,
             )
             self.window_timer.start()
+        try:
+            self.memory.audit_shared()
+        except Exception:  # the server must start (a read-only state dir); the next start records it
+            self.log.exception("jupyter_quota: recording the shared estimator corrections in the audit log failed")
         self.stalled.start()
 
     def close(self) -> None:
@@ -113,6 +119,12 @@ class QuotaService:
         ResourceQuota; nothing on the local backend): for a window that opens or closes."""
         self.effective.write(team, now)
 
+    def _namespace_json(self, p: TeamProfile, balance: dict) -> dict:
+        entry = {"name": p.namespace, "team": p.team, "gpuResource": p.gpuResource, "balance": balance}
+        if p.team in self.effective.broken:  # held to its own hard quota (issue 25)
+            entry["profileError"] = self.effective.broken[p.team]
+        return entry
+
     def profile_for(self, who: Identity, namespace: str) -> TeamProfile:
         """The namespace's profile, if ``who`` may use it, with its effective hard quota."""
         return self.effective.of(self.registry.for_namespace(who, namespace))
@@ -122,13 +134,7 @@ class QuotaService:
     def namespaces(self, who: Identity) -> dict:
         return {
             "namespaces": [
-                {
-                    "name": p.namespace,
-                    "team": p.team,
-                    "gpuResource": p.gpuResource,
-                    "balance": self.backend.balance(self.effective.of(p)),
-                }
-                for p in self.registry.teams_of(who)
+                self._namespace_json(p, self.backend.balance(self.effective.of(p))) for p in self.registry.teams_of(who)
             ]
         }
 
@@ -226,8 +232,14 @@ class QuotaService:
         self._require_admin(who)
         if isinstance(body, dict) and team not in {p.team for p in self.registry.all()}:
             body = {**copy.deepcopy(self.config.new_team_defaults), **body}
-        # the cluster gets the new profile with the team's increases in force on top
-        profile = self.registry.put(team, body, before_store=self.effective.write_profile)
+
+        def before_store(p: TeamProfile) -> None:
+            # refused if its windows and the increases in force could pass 2^63-1 (issue 25)
+            p.check_raised(("an increase in force", extra) for extra in self.increases.extras(team, self.clock()))
+            # the cluster gets the new profile with the team's increases in force on top
+            self.effective.write_profile(p)
+
+        profile = self.registry.put(team, body, before_store=before_store)
         self.backend.track([profile.namespace])  # usage is recorded from the team's first day
         return profile.to_json()
 
@@ -237,10 +249,18 @@ class QuotaService:
         return self.increases.request(who, namespace, body, self.clock())
 
     def list_increases(self, who: Identity) -> dict:
-        return self.increases.list(who, self.clock())
+        listed = self.increases.list(who, self.clock())
+        if who.admin:  # the approver sees, before approving, whether the quotas would pass the inventory
+            for item in listed["increases"]:
+                if item["phase"] == PENDING:
+                    item["warnings"] = self.increases.overcommit(item["team"], item["resources"])
+        return listed
 
     def decide_increase(self, who: Identity, name: str, body, approve: bool) -> dict:
-        return self.increases.decide(who, name, body, approve, self.clock())
+        decided = self.increases.decide(who, name, body, approve, self.clock())
+        if approve:
+            decided["warnings"] = self.increases.overcommit(decided["team"], {})  # the quotas include it now
+        return decided
 
     def expire_increases(self) -> list[str]:
         """Expire what ended by now (the timer does this at each end; tests drive ``clock``)."""

@@ -20,10 +20,11 @@ from datetime import UTC, datetime
 
 from .. import increases
 from ..effectivequota import effective_hard
+from ..errors import QuotaError
 from ..profiles import TeamProfile
 from ..records import open_records
 from ..times import Clock, system_clock
-from ..windows import window_extra
+from ..windows import open_windows, window_extra
 
 
 class EffectiveQuota:
@@ -36,6 +37,8 @@ class EffectiveQuota:
         self.log = log or logging.getLogger("jupyter_quota")
         #: team -> (profile, key of its extras, effective profile, the extras the key's ids name)
         self._raised: dict[str, tuple] = {}
+        #: team -> why its raised quota cannot be applied (``GET /namespaces``' ``profileError``)
+        self.broken: dict[str, str] = {}
         self._lock = threading.Lock()
         self._store = None
         self._cache: tuple | None = None  # ((connection, data_version, writes), approved rows)
@@ -61,6 +64,8 @@ class EffectiveQuota:
         now = self.clock() if now is None else now
         extras = self.increase_extras(profile.team, now) if extras is None else extras
         if not extras and not profile.windows:
+            if profile.team in self.broken:  # what broke it ended (an increase expired)
+                self._flag(profile.team, None)
             return profile  # the common case, without arithmetic
         # the same extras are the same objects (``_approved`` caches them), so a read between
         # changes costs a lookup, not the sums
@@ -70,11 +75,30 @@ class EffectiveQuota:
             cached = self._raised.get(profile.team)
             if cached is not None and cached[0] is profile and cached[1] == key:
                 return cached[2]
-        hard = effective_hard(profile.hard, *extras, opened)
-        raised = profile if hard == {k: str(v) for k, v in profile.hard.items()} else _with_hard(profile, hard)
+        try:
+            hard = effective_hard(profile.hard, *extras, opened)
+            raised = profile if hard == {k: str(v) for k, v in profile.hard.items()} else _with_hard(profile, hard)
+        except QuotaError as e:  # held to its own hard quota, so no other team's pass or scrape fails
+            self._flag(profile.team, _unraisable(profile, now, extras, e))
+            raised = profile
+        else:
+            self._flag(profile.team, None)
         with self._lock:
             self._raised[profile.team] = (profile, key, raised, extras)  # extras: their ids stay theirs
         return raised
+
+    def _flag(self, team: str, problem: str | None) -> None:
+        """Note (and log, once per change) that the team's raised quota cannot be applied."""
+        with self._lock:
+            before = self.broken.get(team)
+            if problem is None:
+                self.broken.pop(team, None)
+            else:
+                self.broken[team] = problem
+        if problem is not None and problem != before:
+            self.log.error("jupyter_quota: the raised quota of team %s cannot be applied: %s", team, problem)
+        elif problem is None and before is not None:
+            self.log.info("jupyter_quota: the raised quota of team %s applies again", team)
 
     def profiles(self) -> list[TeamProfile]:
         """Every team's profile with its effective hard quota now (the local scheduler's view)."""
@@ -134,6 +158,16 @@ class EffectiveQuota:
 def _opened(profile: TeamProfile, now: float) -> dict[str, str]:
     """What the profile's windows open at ``now`` add (``windows.window_extra``)."""
     return window_extra(profile, datetime.fromtimestamp(now, UTC)) if profile.windows else {}
+
+
+def _unraisable(profile: TeamProfile, now: float, extras: list, error: QuotaError) -> str:
+    """Why the profile's raised quota cannot be applied, naming what raises it now."""
+    opened = open_windows(profile, datetime.fromtimestamp(now, UTC)) if profile.windows else []
+    raising = [f'window "{w.name}"' for w in opened] + ([f"{len(extras)} increase(s)"] if extras else [])
+    return (
+        f"its hard quota plus {' and '.join(raising) or 'its extras'} cannot be applied: {error.message}; "
+        "the team is held to its profile's own hard quota until an admin lowers them"
+    )
 
 
 def _with_hard(profile: TeamProfile, hard: dict[str, str]) -> TeamProfile:

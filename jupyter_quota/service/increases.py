@@ -20,7 +20,7 @@ from collections.abc import Callable
 from traitlets import Float, Int, validate
 from traitlets.config import Configurable
 
-from .. import audit, increases
+from .. import audit, increases, reasons
 from ..errors import Conflict, Forbidden, InvalidRequest, NotFound
 from ..identity import Identity
 from ..records import open_records
@@ -104,6 +104,13 @@ class Increases:
         """The resources of the team's increases in force at ``now`` (``EffectiveQuota.increase_extras``)."""
         return self._effective.increase_extras(team, now)
 
+    def overcommit(self, team: str, asked: dict) -> list[str]:
+        """``increases.overcommit_warnings`` for the team's GPUs, against every team's quota now."""
+        gpu_key = f"requests.{self.registry.get(team).gpuResource}"
+        quotas = [p.hard for p in self._effective.profiles()]
+        capacity = len(self._effective.backend.inventory().get("gpus") or [])
+        return increases.overcommit_warnings(asked, quotas, gpu_key, capacity)
+
     def list(self, who: Identity, now: float) -> dict:
         """The requests of ``who``'s teams (every team's for an admin), newest first."""
         if not self.store.exists():
@@ -165,7 +172,14 @@ class Increases:
                 )
             phase = increases.phase_at(row, now)
             if phase != increases.PENDING:
-                raise Conflict(f'increase request "{name}" is already {phase}; only a Pending one can be decided')
+                raise Conflict(
+                    f'increase request "{name}" is already {phase}; only a Pending one can be decided',
+                    reason=reasons.ALREADY_DECIDED,
+                )
+            if approve:  # the raised quota must stay writable (2^63-1), with every window open
+                in_force = [("an increase in force", extra) for extra in _extras(con, row["team"], now)]
+                asked = (f'increase "{name}"', json.loads(row["resources"]))
+                self.registry.get(row["team"]).check_raised([*in_force, asked])
             expires = now + row["hours"] * 3600 if approve else None
             con.execute(
                 "UPDATE increases SET phase = ?, decided_at = ?, decided_by = ?, comment = ?, expires_at = ? "

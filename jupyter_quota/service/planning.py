@@ -31,7 +31,16 @@ class Planning:
         from ..planner.request import parse_estimate_request
 
         request = parse_estimate_request(body)
-        return self.memory.estimate(request.args, request.gpus, model_size=request.model_size).to_json()
+        teams = self._learning_teams(who)
+        return self.memory.estimate(request.args, request.gpus, model_size=request.model_size, teams=teams).to_json()
+
+    def _learning_teams(self, who: Identity) -> frozenset[str]:
+        """Whose measured jobs correct ``who``'s estimates: their own teams' (an admin's too: the
+        teams they are a member of), never another team's (issue 25)."""
+        mine = [p for p in self.registry.all() if p.has_member(who.name, who.groups)]
+        if not mine and not who.admin:
+            mine = self.registry.teams_of(who)  # the default team
+        return frozenset(p.team for p in mine)
 
     def plan(self, who: Identity, namespace: str, body) -> dict:
         """The best configuration of a ``swift sft`` argv that fits the namespace's live balance."""
@@ -47,7 +56,9 @@ class Planning:
             request.args,
             context,
             gpus=request.gpus,
-            estimate=lambda args, gpus: self.memory.estimate(args, gpus, model_size=request.model_size),
+            estimate=lambda args, gpus: self.memory.estimate(
+                args, gpus, model_size=request.model_size, teams=frozenset({profile.team})
+            ),
         ).to_json()
 
     def replan(self, who: Identity, namespace: str, name: str) -> dict:
@@ -68,7 +79,7 @@ class Planning:
             self.backend.balance(profile), profile, inventory=self.backend.inventory(), fit=self.plan_fit
         )
         card = parse_quantity(profile.gpuMemory).value() if profile.gpuMemory else int(memory["estimatedGib"] * 2**30)
-        estimate = self.memory.replan_estimate(job, card)
+        estimate = self.memory.replan_estimate(job, card, frozenset({profile.team}))
         return plan(job["args"], context, gpus=job["gpus"], estimate=estimate).to_json()
 
     def estimator_errors(self, who: Identity) -> dict:

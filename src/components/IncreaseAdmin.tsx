@@ -63,6 +63,16 @@ export function IncreaseRequests(props: {
         label="Pending requests"
         actions={item => (
           <div className="jp-QuotaIncrease-actions">
+            {item.warnings?.length ? (
+              <ul
+                className="jp-QuotaSidebar-warnings"
+                aria-label={`Warnings on ${item.name}`}
+              >
+                {item.warnings.map(warning => (
+                  <li key={warning}>{warning}</li>
+                ))}
+              </ul>
+            ) : null}
             <input
               type="text"
               aria-label={`Comment on ${item.name}`}

@@ -53,6 +53,15 @@ function TeamBalance(props: {
             stale · {age} old
           </span>
         ) : null}
+        {summary.profileError ? (
+          <span
+            className="jp-QuotaSidebar-error jp-QuotaAdmin-profileError"
+            role="alert"
+          >
+            {' '}
+            Profile problem: {summary.profileError}
+          </span>
+        ) : null}
       </caption>
       <thead>
         <tr>

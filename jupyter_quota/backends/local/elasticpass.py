@@ -75,12 +75,20 @@ def teams(profiles, now: datetime) -> dict[str, elastic.Team]:
 
 def active(profiles, jobs) -> bool:
     """Whether the policy has anything to decide beyond the node fit: a team may borrow or has
-    windows (its jobs may be over its quota once one closes), or a live job is not normal
-    priority or is being preempted. Without, every job is normal and within its quota (admission
+    windows (its jobs may be over its quota once one closes), a live job is not normal priority
+    or is being preempted, or a team's jobs use more GPUs than its quota (an increase ended under
+    them: they run on as borrowed, and the team whose quota they use reclaims it when it asks,
+    whatever else is configured). Without, every job is normal and within its quota (admission
     saw to it), and the scheduler's incremental pass decides the same (``livejobs``)."""
     if any(p.borrowingLimit or p.windows for p in profiles):
         return True
-    return any(j.priority != priority.NORMAL or j.preempting for j in jobs)
+    used: dict[str, Fraction] = {}
+    for j in jobs:
+        if j.priority != priority.NORMAL or j.preempting:
+            return True
+        used[j.namespace] = used.get(j.namespace, 0) + j.usage.get(GPU_KEY, 0)
+    quotas = {p.namespace: p.hard.get(f"requests.{p.gpuResource}") for p in profiles}
+    return any(quotas.get(ns) is not None and amount > _exact(quotas[ns]) for ns, amount in used.items())
 
 
 def signature(profiles, now: datetime) -> tuple:
