@@ -198,7 +198,8 @@ def main(path: Path = DEFAULT_TSV) -> dict:
         print(
             f"{r['line']:>4} {source:10} {row['model'][:24]:24} {row['train_type'][:10]:10} {r['gpus']:>4} "
             f"{measured:6.1f} {ours:6.1f} {ours / measured - 1:+6.0%} {span:>11} {acc:6.1f} {lf:6.1f}  "
-            f"{regime}{'' if r['fitted'] else ' (not fitted)'} {','.join(r['tags'])}"
+            f"{regime}{'' if r['fitted'] else ' (not fitted)'}"
+            f"{'' if r['regime'] == regime else ' range: ' + r['regime']} {','.join(r['tags'])}"
         )
     table = {"headline": _error_table("ALL ROWS (headline)", {"all rows": results})}
     by_regime: dict[str, list] = {}

@@ -23,8 +23,8 @@ its rows are checked against the intervals fitted on the other sources, and each
 whose held-out rows fell outside is widened on both sides by the conformal quantile of those
 exceedances (the ceil(0.90 (n+1))-th smallest, the largest when n < 9), so that it would have held
 90% of them. A regime whose interval is then wider than USEFUL_WIDTH (high - low, as a share of
-the estimate), or that no held-out row checked, is marked ``approximate``: the estimate's
-``regime`` says ``approximate (...)`` rather than claiming 90%.
+the estimate), or that no held-out row checked (then widened by APPROXIMATE_WIDEN on both sides), is
+marked ``approximate``: the estimate's ``regime`` says ``approximate (...)`` rather than claiming 90%.
 
 Estimates from approximate model facts (no config.json: the size read from the name) have no
 measured rows: their interval is widened by APPROXIMATE_WIDEN on both sides, a stated assumption.
@@ -139,7 +139,8 @@ def fit(rows: list[dict]) -> dict:
     regimes = {}
     for name, span in spans.items():
         held = exceed[name]
-        margin = conformal(held)
+        # unchecked by any held-out run: widened as approximate model facts are, a stated assumption
+        margin = conformal(held) if held else APPROXIMATE_WIDEN
         low, high = span["low"] - margin, span["high"] + margin
         regimes[name] = {
             "rows": span["rows"],

@@ -78,9 +78,14 @@ def test_a_source_unlike_the_others_widens_its_regime_and_marks_it_approximate()
     import estimator_ranges
 
     alike = {"B": [0.0] * 5, "C": [0.01] * 5, "D": [-0.01] * 5}
-    calm = estimator_ranges.fit(_synthetic(alike))["regimes"]["lora/single/dense"]
+    regimes = estimator_ranges.fit(_synthetic(alike))["regimes"]
+    calm = regimes["lora/single/dense"]
     assert calm["heldOutInRange"] == 1.0 and calm["approximate"] is False
     assert (calm["low"], calm["high"]) == (-0.06, 0.06)
+    # its fallbacks carry no row of their own: nothing held out checked them, so they say so, wider
+    unchecked = regimes["lora/single/*"]
+    assert unchecked["heldOut"] == 0 and unchecked["approximate"] is True
+    assert (unchecked["low"], unchecked["high"]) == (-0.26, 0.26)
     # source A's five rows sit 40% above: left out, the others' range misses every one of them
     odd = estimator_ranges.fit(_synthetic({**alike, "A": [0.4] * 5}))["regimes"]["lora/single/dense"]
     assert odd["sources"] == 4 and odd["heldOut"] == 20 and odd["heldOutInRange"] == 0.75
