@@ -1,4 +1,5 @@
-"""Write jupyter_quota/estimator/ranges.json: each regime's interval from the calibration residuals.
+"""Write jupyter_quota/estimator/ranges.json: each regime's interval from the calibration residuals,
+checked on runs held out by source.
 
 For every row of benchmarks/data/estimator_calibration.tsv the estimator's CUDA figure is computed
 (the argv of ``estimator_calibration.row_to_argv``) and its residual ``measured / estimated - 1`` is
@@ -8,13 +9,25 @@ say (GaLore, LISA, AWQ/GPTQ checkpoints, torchtune's activation offloading or co
 ``unmodelled`` without ``fsdp-as-ddp``) and rows whose figure is suspect (tag ``weak``) are not
 residuals of the argv they map to, and are left out; FSDP rows stay (``--fsdp`` is in their argv).
 
+Rows of one source (one script, table or post) share a setup: a dataset, a stack, a GPU, a way of
+reporting. So a range is only as good as it is on a source it has never seen, and everything here is
+held out by source (group k-fold with every source its own fold), never by single rows.
+
 A regime's interval (docs/estimator.md §9.1), from its n residuals sorted:
   low  = min(the floor(0.05 (n+1))-th smallest, 0) - NOISE
   high = max(the ceil(0.95 (n+1))-th smallest (the largest when n < 19), 0) + NOISE
-NOISE (5%) is the run-to-run spread of measured peaks (docs/estimator.md §9.1); a regime needs
-MIN_ROWS rows, or the estimate falls back to a wider one. Estimates from approximate model facts
-(no config.json: the size read from the name) have no measured rows yet: their interval is widened
-by APPROXIMATE_WIDEN on both sides, a stated assumption rather than a fit.
+NOISE (5%) is the run-to-run spread of measured peaks. A regime needs MIN_ROWS rows from at least
+MIN_SOURCES sources, or the estimate falls back to a wider one. Then each source is left out in turn:
+its rows are checked against the intervals fitted on the other sources, and each row's exceedance
+(how far its residual fell outside, 0 inside) is filed under the regime that carries it. A regime
+whose held-out rows fell outside is widened on both sides by the conformal quantile of those
+exceedances (the ceil(0.90 (n+1))-th smallest, the largest when n < 9), so that it would have held
+90% of them. A regime whose interval is then wider than USEFUL_WIDTH (high - low, as a share of
+the estimate), or that no held-out row checked (then widened by APPROXIMATE_WIDEN on both sides), is
+marked ``approximate``: the estimate's ``regime`` says ``approximate (...)`` rather than claiming 90%.
+
+Estimates from approximate model facts (no config.json: the size read from the name) have no
+measured rows: their interval is widened by APPROXIMATE_WIDEN on both sides, a stated assumption.
 
 Run: ``PYTHONPATH=$PWD python benchmarks/estimator_ranges.py`` (writes the file), ``--check``
 (exits 1 when the shipped file differs from what the data gives).
@@ -39,11 +52,14 @@ from jupyter_quota.estimator.ranges import RANGES, fallbacks, interval, regime_o
 GIB = 1024**3
 NOISE = 0.05
 MIN_ROWS = 5
+MIN_SOURCES = 3
+COVERAGE = 0.90
+USEFUL_WIDTH = 0.60
 APPROXIMATE_WIDEN = 0.20
 
 
 def calibration_rows(path: Path = cal.DEFAULT_TSV) -> list[dict]:
-    """Every calibration row with its estimate, measured peak, regime and whether it is fitted."""
+    """Every calibration row with its estimate, measured peak, regime, source and whether it is fitted."""
     out = []
     for index, row in enumerate(cal.load_rows(path), start=2):  # line 1 is the header
         argv, gpus, tags = cal.row_to_argv(row)
@@ -53,6 +69,7 @@ def calibration_rows(path: Path = cal.DEFAULT_TSV) -> list[dict]:
             {
                 "line": index,
                 "row": row,
+                "source": row["source"],  # one script, table or post: the unit held out together
                 "argv": argv,
                 "gpus": gpus,
                 "tags": tags,
@@ -75,38 +92,87 @@ def spread(residuals: list[float]) -> tuple[float, float]:
     return min(values[lo_rank - 1], 0.0) - NOISE, max(values[hi_rank - 1], 0.0) + NOISE
 
 
-def fit(rows: list[dict]) -> dict:
-    """The ranges table from the fitted rows among ``rows``."""
+def _spans(rows: list[dict]) -> dict:
+    """{regime: {rows, sources, low, high}} from the fitted rows among ``rows``, before any check."""
     grouped: dict[str, list[float]] = {}
+    sources: dict[str, set] = {}
     for r in rows:
         if r["fitted"]:
             for name in fallbacks(r["key"]):
                 grouped.setdefault(name, []).append(r["residual"])
-    regimes = {}
+                sources.setdefault(name, set()).add(r["source"])
+    out = {}
     for name in sorted(grouped):
         values = grouped[name]
-        if len(values) >= MIN_ROWS or name == "*/*/*":
+        if (len(values) >= MIN_ROWS and len(sources[name]) >= MIN_SOURCES) or name == "*/*/*":
             low, high = spread(values)
-            regimes[name] = {"rows": len(values), "low": round(low, 4), "high": round(high, 4)}
+            out[name] = {"rows": len(values), "sources": len(sources[name]), "low": low, "high": high}
+    return out
+
+
+def _carrier(key: tuple[str, str, str], spans: dict) -> str:
+    return next(n for n in fallbacks(key) if n in spans)
+
+
+def _exceedance(residual: float, span: dict) -> float:
+    return max(0.0, span["low"] - residual, residual - span["high"])
+
+
+def conformal(exceedances: list[float]) -> float:
+    """The margin that would have held COVERAGE of ``exceedances`` (split-conformal rank)."""
+    if not exceedances:
+        return 0.0
+    values = sorted(exceedances)
+    return values[min(len(values), math.ceil(COVERAGE * (len(values) + 1))) - 1]
+
+
+def fit(rows: list[dict]) -> dict:
+    """The ranges table from the fitted rows among ``rows``, each regime checked by source."""
+    spans = _spans(rows)
+    exceed: dict[str, list[float]] = {name: [] for name in spans}
+    fitted = [r for r in rows if r["fitted"]]
+    for source in sorted({r["source"] for r in fitted}):
+        others = _spans([r for r in rows if r["source"] != source])
+        for r in fitted:
+            if r["source"] == source:
+                exceed[_carrier(r["key"], spans)].append(_exceedance(r["residual"], others[_carrier(r["key"], others)]))
+    regimes = {}
+    for name, span in spans.items():
+        held = exceed[name]
+        # unchecked by any held-out run: widened as approximate model facts are, a stated assumption
+        margin = conformal(held) if held else APPROXIMATE_WIDEN
+        low, high = span["low"] - margin, span["high"] + margin
+        regimes[name] = {
+            "rows": span["rows"],
+            "sources": span["sources"],
+            "heldOut": len(held),
+            "heldOutInRange": round(sum(e == 0 for e in held) / len(held), 4) if held else None,
+            "low": round(low, 4),
+            "high": round(high, 4),
+            "approximate": not held or high - low > USEFUL_WIDTH,
+        }
     return {
         "about": "written by benchmarks/estimator_ranges.py from benchmarks/data/estimator_calibration.tsv "
         "(docs/estimator.md §9.1); do not edit by hand",
         "noise": NOISE,
         "minRows": MIN_ROWS,
+        "minSources": MIN_SOURCES,
+        "coverage": COVERAGE,
+        "usefulWidth": USEFUL_WIDTH,
         "approximate": {"widen": APPROXIMATE_WIDEN},
         "regimes": regimes,
     }
 
 
 def held_out(rows: list[dict]) -> list[dict]:
-    """Leave-one-out: each fitted row's range from a table fitted without it; every other row's
-    (never fitted) from the whole table. Each row gains ``low``, ``high`` and ``held``."""
-    whole = fit(rows)
+    """Group k-fold by source: every row's range comes from the table ``fit`` gives without any row of
+    its source (that table's own check by source included). Each row gains ``low``, ``high`` and
+    ``regime``."""
+    tables = {source: fit([r for r in rows if r["source"] != source]) for source in {r["source"] for r in rows}}
     out = []
-    for i, r in enumerate(rows):
-        data = fit(rows[:i] + rows[i + 1 :]) if r["fitted"] else whole
+    for r in rows:
         est = r["estimate"]
-        span = interval(est.peak_bytes_per_gpu, r["key"], est.approximate, data)
+        span = interval(est.peak_bytes_per_gpu, r["key"], est.approximate, tables[r["source"]])
         out.append({**r, "low": span.low, "high": span.high, "regime": span.regime})
     return out
 
@@ -119,8 +185,13 @@ def main(argv: list[str]) -> int:
         print("ranges.json is up to date" if same else "ranges.json is stale: run benchmarks/estimator_ranges.py")
         return 0 if same else 1
     RANGES.write_text(text, encoding="utf-8")
+    print(f"{'regime':24} {'rows':>4} {'sources':>7} {'held out':>8} {'in range':>8}  range")
     for name, r in data["regimes"].items():
-        print(f"{name:24} n={r['rows']:>3}  [{r['low']:+.0%}, {r['high']:+.0%}]")
+        inside = "-" if r["heldOutInRange"] is None else f"{r['heldOutInRange']:.0%}"
+        print(
+            f"{name:24} {r['rows']:>4} {r['sources']:>7} {r['heldOut']:>8} {inside:>8}  "
+            f"[{r['low']:+.0%}, {r['high']:+.0%}]{'  approximate' if r['approximate'] else ''}"
+        )
     return 0
 
 

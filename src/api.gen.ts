@@ -790,7 +790,7 @@ export interface components {
             rangeBytesPerGpu: number[] | null;
             /** @description The same in GiB, rounded to 2 decimals */
             rangeGibPerGpu: number[] | null;
-            /** @description The calibration regime the range came from, method/parallelism/family (e.g. `lora/single/dense`; `*` where it fell back to a wider one; `approximate (...)` when widened) */
+            /** @description The calibration regime the range came from, method/parallelism/family (e.g. `lora/single/dense`; `*` where it fell back to a wider one; `approximate (...)` when widened for approximate model facts, or when the regime's range could not hold 90% of measured runs held out by source at a useful width) */
             regime: string | null;
             /** @description True when the model's architecture is guessed from its size (no catalog entry or `config.json`): `model.source` names the size and the catalog model it was scaled from; its range is wider */
             approximate: boolean;

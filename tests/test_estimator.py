@@ -392,3 +392,15 @@ def test_hostile_or_malformed_names_never_reach_a_cache_path_or_the_hub(hub_env,
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: pytest.fail("no hub call"))
     with pytest.raises(InvalidRequest, match="unknown model"):
         resolve_model(name)
+
+
+def test_eager_attention_backward_adds_the_score_gradients_to_one_layers_working_set():
+    """Eager attention keeps, per layer, the float32 softmax, a dropout mask and the probabilities
+    (7 bytes per score in bfloat16); one layer's backward adds the probabilities' gradient (2) and the
+    scores' float32 gradient (4) while those are alive (docs/estimator.md §5.1)."""
+    base = ["--model", "meta-llama/Llama-2-7b-hf", "--max_length", "1024", "--gradient_checkpointing", "false"]
+    eager = estimate(base + ["--attn_impl", "eager"]).breakdown["activations"]
+    sdpa = estimate(base + ["--attn_impl", "sdpa"]).breakdown["activations"]
+    layers, heads, seq = 32, 32, 1024
+    scores = seq * heads * seq  # one layer's score matrix at batch 1
+    assert eager - sdpa == layers * scores * (4 + 1 + 2) + scores * (2 + 4)

@@ -442,8 +442,12 @@ def test_classic_qwen_vl_full_on_one_24gib_gpu_is_refused_and_qlora_4_bit_is_rec
         "the pod may have at most 128Gi (the LimitRange's max) and team-gamma has 64Gi of limits.memory left; "
         "LoRA needs "
     ) in why
-    eight_bit = [c for c in result["candidates"] if argv_value(c["args"], "--quant_bits") == "8"]
-    assert eight_bit and peak_gib(eight_bit[0]) <= 24 * 0.9 and peak_gib(best) < peak_gib(eight_bit[0])
+    # no measured vision QLoRA run checks its range (docs/estimator.md §9.1): it is approximate and wider,
+    # so 8-bit's upper end no longer fits where 4-bit's does
+    assert best["estimate"]["regime"] == "approximate (qlora/single/*)"
+    eight_bit = next(r for r in result["rejected"] if argv_value(r["plan"]["args"], "--quant_bits") == "8")
+    assert re.match(r"QLoRA 8-bit needs ([\d.]+) GiB per GPU on 1 GPU", eight_bit["reason"])
+    assert eight_bit["plan"]["estimate"]["rangeBytesPerGpu"][1] > best["estimate"]["rangeBytesPerGpu"][1]
     assert best["resources"]["requests"]["nvidia.com/gpu"] == "1"
 
 

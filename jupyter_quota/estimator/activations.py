@@ -14,9 +14,15 @@ def activations(run: Run, notes: list[str]) -> int:
     ``terms.vision``."""
     spec, tokens, dtype_bytes = run.spec, run.tokens, run.dtype_bytes
     hidden = spec.hidden_size
-    layer_per_token = _layer_activation_bytes(run, _attention_kernel(run, notes))
+    kernel = _attention_kernel(run, notes)
+    layer_per_token = _layer_activation_bytes(run, kernel)
     # the MLP's intermediates and hidden-size temporaries alive while one layer runs its backward
     transient = tokens * dtype_bytes * (2 * run.mlp_width + 2 * hidden)
+    if kernel == "eager":
+        # eager attention's backward materializes the full score matrix twice more while the saved
+        # probabilities are still alive: the gradient of the probabilities (matmul backward, in the
+        # model dtype) and of the scores (softmax backward, float32) (docs/estimator.md §5.1)
+        transient += tokens * spec.num_heads * run.seq_len * (dtype_bytes + 4)
     if run.args.gradient_checkpointing:
         # The loss backward finishes (logits freed) before the first layer is recomputed, so the
         # recomputed layer and the logits path do not coexist: count the larger of the two.

@@ -200,6 +200,10 @@ def _vision(config: dict, text_hidden: int = 0) -> dict:
         inter = int(v.get("intermediate_size") or round(float(v.get("mlp_ratio", 4)) * width))
     else:
         inter = int(v.get("intermediate_size") or 4 * width)
+    model_type = str(root.get("model_type") or config.get("model_type") or "")
+    glm4v = model_type.startswith("glm4v") and bool(v.get("out_hidden_size"))
+    if glm4v:  # GLM-4.1V/4.5V: each block's SwiGLU MLP is out_hidden_size wide (Glm4VisionMlp);
+        merger_width, inter = inter, int(v["out_hidden_size"])  # intermediate_size is the merger's
     gated = str(v.get("hidden_act", "")).lower() in ("silu", "swiglu") and "intermediate_size" in v
     mlp = (3 if gated else 2) * width * inter
     per_layer = 4 * width * width + mlp + 4 * width
@@ -211,10 +215,16 @@ def _vision(config: dict, text_hidden: int = 0) -> dict:
     merge = int(v.get("spatial_merge_size") or 1)
     patch = int(v.get("patch_size") or 14)
     shuffle = round(1 / float(root.get("downsample_ratio") or 1))
-    if shuffle > 1:  # InternVL: pixel shuffle, then an MLP from shuffle^2 patches' features to the LLM width
+    if glm4v:  # a merge x merge conv to the LLM width, then a SwiGLU merger of merger_width
+        projector = width * merge * merge * out_dim + out_dim * out_dim + 3 * out_dim * merger_width
+    elif model_type == "gemma3":  # Gemma3MultiModalProjector: RMSNorm + one matrix, no resampler
+        projector = width * out_dim + width
+    elif shuffle > 1:  # InternVL: pixel shuffle, then an MLP from shuffle^2 patches' features to the LLM width
         projector = width * shuffle * shuffle * out_dim + out_dim * out_dim
     elif merge > 1:  # Qwen2-VL style patch merger: MLP over merge^2 concatenated patches
         projector = (width * merge * merge) ** 2 + width * merge * merge * out_dim
+        # Qwen3-VL's DeepStack: one more merger per tapped layer (deepstack_merger_list)
+        projector *= 1 + len(v.get("deepstack_visual_indexes") or ())
     else:  # Qwen-VL resampler / simple projector
         projector = width * out_dim + 4 * out_dim * out_dim
     patch_embed = 3 * int(v.get("temporal_patch_size") or 1) * patch * patch * width

@@ -3,9 +3,10 @@
 A regime is method x parallelism x model family (``regime_of``). ``ranges.json`` holds, per regime,
 the spread of ``measured / estimated - 1`` over the calibration rows of that regime; it is written
 by ``benchmarks/estimator_ranges.py`` from ``benchmarks/data/estimator_calibration.tsv``, never by
-hand. A regime with too few rows falls back to a wider one (``lora/ddp/dense`` -> ``lora/ddp/*`` ->
-``lora/*/*`` -> ``*/*/*``), and an estimate from approximate model facts widens the interval it
-finds (docs/estimator.md §9.1).
+hand. A regime with too few rows or sources falls back to a wider one (``lora/ddp/dense`` ->
+``lora/ddp/*`` -> ``lora/*/*`` -> ``*/*/*``); each was checked on runs held out by source, and one
+that could not hold 90% of them at a useful width is marked approximate. An estimate from
+approximate model facts widens the interval it finds (docs/estimator.md §9.1).
 """
 
 from __future__ import annotations
@@ -76,5 +77,7 @@ def interval(peak: int, key: tuple[str, str, str], approximate: bool, data: dict
     if approximate:
         widen = data["approximate"]["widen"]
         low, high = low - widen, high + widen
+    # a regime whose range could not hold 90% of runs held out by source at a useful width says so
+    if approximate or regimes[name].get("approximate"):
         name = f"approximate ({name})"
     return Range(max(0, int(peak * (1 + low))), int(peak * (1 + high)) + 1, name)
