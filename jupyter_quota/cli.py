@@ -27,6 +27,8 @@ EPILOG = """examples:
   jupyter quota increases approve inc-3 -m "ok until the deadline"
   jupyter quota usage --by user --format csv   # requested GPU-, CPU-, memory GiB-seconds, last 24 hours
   jupyter quota chargeback --month 2026-11     # cost per team (admins; JupyterQuota.prices)
+  jupyter quota recommend --history jobs.csv   # hard quotas recommended from a history of demand
+  jupyter quota replay --profiles proposed.yaml  # waits, utilization, capacity curve under new profiles
 """
 
 
@@ -170,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .usagecli import add_commands
 
     add_commands(sub, _config_option)
+    from .recommendcli import add_commands as add_recommend_commands
+
+    add_recommend_commands(sub, _config_option)
     return parser
 
 

@@ -27,6 +27,7 @@ from .jobmemory import JobMemory
 from .jobspec import create_named, parse_job_request
 from .metrics import QuotaMetrics
 from .profiles import TeamProfile
+from .recommendations import Recommendations
 from .stallpolicy import POLICY, STALLED_JOB_CANCELLED, StallPolicyTimer
 from .windows import window_extra
 from .windowtimer import WindowTimer
@@ -59,6 +60,7 @@ class QuotaService:
         self.window_timer: WindowTimer | None = None
         self._stall_timer: StallPolicyTimer | None = None
         self.log = getattr(backend, "log", None) or logging.getLogger("jupyter_quota")
+        self.recommender = Recommendations(self)  # GET /recommendations, POST /replay
         # The local backend schedules across teams (elastic quota): it reads their effective quotas.
         backend.use_profiles(
             lambda: [self._effective(p) for p in registry.all()],
@@ -368,6 +370,12 @@ class QuotaService:
     @property
     def prices(self) -> dict | None:
         return chargeback.parse_prices(self.config.prices)
+
+    def recommendations(self, who: Identity) -> dict:
+        return self.recommender.recommendations(who)
+
+    def replay(self, who: Identity, body) -> dict:
+        return self.recommender.replay(who, body)
 
     # -- profiles (admins) ---------------------------------------------------------------------
 
