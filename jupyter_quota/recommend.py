@@ -195,8 +195,10 @@ def show_duration(seconds: float) -> str:
     hours, minutes = divmod(seconds // 60, 60)
     if hours >= 24:
         days, hours = divmod(hours, 24)
-        return f"{days} d {hours} h"
-    return f"{hours} h {minutes} m" if hours else f"{minutes} m"
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes} m" if minutes else f"{hours} h"
+    return f"{minutes} m"
 
 
 def _number(value: float) -> str:
