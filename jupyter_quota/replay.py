@@ -205,6 +205,7 @@ class _Replay:
         self._last_now = since
         self._teams_key: tuple | None = None
         self._teams_at: dict[str, elastic.Team] = {}
+        self._rates_now: dict[str, tuple[float, float]] | None = None
 
     def _arrivals(self, records) -> list[_Live]:
         durations: dict[str, list[int]] = {}
@@ -275,6 +276,7 @@ class _Replay:
 
     def _events(self, now: int, index: int) -> int:
         self._last_now = now
+        self._rates_now = None
         while self.ends and self.ends[0][0] <= now:
             _, key = heapq.heappop(self.ends)
             live = self.running.get(key)
@@ -352,23 +354,37 @@ class _Replay:
             else:
                 self.nominated.discard(d.key)
         self.borrowed = {k: v for k, v in plan.borrowed.items() if k in self.running}
+        self._rates_now = None
 
     def _advance(self, start: int, end: int) -> None:
-        """Integrate use, borrowing and quota over ``[start, end)``."""
+        """Integrate use, borrowing and quota over ``[start, end)`` (rates kept by ``_rates``)."""
         dt = end - start
         if dt <= 0:
             return
-        for key, live in self.running.items():
-            gpus = float(live.job.usage[GPU])
-            result = self.results[live.team]
-            result.gpu_seconds += gpus * dt
-            if self.borrowed.get(key):
-                result.borrowed_gpu_seconds += gpus * dt
-        teams = self._teams(start)
-        for result in self.results.values():
-            nominal = teams[result.namespace].nominal.get(GPU)
-            if nominal:
-                result.quota_gpu_seconds += float(nominal) * dt
+        for team, (used, borrowed) in self._rates().items():
+            result = self.results[team]
+            result.gpu_seconds += used * dt
+            result.borrowed_gpu_seconds += borrowed * dt
+        if self.windowed or end == self.until:  # without windows the quotas never change: once, at the end
+            span = dt if self.windowed else self.until - self.since
+            teams = self._teams(start)
+            for result in self.results.values():
+                nominal = teams[result.namespace].nominal.get(GPU)
+                if nominal:
+                    result.quota_gpu_seconds += float(nominal) * span
+
+    def _rates(self) -> dict[str, tuple[float, float]]:
+        """Per team: GPUs running and GPUs borrowed now; made again only after a pass or an end."""
+        if self._rates_now is None:
+            rates: dict[str, list[float]] = {}
+            for key, live in self.running.items():
+                gpus = float(live.job.usage[GPU])
+                rate = rates.setdefault(live.team, [0.0, 0.0])
+                rate[0] += gpus
+                if self.borrowed.get(key):
+                    rate[1] += gpus
+            self._rates_now = {t: (u, b) for t, (u, b) in rates.items()}
+        return self._rates_now
 
     def _teams(self, now: int) -> dict[str, elastic.Team]:
         """Each team's elastic settings at ``now`` (cached while no window opens or closes)."""
