@@ -80,7 +80,9 @@ def main() -> None:
     started = time.perf_counter()
     rows = []
     for p in profiles:
-        rows += recommend.recommend_team(p.team, p.namespace, p.hard, p.gpuResource, by_team.get(p.team, []), since, until)
+        rows += recommend.recommend_team(
+            p.team, p.namespace, p.hard, p.gpuResource, by_team.get(p.team, []), since, until
+        )
     took = time.perf_counter() - started
     print(f"recommendations: {took:.2f} s for {len(rows)} rows ({1000 * took / len(rows):.1f} ms a team)")
 
@@ -88,17 +90,25 @@ def main() -> None:
     result = replay.replay(records, profiles, capacity, START, until)
     took = time.perf_counter() - started
     out = result.to_json()
+    teams = out["teams"]
+    per_pass = 1e3 * took / max(1, result.passes)
     print(
-        f"replay of the month: {took:.2f} s, {result.passes} passes ({1e3 * took / max(1, result.passes):.2f} ms a pass), "
-        f"{len(records) / took:,.0f} jobs/s; utilization {out['utilization']}, "
-        f"refused {sum(t['refused'] for t in out['teams'])}, preemptions {sum(t['preemptions'] for t in out['teams'])}, "
-        f"borrowed {sum(t['borrowedGpuHours'] for t in out['teams']):.0f} GPU h, worst p90 wait {result.worst_wait_p90()} s"
+        f"replay of the month: {took:.2f} s, {result.passes} passes ({per_pass:.2f} ms a pass), "
+        f"{len(records) / took:,.0f} jobs/s"
+    )
+    print(
+        f"  utilization {out['utilization']}, refused {sum(t['refused'] for t in teams)}, "
+        f"preemptions {sum(t['preemptions'] for t in teams)}, borrowed {sum(t['borrowedGpuHours'] for t in teams):.0f} "
+        f"GPU h, worst p90 wait {result.worst_wait_p90()} s"
     )
     if args.curve:
         started = time.perf_counter()
         curve = replay.capacity_curve(records, profiles, START, until, replay.curve_sizes(capacity, 4), gpu_hour=2.5)
         took = time.perf_counter() - started
-        print(f"capacity curve ({len(curve['points'])} replays): {took:.2f} s; GPUs for p90 wait <= 1 h: {curve['gpusForWaitTarget']}")
+        print(
+            f"capacity curve ({len(curve['points'])} replays): {took:.2f} s; "
+            f"GPUs for p90 wait <= 1 h: {curve['gpusForWaitTarget']}"
+        )
 
 
 if __name__ == "__main__":

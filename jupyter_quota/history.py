@@ -12,6 +12,7 @@ export, a cluster's logs) can be judged.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 from collections.abc import Iterable
 from typing import NamedTuple
@@ -54,7 +55,9 @@ class JobRecord(NamedTuple):
 def from_spans(spans: Iterable[usage.Span]) -> list[JobRecord]:
     """Records from usage spans (``Backend.usage_spans``): each submitted when it started."""
     return [
-        JobRecord(s.team, s.user, s.start, s.start, s.end, s.gpus_milli / 1000, s.cpu_milli / 1000, s.memory_milli / 1000)
+        JobRecord(
+            s.team, s.user, s.start, s.start, s.end, s.gpus_milli / 1000, s.cpu_milli / 1000, s.memory_milli / 1000
+        )
         for s in spans
     ]
 
@@ -75,7 +78,9 @@ def parse_csv(text: str, source: str = "history") -> list[JobRecord]:
         if len(records) >= MAX_ROWS:
             raise InvalidRequest(f"{source}: more than {MAX_ROWS} jobs; split the history into shorter periods")
         if len(row) != len(COLUMNS):
-            raise InvalidRequest(f"{source} line {line}: {len(row)} fields, expected {len(COLUMNS)} ({','.join(COLUMNS)})")
+            raise InvalidRequest(
+                f"{source} line {line}: {len(row)} fields, expected {len(COLUMNS)} ({','.join(COLUMNS)})"
+            )
         records.append(_record(dict(zip(COLUMNS, (c.strip() for c in row), strict=True)), f"{source} line {line}"))
     return records
 
@@ -118,15 +123,23 @@ def _time(text: str, name: str, where: str) -> int:
 
 def _amount(text: str, name: str, where: str) -> float:
     """A Kubernetes quantity (``2``, ``500m``, ``64Gi``); empty is 0."""
+    value = _parsed(text)
+    if value is None:
+        raise InvalidRequest(f"{where}: {name} {text[:40]!r} is not a quantity (e.g. 2, 500m, 64Gi)")
+    if value < 0:
+        raise InvalidRequest(f"{where}: {name} must not be negative, not {text[:40]}")
+    return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> float | None:
+    """A quantity's value (None: not a quantity); a history repeats a few shapes, parsed once."""
     if not text:
         return 0.0
     try:
-        value = Quantity(text)
+        return float(Quantity(text).as_fraction())
     except (QuantityError, ValueError):
-        raise InvalidRequest(f"{where}: {name} {text[:40]!r} is not a quantity (e.g. 2, 500m, 64Gi)") from None
-    if value.sign() < 0:
-        raise InvalidRequest(f"{where}: {name} must not be negative, not {text[:40]}")
-    return float(value.as_fraction())
+        return None
 
 
 def to_csv(records: Iterable[JobRecord]) -> str:

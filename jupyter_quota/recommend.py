@@ -85,7 +85,9 @@ def recommend_team(
     for res in resources(gpu_resource, hard):
         asked = demand_mod.demand(records, since, until, res.amount)
         held = demand_mod.demand(records, since, until, res.amount, running=True)
-        stat = weighted_percentiles(asked, settings.half_life_hours * 3600, (settings.percentile, LOWER_PERCENTILE, UPPER_PERCENTILE))
+        stat = weighted_percentiles(
+            asked, settings.half_life_hours * 3600, (settings.percentile, LOWER_PERCENTILE, UPPER_PERCENTILE)
+        )
         p90, p50, p95 = (v / res.scale for v in stat)
         factor = 1 + settings.margin
         target = p90 * factor

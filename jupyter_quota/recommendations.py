@@ -31,7 +31,9 @@ class Recommendations(Configurable):
         help="Hours after which a moment of demand weighs half as much (VPA's decaying histogram). "
         "Default: 168 (a week: team demand follows the working week; VPA's 24 h sizes a container).",
     ).tag(config=True)
-    percentile = Float(recommend.PERCENTILE, help="The demand percentile recommended, 0-1. Default: 0.9.").tag(config=True)
+    percentile = Float(recommend.PERCENTILE, help="The demand percentile recommended, 0-1. Default: 0.9.").tag(
+        config=True
+    )
     margin = Float(recommend.MARGIN, help="Safety margin added to the percentile, a fraction. Default: 0.15.").tag(
         config=True
     )
@@ -97,9 +99,7 @@ class Recommendations(Configurable):
         profiles.update(changed)
         now = int(time.time())
         until = usage.parse_time(body["until"], "until") if body.get("until") else now
-        since = (
-            usage.parse_time(body["since"], "since") if body.get("since") else until - int(self.window_days * 86400)
-        )
+        since = usage.parse_time(body["since"], "since") if body.get("since") else until - int(self.window_days * 86400)
         if since >= until:
             raise InvalidRequest("since must be before until")
         if until - since > self.max_replay_days * 86400:

@@ -72,7 +72,9 @@ def add_commands(sub, config_option) -> None:
     rep.add_argument("--history", metavar="FILE", help="read the history from this CSV (see below)")
     rep.add_argument("--since", metavar="TIME", help="RFC 3339 (default: --until - 28 days)")
     rep.add_argument("--until", metavar="TIME", help="RFC 3339 (default: now, or the history's end)")
-    rep.add_argument("--gpus", type=int, metavar="N", help="the machine's GPUs (default: this machine's, or the quotas' sum)")
+    rep.add_argument(
+        "--gpus", type=int, metavar="N", help="the machine's GPUs (default: this machine's, or the quotas' sum)"
+    )
     rep.add_argument("--no-curve", action="store_true", help="skip the capacity curve")
     rep.add_argument("--json", action="store_true", help="print the REST body of POST /replay")
     config_option(rep)
@@ -114,8 +116,21 @@ def _replay(args) -> int:
     if args.json:
         print(json.dumps(answer, indent=1))
         return 0
-    print(f"{answer['since']} to {answer['until']} on {answer['gpus']} GPUs, utilization {_share(answer['utilization'])}")
-    columns = ["team", "jobs", "refused", "waitP50", "waitP90", "recorded p50", "recorded p90", "utilization", "borrowed h", "preemptions"]
+    print(
+        f"{answer['since']} to {answer['until']} on {answer['gpus']} GPUs, utilization {_share(answer['utilization'])}"
+    )
+    columns = [
+        "team",
+        "jobs",
+        "refused",
+        "waitP50",
+        "waitP90",
+        "recorded p50",
+        "recorded p90",
+        "utilization",
+        "borrowed h",
+        "preemptions",
+    ]
     rows = [
         [
             t["team"],
@@ -137,7 +152,13 @@ def _replay(args) -> int:
         print()
         cost = f"cost ({curve['currency']})" if curve["currency"] else "cost (no JupyterQuota.prices)"
         rows = [
-            [str(p["gpus"]), _wait(p["worstWaitP90Seconds"]), str(p["refused"]), _share(p["utilization"]), str(p["cost"] or "-")]
+            [
+                str(p["gpus"]),
+                _wait(p["worstWaitP90Seconds"]),
+                str(p["refused"]),
+                _share(p["utilization"]),
+                str(p["cost"] or "-"),
+            ]
             for p in curve["points"]
         ]
         _table(["GPUs", "worst p90 wait", "refused", "utilization", cost], rows)

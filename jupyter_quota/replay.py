@@ -412,7 +412,9 @@ def _teams(profiles, now: int) -> dict[str, elastic.Team]:
         if key in p.hard:
             extra = windows.window_extra(p, moment) if opened else {}
             nominal[GPU] = _exact(p.hard[key]) + _exact(extra.get(key, "0"))
-        closing = any(w.on_close == windows.ON_CLOSE_PREEMPT and w.name not in opened for w in windows.parse_windows(p.windows))
+        closing = any(
+            w.on_close == windows.ON_CLOSE_PREEMPT and w.name not in opened for w in windows.parse_windows(p.windows)
+        )
         out[p.namespace] = elastic.Team(
             p.namespace,
             nominal,

@@ -20,7 +20,9 @@ def recorded():
 def true_p90(team: str) -> float:
     """The weighted P90 of the team's need itself, hour by hour, weighed as the recommender weighs."""
     hours = [
-        JobRecord(team, "u", gen.START + i * 3600, gen.START + i * 3600, gen.START + (i + 1) * 3600, float(gen.need(team, i)))
+        JobRecord(
+            team, "u", gen.START + i * 3600, gen.START + i * 3600, gen.START + (i + 1) * 3600, float(gen.need(team, i))
+        )
         for i in range(gen.HOURS)
     ]
     step = demand.demand(hours, SINCE, gen.UNTIL, lambda r: r.gpus)
@@ -56,13 +58,22 @@ def test_a_quota_below_demand_shows_how_often_demand_exceeded_it_in_words(record
     row = row_of(recorded, "deadline", hard="3")
     # the deadline peak (7 GPUs) runs Thursday and Friday 08-20: 24 of 168 hours a week
     assert 0.12 < row["exceededShare"] < 0.18
-    assert row["explanation"].startswith(f"in the last 28 days deadline needed more than 3 GPUs {round(100 * row['exceededShare'])}% of the time; p90 wait ")
+    share = round(100 * row["exceededShare"])
+    assert row["explanation"].startswith(f"in the last 28 days deadline needed more than 3 GPUs {share}% of the time; ")
 
 
 def test_bounds_widen_when_the_history_is_short(recorded):
     mine = [r for r in recorded if r.team == "deadline"]
     since = gen.UNTIL - 3 * 86400
-    short = recommend.recommend_team("deadline", "team-deadline", {gen.GPU: "10"}, "nvidia.com/gpu", [r for r in mine if r.submitted >= since], since, gen.UNTIL)[0]
+    short = recommend.recommend_team(
+        "deadline",
+        "team-deadline",
+        {gen.GPU: "10"},
+        "nvidia.com/gpu",
+        [r for r in mine if r.submitted >= since],
+        since,
+        gen.UNTIL,
+    )[0]
     full = row_of(recorded, "deadline")
     assert float(short["upper"]) - float(short["recommended"]) > float(full["upper"]) - float(full["recommended"])
 

@@ -42,7 +42,9 @@ def quota(*args, check=True):
 
 
 def test_recommend_from_a_csv_history_prints_the_rest_body_and_reports_teams_without_a_profile(files):
-    out = json.loads(quota("recommend", "--history", str(files / "jobs.csv"), "--config", str(files / "config.py"), "--json").stdout)
+    out = json.loads(
+        quota("recommend", "--history", str(files / "jobs.csv"), "--config", str(files / "config.py"), "--json").stdout
+    )
     rows = {r["team"]: r for r in out["recommendations"]}
     assert set(rows) == {"grow", "deadline", "idle"}
     assert rows["grow"]["recommended"] == "7" and rows["grow"]["current"] == "10"
@@ -55,7 +57,10 @@ def test_recommend_from_a_csv_history_prints_the_rest_body_and_reports_teams_wit
 
 def test_the_recommend_table_explains_each_row_in_words(files):
     table = quota("recommend", "--history", str(files / "jobs.csv"), "--config", str(files / "config.py")).stdout
-    assert "deadline requests.nvidia.com/gpu: in the last 28 days deadline needed more than 10 GPUs 0% of the time" in table
+    assert (
+        "deadline requests.nvidia.com/gpu: in the last 28 days deadline needed more than 10 GPUs 0% of the time"
+        in table
+    )
     assert "teams in the history with no profile (left out): ghost (1 jobs)" in table
 
 
@@ -119,5 +124,14 @@ def test_a_bad_history_file_is_refused_with_what_to_fix(files, tmp_path, content
 def test_a_proposed_profile_that_fails_validation_is_refused(files, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("- team: deadline\n  hard: {requests.nvidia.com/gpu: 'lots'}\n")
-    refused = quota("replay", "--profiles", str(bad), "--history", str(files / "jobs.csv"), "--config", str(files / "config.py"), check=False)
+    refused = quota(
+        "replay",
+        "--profiles",
+        str(bad),
+        "--history",
+        str(files / "jobs.csv"),
+        "--config",
+        str(files / "config.py"),
+        check=False,
+    )
     assert refused.returncode == 1 and "profile 'deadline'" in refused.stderr, refused.stderr

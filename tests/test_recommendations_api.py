@@ -64,7 +64,9 @@ async def test_a_replay_under_a_proposed_profile_answers_per_team_and_a_capacity
 
 async def test_only_admins_replay(seeded, api):
     status, refused = await api("POST", "replay", user="bea", body={"profiles": [seeded[1].to_json()]})
-    assert (status, refused["reason"]) == (403, "Forbidden") and "replays are for JupyterHub admins" in refused["message"]
+    assert (status, refused["reason"]) == (403, "Forbidden") and "replays are for JupyterHub admins" in refused[
+        "message"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -72,8 +74,14 @@ async def test_only_admins_replay(seeded, api):
     [
         ({"profiles": [{"team": "alpha", "hard": {"requests.nvidia.com/gpu": "lots"}}]}, "profile 'alpha'"),
         ({"profiles": []}, '"profiles" must be a non-empty list'),
-        ({"profiles": [{"team": "alpha"}], "since": "2020-01-01T00:00:00Z", "until": "2020-01-08T00:00:00Z"}, "nothing to replay"),
-        ({"profiles": [{"team": "alpha"}], "since": "2020-01-01T00:00:00Z", "until": "2021-01-01T00:00:00Z"}, "at most 92 days"),
+        (
+            {"profiles": [{"team": "alpha"}], "since": "2020-01-01T00:00:00Z", "until": "2020-01-08T00:00:00Z"},
+            "nothing to replay",
+        ),
+        (
+            {"profiles": [{"team": "alpha"}], "since": "2020-01-01T00:00:00Z", "until": "2021-01-01T00:00:00Z"},
+            "at most 92 days",
+        ),
         ({"profiles": [{"team": "alpha"}], "gpus": 0}, '"gpus" must be a whole number'),
         ({"profiles": [{"team": "alpha"}], "speed": 2}, "unknown field(s) speed"),
     ],
@@ -85,8 +93,12 @@ async def test_bad_replays_are_a_400_that_says_what_to_fix(seeded, api, body, sa
 
 async def test_a_replay_too_large_is_refused_before_any_work(seeded, api, recommender):
     recommender.max_replay_jobs = 10
-    status, refused = await api("POST", "replay", user="ada", body={"profiles": [seeded[0].to_json()], "since": SINCE, "until": UNTIL})
-    assert status == 400 and "a replay takes at most 10 (Recommendations.max_replay_jobs)" in refused["message"], refused
+    status, refused = await api(
+        "POST", "replay", user="ada", body={"profiles": [seeded[0].to_json()], "since": SINCE, "until": UNTIL}
+    )
+    assert status == 400 and "a replay takes at most 10 (Recommendations.max_replay_jobs)" in refused["message"], (
+        refused
+    )
 
 
 async def test_a_second_replay_while_one_runs_is_a_429(seeded, api, recommender):

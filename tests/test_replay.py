@@ -33,7 +33,8 @@ def test_replaying_the_history_under_the_recorded_quotas_reproduces_the_recorded
         assert team["refused"] <= 0.01 * team["jobs"] and team["waiting"] == 0, team
         busy += recorded_p90 > 1800
         print(
-            f"{team['team']}: wait p50 recorded {team['recordedWaitP50Seconds']} s, replayed {team['waitP50Seconds']} s; "
+            f"{team['team']}: wait p50 recorded {team['recordedWaitP50Seconds']} s, "
+            f"replayed {team['waitP50Seconds']} s; "
             f"p90 recorded {recorded_p90} s, replayed {replayed_p90} s ({replayed_p90 - recorded_p90:+d} s); "
             f"{team['jobs']} jobs, {team['refused']} refused in the replay"
         )

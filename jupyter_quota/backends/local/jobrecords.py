@@ -17,7 +17,9 @@ from . import ledger, usagespans
 
 _COLUMNS = "team, owner, created_at, started_at, finished_at, gpus, usage"
 _IN = " AND (?3 IS NULL OR namespace IN (SELECT value FROM json_each(?3)))"
-_LIVE = f"SELECT {_COLUMNS}, priority FROM jobs WHERE created_at < ?2 AND (finished_at IS NULL OR finished_at > ?1)" + _IN
+_LIVE = (
+    f"SELECT {_COLUMNS}, priority FROM jobs WHERE created_at < ?2 AND (finished_at IS NULL OR finished_at > ?1)" + _IN
+)
 _PRUNED = f"SELECT {_COLUMNS}, 'normal' FROM job_history WHERE created_at < ?2 AND finished_at > ?1" + _IN
 
 
