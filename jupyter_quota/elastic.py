@@ -35,7 +35,7 @@ reason code (``reasons``) and a message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -93,11 +93,20 @@ class Decision:
 START, WAIT, PREEMPT = "start", "wait", "preempt"
 
 
-@dataclass
 class Plan:
-    decisions: list[Decision]
-    #: every running job (not preempted now) -> whether it runs on borrowed quota
-    borrowed: dict[object, bool]
+    """A pass's decisions, and which running jobs run on borrowed quota (worked out when first
+    read: a caller with nothing to borrow, such as a replay without borrowing, never pays for it)."""
+
+    def __init__(self, decisions: list[Decision], borrowed: dict[object, bool] | Callable[[], dict[object, bool]]):
+        self.decisions = decisions
+        self._borrowed = borrowed
+
+    @property
+    def borrowed(self) -> dict[object, bool]:
+        """Every running job (not preempted now) -> whether it runs on borrowed quota."""
+        if callable(self._borrowed):
+            self._borrowed = self._borrowed()
+        return self._borrowed
 
     def of(self, action: str) -> list[Decision]:
         return [d for d in self.decisions if d.action == action]
@@ -118,7 +127,7 @@ def decide(teams: dict[str, Team], capacity: dict[str, Fraction], running: list[
         else:
             borrowers.append(job)
     decisions += [state.place(job) for job in borrowers]
-    return Plan(decisions + state.preempted, state.borrowed_now())
+    return Plan(decisions + state.preempted, state.borrowed_now)
 
 
 class _State:

@@ -196,12 +196,15 @@ class _Replay:
         self.arrivals = self._arrivals(records)
         self.running: dict[int, _Live] = {}
         self.pending: dict[int, _Live] = {}
+        self.live: dict[str, dict[int, _Live]] = {}  # namespace -> its admitted, unfinished jobs
         self.gone: list[tuple[int, int]] = []  # (when its grace ends, key): preempted, holding its GPUs
         self.ends: list[tuple[int, int]] = []  # (when, key) of running jobs
         self.borrowed: dict[int, bool] = {}
         self.nominated: set[int] = set()
         self.passes = 0
         self.windowed = [p for p in profiles if p.windows]
+        #: without borrowing limits or windows no job can run over its team's quota: none borrows
+        self.may_borrow = bool(self.windowed) or any(p.borrowingLimit for p in profiles)
         self._last_now = since
         self._teams_key: tuple | None = None
         self._teams_at: dict[str, elastic.Team] = {}
@@ -282,6 +285,7 @@ class _Replay:
             live = self.running.get(key)
             if live is not None and not live.job.preempting and live.ends is not None and live.ends <= now:
                 del self.running[key]
+                del self.live[live.job.namespace][key]
                 self.borrowed.pop(key, None)
         while self.gone and self.gone[0][0] <= now:
             _, key = heapq.heappop(self.gone)
@@ -297,6 +301,7 @@ class _Replay:
             result.jobs += 1
             if self._admit(live, teams):
                 self.pending[live.job.key] = live
+                self.live.setdefault(live.job.namespace, {})[live.job.key] = live
             else:
                 result.refused += 1
         return index
@@ -306,11 +311,7 @@ class _Replay:
         team = teams[live.job.namespace]
         if GPU not in team.nominal:
             return True
-        mine = [
-            j.job
-            for j in (*self.running.values(), *self.pending.values())
-            if j.job.namespace == live.job.namespace and not j.job.preempting
-        ]
+        mine = [j.job for j in self.live.get(live.job.namespace, {}).values() if not j.job.preempting]
         size = live.job.usage[GPU]
         if live.job.priority == priority.BEST_EFFORT:
             total = sum(j.usage[GPU] for j in mine)
@@ -353,7 +354,8 @@ class _Replay:
                 self.nominated.add(d.key)
             else:
                 self.nominated.discard(d.key)
-        self.borrowed = {k: v for k, v in plan.borrowed.items() if k in self.running}
+        if self.may_borrow:
+            self.borrowed = {k: v for k, v in plan.borrowed.items() if k in self.running}
         self._rates_now = None
 
     def _advance(self, start: int, end: int) -> None:
