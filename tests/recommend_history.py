@@ -114,3 +114,11 @@ def record(jobs, capacity: int = CAPACITY, quotas=QUOTAS) -> list[JobRecord]:
         end = None if begin is None or begin + work > UNTIL else begin + work
         out.append(JobRecord(team, f"{team}-user", submitted, begin, end, 1.0, 4.0, 32 * 2**30, "normal"))
     return out
+
+
+if __name__ == "__main__":  # python tests/recommend_history.py [GPUS] > jobs.csv: the record as a CSV history
+    import sys
+
+    from jupyter_quota.history import to_csv
+
+    sys.stdout.write(to_csv(record(wanted(seed=7), capacity=int(sys.argv[1]) if len(sys.argv) > 1 else CAPACITY)))
