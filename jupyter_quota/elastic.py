@@ -35,7 +35,7 @@ reason code (``reasons``) and a message.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -93,11 +93,20 @@ class Decision:
 START, WAIT, PREEMPT = "start", "wait", "preempt"
 
 
-@dataclass
 class Plan:
-    decisions: list[Decision]
-    #: every running job (not preempted now) -> whether it runs on borrowed quota
-    borrowed: dict[object, bool]
+    """A pass's decisions, and which running jobs run on borrowed quota (worked out when first
+    read: a caller with nothing to borrow, such as a replay without borrowing, never pays for it)."""
+
+    def __init__(self, decisions: list[Decision], borrowed: dict[object, bool] | Callable[[], dict[object, bool]]):
+        self.decisions = decisions
+        self._borrowed = borrowed
+
+    @property
+    def borrowed(self) -> dict[object, bool]:
+        """Every running job (not preempted now) -> whether it runs on borrowed quota."""
+        if callable(self._borrowed):
+            self._borrowed = self._borrowed()
+        return self._borrowed
 
     def of(self, action: str) -> list[Decision]:
         return [d for d in self.decisions if d.action == action]
@@ -118,7 +127,7 @@ def decide(teams: dict[str, Team], capacity: dict[str, Fraction], running: list[
         else:
             borrowers.append(job)
     decisions += [state.place(job) for job in borrowers]
-    return Plan(decisions + state.preempted, state.borrowed_now())
+    return Plan(decisions + state.preempted, state.borrowed_now)
 
 
 class _State:
@@ -137,6 +146,11 @@ class _State:
         self.used: dict[str, dict[str, Fraction]] = {}  # what they use, less those being preempted
         self.total = dict.fromkeys(self.keys, ZERO)  # the same, over every namespace
         self.leaving: list[Job] = []  # being preempted: they hold what they use until they end
+        #: each team's part of the cohort's excess (``_lent``) at its kept usage, and their sum:
+        #: made at the first feasibility check of the pass (many passes make none), then kept
+        #: current by ``_count``, so a check costs the teams it changes, not every team
+        self.lent: dict[str, dict[str, Fraction]] | None = None
+        self.lent_total: dict[str, Fraction] = {}
         for job in running:
             self.by_ns.setdefault(job.namespace, []).append(job)
             if job.preempting:
@@ -303,11 +317,20 @@ class _State:
     def _cohort_excess(self, changed: dict[str, dict[str, Fraction]]) -> dict[str, Fraction]:
         """What the teams over their nominal quotas use past what the others lend, per resource;
         each team's usage from ``changed``, else as kept."""
-        excess = dict.fromkeys(self.keys, ZERO)
-        for namespace, team in self.teams.items():
-            used = changed.get(namespace) or self.used.get(namespace) or {}
-            for k, amount in self._lent(team, used).items():
-                excess[k] += amount
+        if self.lent is None:
+            self.lent = {ns: self._lent(team, self.used.get(ns) or {}) for ns, team in self.teams.items()}
+            self.lent_total = dict.fromkeys(self.keys, ZERO)
+            for part in self.lent.values():
+                for k in self.keys:
+                    self.lent_total[k] += part[k]
+        excess = dict(self.lent_total)
+        for namespace, used in changed.items():
+            team = self.teams.get(namespace)
+            if team is None:
+                continue
+            before, after = self.lent[namespace], self._lent(team, used)
+            for k in self.keys:
+                excess[k] += after[k] - before[k]
         return excess
 
     def _lent(self, team: Team, used: dict[str, Fraction]) -> dict[str, Fraction]:
@@ -326,6 +349,12 @@ class _State:
             amount = sign * job.usage.get(k, ZERO)
             used[k] += amount
             self.total[k] += amount
+        team = self.teams.get(job.namespace)
+        if team is not None and self.lent is not None:
+            before, after = self.lent[job.namespace], self._lent(team, used)
+            self.lent[job.namespace] = after
+            for k in self.keys:
+                self.lent_total[k] += after[k] - before[k]
 
     def _mark(self, victim: Job, preemptor) -> None:
         """``victim`` is being preempted (for ``preemptor``, if any): it holds until it ends."""
@@ -363,6 +392,8 @@ class _State:
 
     def _within_set(self, team: Team, jobs: list[Job]) -> set:
         """Keys of the jobs that run within the nominal quota: highest priority, oldest first."""
+        if _le(_sum(jobs, self.keys), team.nominal, team.nominal):
+            return {j.key for j in jobs}  # all of them fit, in any order (usage is never negative)
         total = dict.fromkeys(self.keys, ZERO)
         within = set()
         for j in sorted(jobs, key=lambda j: (-priority.rank(j.priority), j.order)):

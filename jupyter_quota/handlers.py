@@ -485,6 +485,23 @@ class ChargebackHandler(QuotaHandler):
         self.finish(chargeback_csv(report), set_content_type="text/csv; charset=utf-8")  # APIHandler's default: JSON
 
 
+class RecommendationsHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        self.reply(await self.run(self.service.recommendations, self.who))
+
+
+class ReplayHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self):
+        body = self.json_body()
+        self.reply(await self.run(self.service.replay, self.who, body))
+
+
 _SEGMENT = r"([^/]+)"
 
 #: (path below quota/v1, handler): the OpenAPI file documents exactly these.
@@ -511,6 +528,8 @@ ROUTES = [
     ("/metrics", MetricsHandler),
     ("/usage", UsageHandler),
     ("/chargeback", ChargebackHandler),
+    ("/recommendations", RecommendationsHandler),
+    ("/replay", ReplayHandler),
 ]
 
 

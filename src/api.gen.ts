@@ -523,6 +523,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/recommendations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Hard quotas recommended from each team's history of demand
+         * @description For each team and quota resource (its GPUs, and `requests.cpu` / `requests.memory` where
+         *     its quota limits them): the recommended hard quota from the last
+         *     `Recommendations.window_days` (28) of history. Demand is the concurrent requested amount
+         *     of running, waiting and refused jobs; the recommendation is its P90
+         *     (`Recommendations.percentile`), recent days weighing more (half-life
+         *     `Recommendations.half_life_hours`, 168), plus a 15 % margin (`Recommendations.margin`),
+         *     as the Kubernetes VPA recommender sizes a container. `lower` (P50) and `upper` (P95)
+         *     widen while the history is short. Admins see every team (and `teamsWithoutProfile`); a
+         *     user sees their own teams. The local backend reads its ledger (submission times: waits
+         *     count); other backends the usage store (jobs count from their start).
+         */
+        get: operations["getRecommendations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay the recorded jobs under proposed profiles (admins only)
+         * @description The jobs submitted in `[since, until)` run again, on a fake clock, through the scheduler
+         *     the local backend runs (elastic quota and admission) under the proposed profiles (the
+         *     other teams keep theirs). Per team: waits (p50, p90) beside the recorded ones,
+         *     utilization, GPU hours borrowed, preemptions and refusals; with `curve` (default), the
+         *     same at several cluster sizes with their cost at `JupyterQuota.prices`. Bounded work: one
+         *     replay at a time (429 while one runs), at most `Recommendations.max_replay_jobs` jobs and
+         *     `Recommendations.max_replay_days` days (400 past them); a window with no jobs and a
+         *     profile that fails the validation of `PUT /profiles/{team}` are 400 too.
+         */
+        post: operations["postReplay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1165,6 +1221,105 @@ export interface components {
             prices: components["schemas"]["Prices"];
             rows: components["schemas"]["ChargebackRow"][];
             totals: components["schemas"]["ChargebackFigures"];
+        };
+        Recommendation: {
+            team: string;
+            namespace: string;
+            /** @description A quota key, e.g. requests.nvidia.com/gpu */
+            resource: string;
+            /** @description The hard quota now (null when the quota does not limit it) */
+            current: string | null;
+            /** @description A quantity, as balances show them */
+            recommended: string;
+            lower: string;
+            upper: string;
+            /** @description The weighted percentile of demand (Recommendations.percentile), before the margin */
+            demandP90: string;
+            /** @description Share of the window when demand was over the current quota */
+            exceededShare: number | null;
+            /** @description Share of the current quota that running jobs left unused */
+            idleShare: number | null;
+            /** @description p90 of submission-to-start (never started - to the window's end); null without jobs */
+            waitP90Seconds: number | null;
+            explanation: string;
+        };
+        RecommendationList: {
+            recommendations: components["schemas"]["Recommendation"][];
+            /** @description Admins only. Teams in the history with no profile, left out */
+            teamsWithoutProfile?: components["schemas"]["TeamJobs"][];
+        };
+        TeamJobs: {
+            team: string;
+            jobs: number;
+        };
+        ReplayRequest: {
+            profiles: components["schemas"]["Profile"][];
+            /**
+             * Format: date-time
+             * @description Default: until minus Recommendations.window_days
+             */
+            since?: string;
+            /**
+             * Format: date-time
+             * @description Default: now
+             */
+            until?: string;
+            /** @description The machine's GPUs (default: the local backend's, else the quotas' sum) */
+            gpus?: number;
+            /**
+             * @description Also replay at several cluster sizes
+             * @default true
+             */
+            curve: boolean;
+        };
+        ReplayTeam: {
+            team: string;
+            namespace: string;
+            jobs: number;
+            started: number;
+            /** @description Refused by the admission (over the quota) */
+            refused: number;
+            /** @description Admitted but not started by the window's end */
+            waiting: number;
+            waitP50Seconds: number | null;
+            waitP90Seconds: number | null;
+            /** @description The same jobs' waits as recorded */
+            recordedWaitP50Seconds: number | null;
+            recordedWaitP90Seconds: number | null;
+            gpuHours: number;
+            /** @description GPU hours used over the quota's GPU hours */
+            utilization: number | null;
+            borrowedGpuHours: number;
+            preemptions: number;
+        };
+        CapacityPoint: {
+            gpus: number;
+            worstWaitP90Seconds: number;
+            refused: number;
+            waiting: number;
+            utilization: number | null;
+            /** @description GPUs x hours x JupyterQuota.prices.gpuHour; null without prices */
+            cost: number | null;
+        };
+        CapacityCurve: {
+            currency: string | null;
+            waitTargetSeconds: number;
+            /** @description The fewest GPUs tried that keep every team's p90 wait within the target */
+            gpusForWaitTarget: number | null;
+            points: components["schemas"]["CapacityPoint"][];
+        };
+        Replay: {
+            /** Format: date-time */
+            since: string;
+            /** Format: date-time */
+            until: string;
+            gpus: number;
+            utilization: number | null;
+            /** @description Scheduling passes run */
+            passes: number;
+            teams: components["schemas"]["ReplayTeam"][];
+            teamsWithoutProfile: components["schemas"]["TeamJobs"][];
+            curve?: components["schemas"]["CapacityCurve"];
         };
     };
     responses: {
@@ -1891,6 +2046,54 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             403: components["responses"]["Error"];
+        };
+    };
+    getRecommendations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The recommendations */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecommendationList"];
+                };
+            };
+            403: components["responses"]["Error"];
+        };
+    };
+    postReplay: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplayRequest"];
+            };
+        };
+        responses: {
+            /** @description The replay */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Replay"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            429: components["responses"]["Error"];
         };
     };
 }

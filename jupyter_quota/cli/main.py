@@ -14,7 +14,7 @@ import yaml
 
 from ..config import JupyterQuota
 from ..errors import QuotaError
-from . import increases, usage
+from . import increases, recommend, usage
 from .common import config_option, hub_client, load_config, only_namespace, owner_service
 
 EPILOG = """examples:
@@ -28,6 +28,8 @@ EPILOG = """examples:
   jupyter quota increases approve inc-3 -m "ok until the deadline"
   jupyter quota usage --by user --format csv   # requested GPU-, CPU-, memory GiB-seconds, last 24 hours
   jupyter quota chargeback --month 2026-11     # cost per team (admins; JupyterQuota.prices)
+  jupyter quota recommend --history jobs.csv   # hard quotas recommended from a history of demand
+  jupyter quota replay --profiles proposed.yaml  # waits, utilization, capacity curve under new profiles
 """
 
 
@@ -167,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
 
     usage.add_commands(sub)
+    recommend.add_commands(sub, config_option)
     return parser
 
 

@@ -27,6 +27,7 @@ from .effective import EffectiveQuota
 from .increases import Increases
 from .jobs import Jobs
 from .planning import Planning
+from .recommendations import Recommendations
 from .stall import StalledJobs
 from .usage import UsageReports
 from .windows import window_ticker
@@ -53,6 +54,7 @@ class QuotaService:
         self.increases = Increases(config, registry, self.effective, log=self.log)
         self.stalled = StalledJobs(config.stalled_job_action, registry, backend, config.state_dir, self.log)
         self.reports = UsageReports(registry, backend, config.prices)
+        self.recommender = Recommendations(config, registry, backend)  # GET /recommendations, POST /replay
         self.planning = Planning(registry, backend, self.memory, self.profile_for, config.plan_fit)
         self.jobs = Jobs(
             registry,
@@ -164,6 +166,12 @@ class QuotaService:
 
     def replan(self, who: Identity, namespace: str, name: str) -> dict:
         return self.planning.replan(who, namespace, name)
+
+    def recommendations(self, who: Identity) -> dict:
+        return self.recommender.recommendations(who)
+
+    def replay(self, who: Identity, body) -> dict:
+        return self.recommender.replay(who, body)
 
     def estimator_errors(self, who: Identity) -> dict:
         return self.planning.estimator_errors(who)

@@ -60,6 +60,7 @@ from . import (
     admission,
     clock,
     elasticpass,
+    jobrecords,
     jobview,
     ledger,
     lifecycle,
@@ -305,6 +306,11 @@ class LocalBackend(Backend):
     def usage_spans(self, since: int, until: int, namespaces=None) -> list:
         """Jobs that held resources in ``[since, until)``, from the ledger (``usagespans``)."""
         return usagespans.spans(self._ledger, since, until, namespaces)
+
+    def job_records(self, since: int, until: int, namespaces=None) -> list:
+        """Jobs submitted before ``until`` and live at ``since`` or after, with their submission
+        times (``jobrecords``): the history recommendations and replays read."""
+        return jobrecords.records(self._ledger, since, until, namespaces)
 
     # Helpers
 

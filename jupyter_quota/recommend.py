@@ -1,0 +1,207 @@
+"""A quota recommended from history, the way the Kubernetes VPA recommender sizes a container
+(pure; no I/O).
+
+The VPA recommender (``vertical-pod-autoscaler/pkg/recommender/logic/recommender.go`` and
+``estimator.go``) keeps a histogram of samples whose weights decay with a 24 h half-life, takes
+its P90 as the target, its P50 and P95 as the lower and upper bound, adds a 15 % safety margin to
+all three, and widens the bounds while the history is short: with ``confidence`` the history's
+length in days, ``upper = P95 x (1 + 1/confidence)`` and ``lower = P50 x (1 + 0.001/confidence)^-2``.
+
+Here the signal is a team's **demand** (``demand.py``: concurrent requested GPUs, CPU or memory,
+running plus waiting plus refused), a step function, so the weighted percentile is exact: each
+piece of the step function weighs the integral of ``2^((t - until) / halfLife)`` over its span.
+The recommended hard quota is the target rounded up to what a quota is set in (whole GPUs,
+tenths of a core, whole GiB).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from . import demand as demand_mod
+from .history import JobRecord
+from .quantity import Quantity
+
+GIB = 2**30
+#: VPA's defaults (``recommender.go``: targetCPUPercentile, lowerBoundCPUPercentile,
+#: upperBoundCPUPercentile; ``safetyMarginFraction``; ``--cpu-histogram-decay-half-life``).
+PERCENTILE, LOWER_PERCENTILE, UPPER_PERCENTILE = 0.9, 0.5, 0.95
+MARGIN = 0.15
+HALF_LIFE_HOURS = 168.0
+WINDOW_DAYS = 28
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How recommendations are made (``Recommendations`` traits in ``recommendations.py``)."""
+
+    percentile: float = PERCENTILE
+    margin: float = MARGIN
+    half_life_hours: float = HALF_LIFE_HOURS
+    window_days: float = WINDOW_DAYS
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A quota resource a row is about: its key, how a record asks for it, its unit in words."""
+
+    key: str
+    amount: demand_mod.Amount
+    unit: str  # "GPUs", "cores", "GiB"
+    scale: float  # amount per unit (memory: bytes per GiB)
+    step: float  # what a quota is rounded up to, in units
+
+
+def resources(gpu_resource: str, hard: Mapping[str, str]) -> list[Resource]:
+    """The rows of a team: its GPUs always, CPU and memory where its quota limits them."""
+    out = [Resource(f"requests.{gpu_resource}", lambda r: r.gpus, "GPUs", 1.0, 1.0)]
+    if "requests.cpu" in hard:
+        out.append(Resource("requests.cpu", lambda r: r.cpus, "cores", 1.0, 0.1))
+    if "requests.memory" in hard:
+        out.append(Resource("requests.memory", lambda r: r.memory, "GiB", float(GIB), 1.0))
+    return out
+
+
+def recommend_team(
+    team: str,
+    namespace: str,
+    hard: Mapping[str, str],
+    gpu_resource: str,
+    records: Iterable[JobRecord],
+    since: int,
+    until: int,
+    settings: Settings = Settings(),
+) -> list[dict]:
+    """The team's rows (``GET /recommendations``) from its records over ``[since, until)``."""
+    records = list(records)
+    first = min((r.submitted for r in records), default=until)
+    # VPA's confidence: the history's length in days (at least an hour: the first sample)
+    confidence = max((until - max(first, since)) / 86400, 1 / 24)
+    waits = sorted(r.wait(until) for r in records if since <= r.submitted < until)
+    wait_p90 = _plain_percentile(waits, 0.9)
+    rows = []
+    for res in resources(gpu_resource, hard):
+        asked = demand_mod.demand(records, since, until, res.amount)
+        held = demand_mod.demand(records, since, until, res.amount, running=True)
+        stat = weighted_percentiles(
+            asked, settings.half_life_hours * 3600, (settings.percentile, LOWER_PERCENTILE, UPPER_PERCENTILE)
+        )
+        p90, p50, p95 = (v / res.scale for v in stat)
+        factor = 1 + settings.margin
+        target = p90 * factor
+        lower = p50 * factor * (1 + 0.001 / confidence) ** -2
+        upper = p95 * factor * (1 + 1 / confidence)
+        current = _units(hard.get(res.key), res.scale)
+        exceeded = asked.share_above(current * res.scale) if current is not None else None
+        idle = None
+        if current:
+            idle = 1 - held.mean_below(current * res.scale) / (current * res.scale)
+        rows.append(
+            {
+                "team": team,
+                "namespace": namespace,
+                "resource": res.key,
+                "current": hard.get(res.key),
+                "recommended": _quantity(_round_up(target, res.step), res),
+                "lower": _quantity(_round_down(lower, res.step), res),
+                "upper": _quantity(_round_up(upper, res.step), res),
+                "demandP90": _quantity(round(p90, 3), res),
+                "exceededShare": None if exceeded is None else round(exceeded, 4),
+                "idleShare": None if idle is None else round(idle, 4),
+                "waitP90Seconds": None if wait_p90 is None else int(wait_p90),
+                "explanation": _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, settings),
+            }
+        )
+    return rows
+
+
+def weighted_percentiles(step: demand_mod.Step, half_life: float, percentiles: Iterable[float]) -> list[float]:
+    """Percentiles of the step function's values, each piece weighted by the integral of
+    ``2^((t - until) / half_life)`` over it (recent time weighs more; 0 pieces count too)."""
+    rate = math.log(2) / half_life
+    pieces = []
+    for start, end, value in step.segments():
+        weight = math.exp((end - step.until) * rate) - math.exp((start - step.until) * rate)
+        pieces.append((value, weight))
+    pieces.sort()
+    total = sum(w for _, w in pieces)
+    out = []
+    for p in percentiles:
+        if total <= 0:
+            out.append(0.0)
+            continue
+        goal, seen, found = p * total, 0.0, pieces[-1][0]
+        for value, weight in pieces:
+            seen += weight
+            if seen >= goal * (1 - 1e-12):
+                found = value
+                break
+        out.append(found)
+    return out
+
+
+def _plain_percentile(values: list[float], p: float) -> float | None:
+    """The nearest-rank percentile of sorted ``values`` (None for none)."""
+    if not values:
+        return None
+    return values[max(0, math.ceil(p * len(values)) - 1)]
+
+
+def _units(text: str | None, scale: float) -> float | None:
+    if text is None:
+        return None
+    return float(Quantity(str(text)).as_fraction()) / scale
+
+
+def _round_up(value: float, step: float) -> float:
+    return math.ceil(round(value / step, 6)) * step
+
+
+def _round_down(value: float, step: float) -> float:
+    return math.floor(round(value / step, 6)) * step
+
+
+def _quantity(units: float, res: Resource) -> str:
+    """A quantity string as a quota holds it: ``3``, ``2500m``, ``64Gi``."""
+    if res.unit == "GiB":
+        gib = units
+        return f"{int(gib)}Gi" if float(gib).is_integer() else str(Quantity(str(round(gib * GIB))))
+    if float(units).is_integer():
+        return str(int(units))
+    return f"{round(units * 1000)}m"
+
+
+def _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, settings) -> str:
+    days = round((until - since) / 86400)
+    parts = [f"in the last {days} days {team}"]
+    if current is not None:
+        parts.append(f"needed more than {_number(current)} {res.unit} {round(100 * exceeded)}% of the time")
+    else:
+        parts.append(f"has no quota on {res.key}")
+    words = " ".join(parts)
+    wait = "no jobs" if wait_p90 is None else show_duration(wait_p90)
+    return (
+        f"{words}; p90 wait {wait}; its demand's P{round(100 * settings.percentile)} (recent days weigh more, "
+        f"half-life {_number(settings.half_life_hours)} h) is {_number(round(p90, 2))} {res.unit}, "
+        f"plus {round(100 * settings.margin)}% margin: {_number(round(target, 2))}"
+    )
+
+
+def show_duration(seconds: float) -> str:
+    """``2 h 10 m``, ``45 m``, ``30 s``."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    hours, minutes = divmod(seconds // 60, 60)
+    if hours >= 24:
+        days, hours = divmod(hours, 24)
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes} m" if minutes else f"{hours} h"
+    return f"{minutes} m"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"

@@ -1,0 +1,97 @@
+"""The recommender on a generated 8-week history whose true demand is known (``recommend_history``)."""
+
+from __future__ import annotations
+
+import pytest
+import recommend_history as gen
+
+from jupyter_quota import demand, recommend
+from jupyter_quota.history import JobRecord
+
+SETTINGS = recommend.Settings()
+SINCE = gen.UNTIL - 28 * 86400
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return gen.record(gen.wanted(seed=7))
+
+
+def true_p90(team: str) -> float:
+    """The weighted P90 of the team's need itself, hour by hour, weighed as the recommender weighs."""
+    hours = [
+        JobRecord(
+            team, "u", gen.START + i * 3600, gen.START + i * 3600, gen.START + (i + 1) * 3600, float(gen.need(team, i))
+        )
+        for i in range(gen.HOURS)
+    ]
+    step = demand.demand(hours, SINCE, gen.UNTIL, lambda r: r.gpus)
+    return recommend.weighted_percentiles(step, SETTINGS.half_life_hours * 3600, [SETTINGS.percentile])[0]
+
+
+def row_of(records, team: str, hard: str | None = None) -> dict:
+    hard = hard or str(gen.QUOTAS[team])
+    mine = [r for r in records if r.team == team]
+    (row,) = recommend.recommend_team(team, f"team-{team}", {gen.GPU: hard}, "nvidia.com/gpu", mine, SINCE, gen.UNTIL)
+    return row
+
+
+@pytest.mark.parametrize("team", ["grow", "deadline", "idle"])
+def test_the_recommendation_recovers_the_true_p90_demand_within_ten_percent_and_its_bounds_hold_it(recorded, team):
+    truth = true_p90(team)
+    row = row_of(recorded, team)
+    found = float(row["demandP90"])
+    assert abs(found - truth) <= 0.1 * truth, (team, found, truth)
+    target = truth * (1 + SETTINGS.margin)  # what a perfect recommender would recommend
+    assert float(row["lower"]) <= target <= float(row["upper"]), row
+    assert float(row["lower"]) <= float(row["recommended"]) <= float(row["upper"]), row
+
+
+def test_the_generated_teams_differ_as_designed(recorded):
+    # the growing team's recent need is its peak, the deadline team's P90 is its Thursday-Friday peak
+    assert true_p90("grow") == 6 and true_p90("deadline") == 7 and true_p90("idle") == 0
+    assert row_of(recorded, "grow")["recommended"] == "7"  # 6 x 1.15 = 6.9, rounded up to whole GPUs
+    assert row_of(recorded, "idle")["idleShare"] > 0.95
+
+
+def test_a_quota_below_demand_shows_how_often_demand_exceeded_it_in_words(recorded):
+    row = row_of(recorded, "deadline", hard="3")
+    # the deadline peak (7 GPUs) runs Thursday and Friday 08-20: 24 of 168 hours a week
+    assert 0.12 < row["exceededShare"] < 0.18
+    share = round(100 * row["exceededShare"])
+    assert row["explanation"].startswith(f"in the last 28 days deadline needed more than 3 GPUs {share}% of the time; ")
+
+
+def test_bounds_widen_when_the_history_is_short(recorded):
+    mine = [r for r in recorded if r.team == "deadline"]
+    since = gen.UNTIL - 3 * 86400
+    short = recommend.recommend_team(
+        "deadline",
+        "team-deadline",
+        {gen.GPU: "10"},
+        "nvidia.com/gpu",
+        [r for r in mine if r.submitted >= since],
+        since,
+        gen.UNTIL,
+    )[0]
+    full = row_of(recorded, "deadline")
+    assert float(short["upper"]) - float(short["recommended"]) > float(full["upper"]) - float(full["recommended"])
+
+
+def test_demand_counts_waiting_and_never_started_jobs_until_the_history_ends():
+    records = [
+        JobRecord("a", "u", 0, 100, 200, 2.0),  # waited 100 s, ran 100 s
+        JobRecord("a", "u", 50, None, None, 1.0),  # never started: asks until the end
+    ]
+    step = demand.demand(records, 0, 400, lambda r: r.gpus)
+    assert list(step.segments()) == [(0, 50, 2.0), (50, 200, 3.0), (200, 400, 1.0)]
+    held = demand.demand(records, 0, 400, lambda r: r.gpus, running=True)
+    assert list(held.segments()) == [(0, 100, 0.0), (100, 200, 2.0), (200, 400, 0.0)]
+
+
+def test_the_weighted_percentile_weighs_recent_time_more():
+    # 0 GPUs for 9 days, then 4 GPUs for the last day: with a 1-day half-life the last day weighs half
+    records = [JobRecord("a", "u", 9 * 86400, 9 * 86400, 10 * 86400, 4.0)]
+    step = demand.demand(records, 0, 10 * 86400, lambda r: r.gpus)
+    assert recommend.weighted_percentiles(step, 86400, [0.4, 0.6]) == [0.0, 4.0]
+    assert recommend.weighted_percentiles(step, 1e9, [0.6, 0.95]) == [0.0, 4.0]  # no decay: 10% at 4

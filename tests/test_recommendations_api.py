@@ -1,0 +1,110 @@
+"""``GET /recommendations`` and ``POST /replay`` on a real server over a seeded week (``usage_seed``)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import usage_seed
+from openapi_contract import assert_matches
+from quota_testing import HeaderIdentityProvider
+
+from jupyter_quota import usage
+from jupyter_quota.profiles import TeamProfile
+
+WEEK_START = int(time.time()) - 8 * 86400  # within the 28 days a recommendation reads
+SINCE, UNTIL = usage.format_time(WEEK_START), usage.format_time(WEEK_START + 7 * 86400)
+
+
+@pytest.fixture
+def extra_quota_config():
+    return {"admin_users": ["ada"], "prices": {"currency": "EUR", "gpuHour": 2.5}}
+
+
+@pytest.fixture
+def jp_server_config(jp_server_config):
+    jp_server_config.ServerApp.identity_provider_class = HeaderIdentityProvider
+    profiles = jp_server_config.JupyterQuota.profiles
+    profiles[1] = {**profiles[1], "users": ["beta-user", "bea"]}
+    return jp_server_config
+
+
+@pytest.fixture
+def seeded(jp_server_config, quota_state):
+    profiles = [TeamProfile(**p) for p in jp_server_config.JupyterQuota.profiles]
+    usage_seed.seed(quota_state, profiles, jobs=300, running=False, week_start=WEEK_START)
+    return profiles
+
+
+@pytest.fixture
+def recommender(jp_serverapp):
+    return jp_serverapp.web_app.settings["jupyter_quota_service"].recommender
+
+
+async def test_an_admin_sees_every_teams_recommendation_and_a_member_only_their_own(seeded, api):
+    status, everyone = await api("GET", "recommendations", user="ada")
+    assert status == 200, everyone
+    assert_matches("RecommendationList", everyone)
+    assert {r["team"] for r in everyone["recommendations"]} == {p.team for p in seeded}
+    assert all(r["waitP90Seconds"] is not None for r in everyone["recommendations"])  # the ledger's jobs were read
+    status, mine = await api("GET", "recommendations", user="bea")
+    assert status == 200 and {r["team"] for r in mine["recommendations"]} == {"beta"}
+    assert "teamsWithoutProfile" not in mine
+    assert_matches("RecommendationList", mine)
+
+
+async def test_a_replay_under_a_proposed_profile_answers_per_team_and_a_capacity_curve(seeded, api):
+    proposed = [{**seeded[0].to_json(), "hard": {**seeded[0].hard, "requests.nvidia.com/gpu": "1"}}]
+    status, out = await api("POST", "replay", user="ada", body={"profiles": proposed, "since": SINCE, "until": UNTIL})
+    assert status == 200, out
+    assert_matches("Replay", out)
+    assert {t["team"] for t in out["teams"]} == {p.team for p in seeded}
+    assert sum(t["jobs"] for t in out["teams"]) > 0 and out["curve"]["currency"] == "EUR"
+
+
+async def test_only_admins_replay(seeded, api):
+    status, refused = await api("POST", "replay", user="bea", body={"profiles": [seeded[1].to_json()]})
+    assert (status, refused["reason"]) == (403, "Forbidden") and "replays are for JupyterHub admins" in refused[
+        "message"
+    ]
+
+
+@pytest.mark.parametrize(
+    "body, says",
+    [
+        ({"profiles": [{"team": "alpha", "hard": {"requests.nvidia.com/gpu": "lots"}}]}, "profile 'alpha'"),
+        ({"profiles": []}, '"profiles" must be a non-empty list'),
+        (
+            {"profiles": [{"team": "alpha"}], "since": "2020-01-01T00:00:00Z", "until": "2020-01-08T00:00:00Z"},
+            "nothing to replay",
+        ),
+        (
+            {"profiles": [{"team": "alpha"}], "since": "2020-01-01T00:00:00Z", "until": "2021-01-01T00:00:00Z"},
+            "at most 92 days",
+        ),
+        ({"profiles": [{"team": "alpha"}], "gpus": 0}, '"gpus" must be a whole number'),
+        ({"profiles": [{"team": "alpha"}], "speed": 2}, "unknown field(s) speed"),
+    ],
+)
+async def test_bad_replays_are_a_400_that_says_what_to_fix(seeded, api, body, says):
+    status, refused = await api("POST", "replay", user="ada", body=body)
+    assert status == 400 and says in refused["message"], refused
+
+
+async def test_a_replay_too_large_is_refused_before_any_work(seeded, api, recommender):
+    recommender.max_replay_jobs = 10
+    status, refused = await api(
+        "POST", "replay", user="ada", body={"profiles": [seeded[0].to_json()], "since": SINCE, "until": UNTIL}
+    )
+    assert status == 400 and "a replay takes at most 10 (Recommendations.max_replay_jobs)" in refused["message"], (
+        refused
+    )
+
+
+async def test_a_second_replay_while_one_runs_is_a_429(seeded, api, recommender):
+    assert recommender._busy.acquire(blocking=False)  # a replay in progress
+    try:
+        status, refused = await api("POST", "replay", user="ada", body={"profiles": [seeded[0].to_json()]})
+    finally:
+        recommender._busy.release()
+    assert (status, refused["reason"]) == (429, "TooManyRequests"), refused
