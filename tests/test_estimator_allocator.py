@@ -56,3 +56,12 @@ def test_fragmentation_makes_reserved_exceed_allocated():
     a = replay(events)
     assert a.peak_reserved == 12 * MIB + 12 * MIB + 14 * MIB
     assert a.peak_allocated < a.peak_reserved
+
+
+def test_a_full_device_returns_wholly_free_segments_first():
+    events = [("a", 1, 12 * MIB), ("a", 2, 12 * MIB), ("f", 1, 0), ("a", 3, 14 * MIB)]
+    unlimited = replay(events)
+    assert unlimited.peak_reserved == 38 * MIB and unlimited.releases == 0
+    bounded = replay(events, capacity=30 * MIB)  # 24 + 14 > 30: the free 12 MiB segment goes back first
+    assert bounded.peak_reserved == 26 * MIB and bounded.releases == 1
+    assert bounded.reserved == 26 * MIB and bounded.segments == 2

@@ -7,8 +7,9 @@ from the small pool, carved from 2 MiB segments; larger ones from the large pool
 segments are 20 MiB for requests under 10 MiB and the request rounded up to 2 MiB otherwise. A
 request takes the smallest cached free block that fits (best fit, by size then address) and
 splits it when the rest is at least 512 bytes (small pool) or more than 1 MiB (large pool); a
-freed block merges with free neighbours of its segment. Segments are never returned (the
-allocator frees its cache only when ``cudaMalloc`` fails, which a run that fits never meets).
+freed block merges with free neighbours of its segment. Segments are returned only when a new one
+would not fit in the device (``capacity``): then every wholly free segment is (``cudaMalloc``
+failed, ``release_cached_blocks``).
 
 ``allocated`` counts blocks as PyTorch's ``allocated_bytes`` stat does (the block's size, so an
 unsplit remainder counts), ``reserved`` the segments (``reserved_bytes``): their peaks are
@@ -66,6 +67,10 @@ class CachingAllocator:
     segments: int = 0
     requested: int = 0  # live bytes as requested (no rounding)
     peak_requested: int = 0
+    #: the device's memory: a new segment beyond it first returns the cached free segments, as the
+    #: allocator does when cudaMalloc fails (None: unlimited, the cache is never returned)
+    capacity: int | None = None
+    releases: int = 0
     _pools: dict = field(default_factory=lambda: {True: [], False: []})  # sorted (size, addr) of free blocks
     _blocks: dict = field(default_factory=dict)  # addr -> free block
     _live: dict = field(default_factory=dict)  # key -> (block, nbytes)
@@ -83,6 +88,8 @@ class CachingAllocator:
             block = self._blocks.pop(addr)
         else:
             seg = segment_size(size)
+            if self.capacity is not None and self.reserved + seg > self.capacity:
+                self._release_cached()
             block = _Block(self._top, seg, small)
             self._top += seg
             self.reserved += seg
@@ -127,6 +134,17 @@ class CachingAllocator:
                         other.next.prev = block
         self._cache(block)
 
+    def _release_cached(self) -> None:
+        """``release_cached_blocks``: return every wholly free segment (``cudaMalloc`` failed)."""
+        for pool in self._pools.values():
+            for _size, addr in list(pool):
+                block = self._blocks[addr]
+                if block.prev is None and block.next is None:
+                    self._uncache(block)
+                    self.reserved -= block.size
+                    self.segments -= 1
+        self.releases += 1
+
     def _cache(self, block: _Block) -> None:
         insort(self._pools[block.small], (block.size, block.addr))
         self._blocks[block.addr] = block
@@ -142,12 +160,13 @@ class CachingAllocator:
             "peakAllocated": self.peak_allocated,
             "peakReserved": self.peak_reserved,
             "segments": self.segments,
+            "releases": self.releases,
         }
 
 
-def replay(events) -> CachingAllocator:
+def replay(events, capacity: int | None = None) -> CachingAllocator:
     """Replay ``(op, key, nbytes)`` events (``op`` ``"a"`` allocates, ``"f"`` frees) in order."""
-    model = CachingAllocator()
+    model = CachingAllocator(capacity=capacity)
     for op, key, nbytes in events:
         if op == "a":
             model.malloc(key, nbytes)
