@@ -83,3 +83,36 @@ def test_simulated_step_counts_model_states_exactly():
     assert params * 4 < b["optimizer"] <= params * 4 + 4 * 32
     assert result.allocator["peakReserved"] >= result.allocator["peakAllocated"] >= result.peak_bytes
     json.dumps(result.to_json())
+
+
+def test_verify_says_why_it_cannot_simulate_a_run():
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupyter_quota.cli",
+            "estimate",
+            "--json",
+            "--verify",
+            "--gpus",
+            "2",
+            "--",
+            "--model",
+            "Qwen/Qwen2.5-7B-Instruct",
+            "--deepspeed",
+            "zero2",
+            "--quant_bits",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    body = json.loads(out.stdout)
+    reason = body["verification"]["unsupported"]
+    assert "2 GPUs" in reason and "--deepspeed zero2" in reason and "quantized" in reason
+    assert body["peakBytesPerGpu"] > 0  # the estimate itself is unchanged
