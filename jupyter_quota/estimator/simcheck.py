@@ -51,6 +51,15 @@ TEXT_TYPES = {
     "qwen3_5_text": "qwen3_next",
     "qwen3_5_moe_text": "qwen3_next",
     "mistral3": "mistral",
+    "qwen2_vl": "qwen2",
+    "qwen2_5_vl": "qwen2",
+    "qwen3_vl": "qwen3",
+    "qwen3_vl_moe": "qwen3_moe",
+    "glm4v": "glm4",
+    "glm4v_moe": "glm4_moe",
+    "deepseek_vl_v2": "deepseek_v2",
+    "qwen2_5_omni": "qwen2",
+    "qwen3_omni_moe": "qwen3_moe",
 }
 
 

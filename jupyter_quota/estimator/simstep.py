@@ -233,7 +233,7 @@ def simulate(facts: dict, regime: Regime, *, steps: int = 2, capacity: int | Non
     try:
         config = AutoConfig.for_model(model_type, **facts)
     except (ValueError, KeyError) as exc:
-        raise UnsupportedStep(f"transformers has no config class for model_type {model_type!r}: {exc}") from exc
+        raise UnsupportedStep(f"transformers has no config class for model_type {model_type!r}") from exc
     config.use_cache = False
     tracker = _tracker_class()()
     fake = FakeTensorMode(allow_non_fake_inputs=True)
@@ -244,7 +244,7 @@ def simulate(facts: dict, regime: Regime, *, steps: int = 2, capacity: int | Non
             try:
                 model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=regime.attn)
             except ValueError as exc:
-                raise UnsupportedStep(f"no causal-LM class for {model_type!r}: {exc}") from exc
+                raise UnsupportedStep(f"transformers has no causal-LM class for {model_type!r}") from exc
             for t in list(model.parameters()) + list(model.buffers()):
                 tracker.track(t)
             if regime.tuner == "lora":
