@@ -65,7 +65,7 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def regenerate_catalog(cache: dict, only: str | None) -> None:
+def regenerate_catalog(cache: dict, only: str | None, skip: tuple = ()) -> None:
     from jupyter_quota.estimator.simstep import UnsupportedStep, simulate, versions
 
     cache["versions"] = versions()
@@ -80,7 +80,7 @@ def regenerate_catalog(cache: dict, only: str | None) -> None:
         for i, entry in enumerate(entries):
             name = entry["names"][0]
             facts = reduced(text_facts(entry["config"]))
-            if (name, regime.key) in done:
+            if (name, regime.key) in done or facts.get("model_type") in skip:
                 continue
             fingerprint = json.dumps(facts, sort_keys=True)
             if seen.get(fingerprint, name) != name:
@@ -222,7 +222,7 @@ def catalog_table(cache: dict) -> list[dict]:
             f"(act {b['activations'] / GIB:.2f} tmp {b['temporaries'] / GIB:.2f}) analytic {r['analytic'] / GIB:6.2f} "
             f"(act {a['activations'] / GIB:.2f} logits {a['logits'] / GIB:.2f})"
         )
-    print(f"   not simulated ({len(skipped)} architectures):")
+    print(f"   not simulated in at least one regime ({len(skipped)} architectures; the last reason):")
     for model, why in sorted(skipped.items()):
         print(f"     {model}: {why[:110]}")
     return rows
@@ -302,6 +302,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--fresh", action="store_true", help="with --regenerate: drop the cached cases first")
     parser.add_argument("--only", help="with --regenerate: only models whose name contains this")
+    parser.add_argument(
+        "--skip", default="", help="with --regenerate: model_types to leave for later (comma-separated; slow ones)"
+    )
     args = parser.parse_args(argv)
     cache = load_cache(Path(os.environ.get("SIMSTEP_CACHE", CACHE)))
     if args.regenerate:
@@ -310,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.regenerate in ("calibration", "all"):
             regenerate_calibration(cache, args.only)
         if args.regenerate in ("catalog", "all"):
-            regenerate_catalog(cache, args.only)
+            regenerate_catalog(cache, args.only, tuple(filter(None, args.skip.split(","))))
     catalog_table(cache)
     rows = calibration_table(cache)
     if args.regenerate in ("calibration", "all"):
