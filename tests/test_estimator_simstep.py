@@ -123,3 +123,41 @@ def test_verify_says_why_it_cannot_simulate_a_run():
     reason = body["verification"]["unsupported"]
     assert "2 GPUs" in reason and "--deepspeed zero2" in reason and "quantized" in reason
     assert body["peakBytesPerGpu"] > 0  # the estimate itself is unchanged
+
+
+def test_verify_runs_the_simulated_step_of_a_local_model(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("peft")
+    import subprocess
+    import sys
+
+    folder = tmp_path / "tiny"
+    folder.mkdir()
+    facts = {
+        "model_type": "llama",
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 512,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "max_position_embeddings": 2048,
+    }
+    (folder / "config.json").write_text(json.dumps(facts))
+    argv = ["--model", str(folder), "--tuner_type", "lora", "--max_length", "128"]
+    out = subprocess.run(
+        [sys.executable, "-m", "jupyter_quota.cli", "estimate", "--json", "--verify", "--", *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    )
+    v = json.loads(out.stdout)["verification"]
+    assert "unsupported" not in v, v
+    assert v["regime"].startswith("lora/r8/ckpt/sdpa/b1/t128")
+    assert v["extrapolatedFrom"] == [2, 3]  # 4 layers from 2 and 3
+    assert sum(v["breakdown"].values()) == v["liveBytes"]
+    assert v["reservedBytes"] >= v["allocatedBytes"] >= v["liveBytes"] > 0
+    assert v["peakBytesPerGpu"] == v["reservedBytes"] + v["workspaceBytes"]
