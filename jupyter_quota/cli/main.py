@@ -120,6 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
     estimate.add_argument("--gpus", default="1", metavar="N", help="GPUs the job runs on (default 1)")
     _model_size_option(estimate)
     estimate.add_argument("--json", action="store_true", help="print the estimate as JSON (bytes)")
+    estimate.add_argument(
+        "--verify",
+        action="store_true",
+        help="after the estimate, run one simulated training step of the real model code on fake tensors "
+        "(no GPU; needs torch, transformers and peft; about a minute per ten layers) and print its peak "
+        "(JSON: a 'verification' key); docs/estimator.md §14",
+    )
     estimate.set_defaults(func=_estimate, command="estimate", swift_args=None)
 
     plan = sub.add_parser(
@@ -259,11 +266,53 @@ def _estimate(args) -> int:
     model_size = parse_model_size(args.model_size, "--model_size")
     sft = parse_sft_args(args.swift_args)
     result = estimate(sft, gpus=gpus, model_size=model_size).to_json()
+    if not args.verify:
+        if args.json:
+            print(json.dumps(result, indent=1))
+        else:
+            print(estimate_text(result, sft.notes))
+        return 0
+    if not args.json:
+        print(estimate_text(result, sft.notes), flush=True)
+    result["verification"] = _verification(sft, gpus)
     if args.json:
         print(json.dumps(result, indent=1))
     else:
-        print(estimate_text(result, sft.notes))
+        print(_verification_text(result["verification"], result["peakBytesPerGpu"]))
     return 0
+
+
+def _verification(sft, gpus: int) -> dict:
+    """The simulated step's answer, or why there is none (``{"unsupported": reason}``)."""
+    from .estimator.simstep import UnsupportedStep
+    from .estimator.verify import verify
+
+    print("verifying: one simulated training step on fake tensors (no GPU) ...", file=sys.stderr, flush=True)
+    try:
+        return verify(sft, gpus)
+    except UnsupportedStep as exc:
+        return {"unsupported": str(exc)}
+    except ImportError as exc:
+        return {"unsupported": f"the simulated step needs torch, transformers and peft ({exc})"}
+
+
+def _verification_text(v: dict, estimated: int) -> str:
+    if "unsupported" in v:
+        return f"Verification: none ({v['unsupported']})"
+    gib = 1024**3
+    b = v["breakdown"]
+    return "\n".join(
+        [
+            f"Verification (simulated step, {v['regime']}, {v['seconds']:.0f} s): "
+            f"{v['peakBytesPerGpu'] / gib:.2f} GiB per GPU "
+            f"({v['peakBytesPerGpu'] / estimated - 1:+.0%} of the estimate)",
+            f"  live tensors at the peak ({v['peakPhase']}): {v['liveBytes'] / gib:.2f} GiB = "
+            + ", ".join(f"{k} {b[k] / gib:.2f}" for k in b),
+            f"  caching allocator: allocated {v['allocatedBytes'] / gib:.2f} GiB, "
+            f"reserved {v['reservedBytes'] / gib:.2f} GiB; "
+            f"+ workspaces no tensor shows {v['workspaceBytes'] / gib:.2f} GiB (calibrated)",
+        ]
+    )
 
 
 def _plan(args) -> int:
