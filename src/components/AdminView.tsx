@@ -1,23 +1,20 @@
 /**
- * The admin view, a left-area panel of its own that only quota admins get:
- * every team's balance (an admin's `GET namespaces` lists every team), the
- * stalled jobs of every team, and the profile form.
- * every team's balance (an admin's `GET namespaces` lists every team), their
- * usage, top holders and stalled jobs, the monthly chargeback, and the
- * profile form.
+ * The admin view's content (the panel is `AdminPanel.tsx`): every team's
+ * balance (an admin's `GET namespaces` lists every team) with the temporary
+ * increases it includes, their usage, top holders and stalled jobs, the
+ * monthly chargeback, the estimator's accuracy, the profile form, the
+ * increase requests to decide, and the audit log.
  */
 
-import { ReactWidget } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { quotaAdminIcon } from '../icons';
 import { stalledLine } from '../jobs';
 import { QuotaModel } from '../model';
 import { ProfileEditor } from '../profileeditor';
+import { IEstimatorErrors } from '../tokens';
 import { IChargebackClient, IUsageClient } from '../usage';
 import { AdminUsage } from './AdminUsage';
 import { ChargebackView } from './ChargebackView';
-import { IEstimatorErrors } from '../tokens';
 import { EstimatorErrors } from './EstimatorErrors';
 import { useModel, useNow } from './hooks';
 import {
@@ -25,11 +22,12 @@ import {
   IIncreaseAdminClient,
   IncreaseRequests
 } from './IncreaseAdmin';
+import { useIncreases } from './Increases';
 import { PanelHeader } from './PanelHeader';
 import { ProfileForm } from './ProfileForm';
 import { TeamBalances } from './TeamBalances';
 
-export interface IAdminPanelOptions {
+export interface IAdminViewProps {
   model: QuotaModel;
   editor: ProfileEditor;
   /** Usage, chargeback, increase requests to decide, and the audit log. */
@@ -38,31 +36,13 @@ export interface IAdminPanelOptions {
   estimatorErrors: () => Promise<IEstimatorErrors>;
 }
 
-/** The id of the admin panel (and of its tab in the left side bar). */
-export const ADMIN_PANEL_ID = 'jupyter-quota-admin';
-
-export class QuotaAdminPanel extends ReactWidget {
-  constructor(readonly options: IAdminPanelOptions) {
-    super();
-    this.id = ADMIN_PANEL_ID;
-    this.addClass('jp-QuotaSidebar');
-    this.addClass('jp-QuotaAdmin');
-    this.title.icon = quotaAdminIcon;
-    this.title.caption = 'Quota admin: every team’s balance and profile';
-    this.node.setAttribute('role', 'region');
-    this.node.setAttribute('aria-label', 'Quota admin');
-  }
-
-  render(): JSX.Element {
-    return <AdminContent {...this.options} />;
-  }
-}
-
-function AdminContent(props: IAdminPanelOptions): JSX.Element {
+export function AdminView(props: IAdminViewProps): JSX.Element {
   const { model, editor, client } = props;
   const generation = useModel(model);
   const now = useNow();
   const error = model.error;
+  // Read once: the requests to decide, and the increases the balances include.
+  const increases = useIncreases(client, model);
   return (
     <div className="jp-QuotaSidebar-content">
       <PanelHeader
@@ -81,7 +61,11 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
             Could not refresh the balances: {error.message}
           </p>
         )}
-        <TeamBalances namespaces={model.namespaces} now={now} />
+        <TeamBalances
+          namespaces={model.namespaces}
+          now={now}
+          increases={increases.items}
+        />
       </section>
       <StalledJobs model={model} />
       <AdminUsage model={model} client={props.client} />
@@ -98,14 +82,14 @@ function AdminContent(props: IAdminPanelOptions): JSX.Element {
         aria-labelledby="jp-QuotaAdmin-profileTitle"
       >
         <h2 id="jp-QuotaAdmin-profileTitle">Team profile</h2>
-        <ProfileForm editor={editor} />
+        <ProfileForm editor={editor} increases={increases.items} now={now} />
       </section>
       <section
         className="jp-QuotaSidebar-section"
         aria-labelledby="jp-QuotaAdmin-increaseTitle"
       >
         <h2 id="jp-QuotaAdmin-increaseTitle">Increase requests</h2>
-        <IncreaseRequests model={model} client={client} />
+        <IncreaseRequests model={model} client={client} increases={increases} />
       </section>
       <section
         className="jp-QuotaSidebar-section"
