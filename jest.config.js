@@ -9,6 +9,8 @@ module.exports = {
   roots: ['<rootDir>/src'],
   testMatch: ['**/__tests__/**/*.spec.ts?(x)'],
   setupFilesAfterEnv: ['@testing-library/jest-dom'],
+  // A first render on a loaded 2-core CI machine can pass jest's 5 s default.
+  testTimeout: 30000,
   transform: {
     '^.+\\.tsx?$': ['ts-jest', { tsconfig: 'tsconfig.test.json' }]
   }

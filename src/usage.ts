@@ -285,7 +285,7 @@ export function axisTicks(
   for (let i = 0; i <= Math.ceil(top / step - 1e-9); i++) {
     ticks.push(Number((i * step).toFixed(decimals)));
   }
-  return { ticks, label: value => value.toFixed(decimals) };
+  return { ticks, label: value => String(Number(value.toFixed(decimals))) };
 }
 
 /** "You: 3.5 of 10 GPU-hours (35%)", or that nothing was used. */

@@ -97,7 +97,7 @@ namespace Private {
    * `jupyter-quota:first-balance`), to measure the time from page load.
    */
   export function markFirstBalance(): void {
-    if (marked || typeof performance === 'undefined') {
+    if (marked || typeof performance?.mark !== 'function') {
       return;
     }
     marked = true;
