@@ -4,28 +4,13 @@ import {
   increaseNote,
   localTime
 } from '../increases';
-import { IIncrease } from '../tokens';
-
-function increase(fields: Partial<IIncrease>): IIncrease {
-  return {
-    name: 'inc-1',
-    namespace: 'team-alpha',
-    team: 'alpha',
-    user: 'ann',
-    phase: 'Approved',
-    resources: { 'requests.nvidia.com/gpu': '2' },
-    hours: 8,
-    reason: '',
-    createdAt: '2026-12-01T10:00:00Z',
-    decidedAt: null,
-    decidedBy: null,
-    comment: null,
-    expiresAt: '2026-12-01T18:00:00Z',
-    ...fields
-  };
-}
+import { increase as asked } from './components/fixtures';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');
+
+/** An approved increase (the fixtures' default is Pending). */
+const increase: typeof asked = fields =>
+  asked({ phase: 'Approved', expiresAt: '2026-12-01T18:00:00Z', ...fields });
 
 describe('increaseAmounts', () => {
   it('says each resource in words, GPUs first, and keeps its key', () => {

@@ -13,6 +13,7 @@ import {
   swiftArgs
 } from '../jobs';
 import { IIdentity, IJob, IPlanChange } from '../tokens';
+import { MEMORY as memory } from './components/fixtures';
 
 function job(overrides: Partial<IJob>): IJob {
   return {
@@ -340,12 +341,6 @@ describe('phaseLabel', () => {
 
 describe('memoryLine of a CPU-only job', () => {
   it('is empty: a job without GPUs has no per-GPU memory', () => {
-    const memory = {
-      estimatedGib: 3.1,
-      rangeGib: [2.8, 3.5],
-      measuredGib: null,
-      outOfMemory: false
-    } as IJob['memory'];
     expect(memoryLine(job({ gpus: 0, memory }))).toBe('');
     expect(memoryLine(job({ gpus: 1, memory }))).toBe(
       'estimated 3.1 GiB (2.8–3.5) per GPU'

@@ -10,13 +10,8 @@ import { localTime } from '../increases';
 import { QuotaModel } from '../model';
 import { IAuditLog, IIncrease } from '../tokens';
 import { useLoad } from './hooks';
-import {
-  IIncreaseClient,
-  IIncreases,
-  IncreaseList,
-  Outcome
-} from './Increases';
-import { TaskError, useTask } from './task';
+import { IIncreaseClient, IIncreases, IncreaseList } from './Increases';
+import { Outcome, TaskError, useTask } from './task';
 
 export interface IIncreaseAdminClient extends IIncreaseClient {
   decideIncrease(

@@ -16,7 +16,7 @@ import {
   INamespaceSummary
 } from '../tokens';
 import { useLoad } from './hooks';
-import { TaskError, useTask } from './task';
+import { Outcome, TaskError, useTask } from './task';
 
 export interface IIncreaseClient {
   requestIncrease(
@@ -235,25 +235,4 @@ function decidedText(item: IIncrease): string {
   return item.phase === 'Expired'
     ? ` (approved by ${item.decidedBy})`
     : ` by ${item.decidedBy}`;
-}
-
-/** What the last action did (a status line) or why it failed (an alert). */
-export function Outcome(props: {
-  status: string;
-  failure: string;
-}): JSX.Element {
-  return (
-    <>
-      {props.status && (
-        <p className="jp-QuotaIncrease-status" role="status">
-          {props.status}
-        </p>
-      )}
-      {props.failure && (
-        <p className="jp-QuotaSidebar-error" role="alert">
-          {props.failure}
-        </p>
-      )}
-    </>
-  );
 }

@@ -45,39 +45,18 @@ export function whyDisabled(props: {
 export function PlannerActions(props: IPlannerActionsProps): JSX.Element {
   const why = whyDisabled(props);
   const shown = why.plan || why.launch;
-  const describedBy = (reason: string) => (reason ? WHY_ID : undefined);
   return (
     <>
       <div className="jp-QuotaPlanner-actions">
-        <button
-          type="submit"
-          className="jp-mod-styled jp-mod-accept jp-QuotaButton"
-          disabled={!!why.plan}
-          title={why.plan || undefined}
-          aria-describedby={describedBy(why.plan)}
-        >
+        <Action why={why.plan} submit accept>
           Estimate and plan
-        </button>
-        <button
-          type="button"
-          className="jp-mod-styled jp-QuotaButton"
-          disabled={!props.hasModel}
-          title={props.hasModel ? undefined : why.plan}
-          aria-describedby={describedBy(props.hasModel ? '' : why.plan)}
-          onClick={props.onCopy}
-        >
+        </Action>
+        <Action why={props.hasModel ? '' : why.plan} onClick={props.onCopy}>
           Copy %swift_sft
-        </button>
-        <button
-          type="button"
-          className="jp-mod-styled jp-QuotaButton"
-          disabled={!!why.launch}
-          title={why.launch || undefined}
-          aria-describedby={describedBy(why.launch)}
-          onClick={props.onLaunch}
-        >
+        </Action>
+        <Action why={why.launch} onClick={props.onLaunch}>
           {props.recommended ? 'Launch recommended plan' : 'Launch as written'}
-        </button>
+        </Action>
       </div>
       {shown && (
         <p id={WHY_ID} className="jp-QuotaPlanner-why">
@@ -85,5 +64,27 @@ export function PlannerActions(props: IPlannerActionsProps): JSX.Element {
         </p>
       )}
     </>
+  );
+}
+
+/** A button, disabled while `why` says why (on hover and to assistive technology). */
+function Action(props: {
+  why: string;
+  submit?: boolean;
+  accept?: boolean;
+  onClick?: () => void;
+  children: React.ReactNode;
+}): JSX.Element {
+  return (
+    <button
+      type={props.submit ? 'submit' : 'button'}
+      className={`jp-mod-styled${props.accept ? ' jp-mod-accept' : ''} jp-QuotaButton`}
+      disabled={!!props.why}
+      title={props.why || undefined}
+      aria-describedby={props.why ? WHY_ID : undefined}
+      onClick={props.onClick}
+    >
+      {props.children}
+    </button>
   );
 }

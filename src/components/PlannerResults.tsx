@@ -9,6 +9,7 @@ import { IEstimate, IPlanResult } from '../tokens';
 import { EstimateBar } from './EstimateBar';
 import { Answer } from './plannerClient';
 import { PlanView } from './PlanView';
+import { Outcome } from './task';
 
 export interface IPlannerResultsProps {
   /** The launch's outcome ('' before one), or why it failed. */
@@ -24,16 +25,12 @@ export function PlannerResults(props: IPlannerResultsProps): JSX.Element {
   const { estimate, plan } = props;
   return (
     <>
-      {props.launched && (
-        <p className="jp-QuotaPlanner-launched" role="status">
-          {props.launched}
-        </p>
-      )}
-      {props.launchError && (
-        <p className="jp-QuotaPlanner-refusal" role="alert">
-          {props.launchError}
-        </p>
-      )}
+      <Outcome
+        status={props.launched}
+        failure={props.launchError}
+        statusClassName="jp-QuotaPlanner-launched"
+        failureClassName="jp-QuotaPlanner-refusal"
+      />
       {estimate && (
         <div className="jp-QuotaPlanner-estimate" aria-live="polite">
           <h4>Estimate for these arguments</h4>

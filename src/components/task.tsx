@@ -111,3 +111,32 @@ export function TaskError(props: ITaskErrorProps): JSX.Element | null {
     </div>
   );
 }
+
+/** What the last action did (a status line) or why it failed (an alert). */
+export function Outcome(props: {
+  status: string;
+  failure: string;
+  statusClassName?: string;
+  failureClassName?: string;
+}): JSX.Element {
+  return (
+    <>
+      {props.status && (
+        <p
+          className={props.statusClassName ?? 'jp-QuotaIncrease-status'}
+          role="status"
+        >
+          {props.status}
+        </p>
+      )}
+      {props.failure && (
+        <p
+          className={props.failureClassName ?? 'jp-QuotaSidebar-error'}
+          role="alert"
+        >
+          {props.failure}
+        </p>
+      )}
+    </>
+  );
+}

@@ -16,6 +16,7 @@ import {
   FakeServer,
   job,
   loadedModel,
+  MEMORY as memory,
   NOW
 } from './fixtures';
 
@@ -88,12 +89,6 @@ describe('JobsView', () => {
   });
 
   it('gives a CPU-only job no per-GPU estimate', async () => {
-    const memory = {
-      estimatedGib: 3.1,
-      rangeGib: [2.8, 3.5],
-      measuredGib: null,
-      outOfMemory: false
-    } as IJob['memory'];
     await setUp([
       job({ name: 'cpu', gpus: 0, memory }),
       job({ name: 'gpu', gpus: 1, memory })

@@ -52,6 +52,14 @@ export function job(fields: Partial<IJob> = {}): IJob {
   };
 }
 
+/** A job's estimate (`memory`) of 3.1 GiB per GPU, nothing measured yet. */
+export const MEMORY: IJob['memory'] = {
+  estimatedGib: 3.1,
+  rangeGib: [2.8, 3.5],
+  measuredGib: null,
+  outOfMemory: false
+} as IJob['memory'];
+
 export function increase(fields: Partial<IIncrease> = {}): IIncrease {
   return {
     name: 'inc-1',
