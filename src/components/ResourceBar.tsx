@@ -43,13 +43,15 @@ export function ResourceBar(props: IResourceBarProps): JSX.Element {
         <span className="jp-QuotaBar-label">
           {line.label}
           {line.side && (
-            <span
-              className="jp-QuotaBar-side"
-              title={`${line.key}: ${GLOSSARY[line.side].title}`}
-            >
+            <>
               {' '}
-              {GLOSSARY[line.side].word}
-            </span>
+              <span
+                className="jp-QuotaBar-side"
+                title={`${line.key}: ${GLOSSARY[line.side].title}`}
+              >
+                {GLOSSARY[line.side].word}
+              </span>
+            </>
           )}
         </span>
         <span className="jp-QuotaBar-text">{line.text}</span>

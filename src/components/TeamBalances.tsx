@@ -113,13 +113,15 @@ function TeamBalance(props: {
                 <th scope="row">
                   {line.label}
                   {line.side && (
-                    <span
-                      className="jp-QuotaBar-side"
-                      title={GLOSSARY[line.side].title}
-                    >
+                    <>
                       {' '}
-                      {GLOSSARY[line.side].word}
-                    </span>
+                      <span
+                        className="jp-QuotaBar-side"
+                        title={GLOSSARY[line.side].title}
+                      >
+                        {GLOSSARY[line.side].word}
+                      </span>
+                    </>
                   )}
                   {note && <div className="jp-QuotaBar-increase">{note}</div>}
                 </th>
