@@ -115,7 +115,10 @@ def check_chart_against_api(page, chart, user: str, step: int) -> int:
 
 def assert_distinct_value_ticks(chart):
     """The hours axis reads a different number at every tick (`<0.01` four times, before)."""
-    ticks = chart.locator(".recharts-yAxis .recharts-cartesian-axis-tick-value").all_text_contents()
+    # Recharts 3 draws the labels in a layer of their own, apart from the axis line.
+    tick = chart.locator(".recharts-yAxis-tick-labels .recharts-cartesian-axis-tick-value")
+    tick.first.wait_for()
+    ticks = tick.all_text_contents()
     assert len(ticks) >= 3 and len(set(ticks)) == len(ticks), ticks
 
 
