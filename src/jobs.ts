@@ -16,6 +16,10 @@ export function explainJob(job: IJob): string {
   if (job.phase === 'Succeeded' || (job.phase === 'Running' && !reason)) {
     return '';
   }
+  if (reason === 'Cancelled' && message) {
+    // `cancelled by ann`: the phase badge already says Cancelled.
+    return message.charAt(0).toUpperCase() + message.slice(1);
+  }
   const plain = REASONS[reason];
   if (plain) {
     return message ? `${plain}: ${message}` : plain;
@@ -39,11 +43,13 @@ export function explainJob(job: IJob): string {
 
 /**
  * A job's estimate and measured peak in words: `estimated 14.2 GiB
- * (12.9–16.1) per GPU, measured 15 GiB`; empty for a job without `memory`.
+ * (12.9–16.1) per GPU, measured 15 GiB`; empty for a job without `memory`
+ * and for a job that asks for no GPU.
  */
 export function memoryLine(job: IJob): string {
   const memory = job.memory;
-  if (!memory) {
+  // A CPU-only job holds no GPU memory: a per-GPU figure would mislead.
+  if (!memory || job.gpus === 0) {
     return '';
   }
   let text = `estimated ${memory.estimatedGib} GiB`;
@@ -55,6 +61,18 @@ export function memoryLine(job: IJob): string {
     text += `, measured ${memory.measuredGib} GiB`;
   }
   return memory.outOfMemory ? `${text}, out of memory` : text;
+}
+
+/**
+ * A job's phase as the views show it: a Failed job its user cancelled says
+ * `Cancelled`, in a neutral colour (`level` names the CSS modifier); other
+ * phases are shown as they are.
+ */
+export function phaseLabel(job: IJob): { text: string; level: string } {
+  if (job.phase === 'Failed' && job.reason === 'Cancelled') {
+    return { text: 'Cancelled', level: 'cancelled' };
+  }
+  return { text: job.phase, level: job.phase.toLowerCase() };
 }
 
 /**

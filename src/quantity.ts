@@ -26,6 +26,27 @@ export interface IResourceInfo {
 }
 
 /**
+ * Kubernetes' quota words in plain words: what the views show, with the
+ * Kubernetes word and its meaning one hover away (`title`).
+ */
+export const GLOSSARY = {
+  hard: {
+    word: 'allowed',
+    title:
+      'hard: the most the team may hold at once (its ResourceQuota’s spec.hard)'
+  },
+  requests: {
+    word: 'reserved',
+    title: 'requests: what jobs reserve when they start; the quota counts these'
+  },
+  limits: {
+    word: 'ceiling',
+    title:
+      'limits: the most a job may use before it is throttled (CPU) or stopped (memory)'
+  }
+} as const;
+
+/**
  * One balance line, ready to draw.
  */
 export interface IBalanceLine extends IResourceInfo {

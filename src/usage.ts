@@ -265,6 +265,29 @@ export function formatHours(hours: number): string {
   return String(Number(hours.toFixed(digits)));
 }
 
+/**
+ * A value axis from 0 to at least `max`: round ticks (1, 2 or 5 times a power
+ * of ten) and labels with just the decimals that keep each one distinct (a
+ * small range's ticks 0, 0.005, 0.01 read `0.005`, never `<0.01` twice).
+ */
+export function axisTicks(
+  max: number,
+  count = 5
+): { ticks: number[]; label: (value: number) => string } {
+  const top = max > 0 ? max : 1;
+  const raw = top / (count - 1);
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step =
+    [1, 2, 5, 10].map(m => m * power).find(s => s >= raw * (1 - 1e-9)) ??
+    10 * power;
+  const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));
+  const ticks: number[] = [];
+  for (let i = 0; i <= Math.ceil(top / step - 1e-9); i++) {
+    ticks.push(Number((i * step).toFixed(decimals)));
+  }
+  return { ticks, label: value => String(Number(value.toFixed(decimals))) };
+}
+
 /** "You: 3.5 of 10 GPU-hours (35%)", or that nothing was used. */
 export function shareText(share: IUsageShare, unit: string): string {
   if (share.fraction === null) {

@@ -351,6 +351,68 @@ def test_cancel_button_cancels():
     assert client.cancelled and job.phase == "Failed" and "Cancelled" in job.widget.header.value
 
 
+def test_job_widget_hides_cancel_once_the_job_ended():
+    client = _LogClient(phase="Running")
+    job = Job(client, "team-alpha", "tiny")
+    job.refresh()
+    assert job.widget.cancel_button.layout.display != "none"
+    client.phase = "Succeeded"
+    job.refresh()
+    assert job.widget.cancel_button.layout.display == "none"
+
+
+def test_job_widget_shows_a_users_cancel_as_cancelled_not_a_red_failed():
+    client = _LogClient(phase="Running")
+    job = Job(client, "team-alpha", "tiny")
+    job.refresh()
+    job.widget.cancel_button.click()
+    client.job = lambda namespace, name: {
+        **_LogClient.job(client, namespace, name),
+        "phase": "Failed",
+        "reason": "Cancelled",
+        "message": "cancelled by ann",
+    }
+    job.refresh()
+    header = job.widget.header.value
+    assert ">Cancelled</span>" in header and "#d9534f" not in header
+    assert job.widget.progress.bar_style != "danger"
+
+
+def test_job_widget_gives_a_cpu_only_job_no_per_gpu_estimate():
+    client = _LogClient(phase="Running")
+    memory = {"estimatedGib": 3.1, "rangeGib": [2.8, 3.5], "measuredGib": None, "outOfMemory": False}
+    client.job = lambda namespace, name: {**_LogClient.job(client, namespace, name), "gpus": 0, "memory": memory}
+    job = Job(client, "team-alpha", "tiny")
+    job.refresh()
+    assert "per GPU" not in job.widget.stats.value
+    client.job = lambda namespace, name: {**_LogClient.job(client, namespace, name), "gpus": 1, "memory": memory}
+    job.refresh()
+    assert "estimated 3.1 GiB (2.8-3.5) per GPU" in job.widget.stats.value
+
+
+@pytest.mark.parametrize(
+    "losses",
+    [[5.912, 5.914, 5.913, 5.9135], [6.015, 6.009, 6.085], [6.0], [2.31, 0.42, 1.7], [0.0012, 0.0019], [120.0, 340.0]],
+)
+def test_loss_axis_ticks_read_distinct_and_cover_the_losses(losses):
+    from jupyter_quota.magics.lossplot import loss_ticks
+
+    ticks, tick_format = loss_ticks(losses)
+    labels = [format(t, tick_format) for t in ticks]  # d3's "fixed" format reads as Python's
+    assert len(set(labels)) == len(labels) >= 3, labels
+    assert ticks[0] <= min(losses) and ticks[-1] >= max(losses)
+    assert ticks == sorted(ticks)
+
+
+def test_loss_plot_sets_its_own_loss_ticks():
+    client = _LogClient(phase="Running")
+    job = Job(client, "team-alpha", "tiny")
+    job.refresh()
+    plot = job.widget.loss_plot
+    labels = [format(t, plot.y_axis.tick_format) for t in plot.y_axis.tick_values]
+    assert len(set(labels)) == len(labels) and plot.y_scale.min <= min(plot.y) <= max(plot.y) <= plot.y_scale.max
+
+
 def test_loss_plot_takes_new_steps_in_place_throttled():
     client = _LogClient(phase="Running", log=REAL_TAIL.split("\rTrain:  67%")[0])  # steps 1 and 2
     job = Job(client, "team-alpha", "tiny")

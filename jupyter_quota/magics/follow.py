@@ -19,7 +19,7 @@ import html
 import threading
 import time
 
-from ..reasons import OUT_OF_MEMORY
+from ..reasons import CANCELLED, OUT_OF_MEMORY
 from ..swiftlog import TrainProgress
 from .client import QuotaClientError
 from .lossplot import LossPlot, loss_text
@@ -250,9 +250,9 @@ class JobWidget:
 
     def update(self) -> None:
         job, p = self.job, self.job.progress
-        phase = job.phase
-        color = {"Succeeded": "#5cb85c", "Failed": "#d9534f", "Running": "#337ab7"}.get(phase, "#777")
         reason = job.info.get("reason")
+        phase = phase_label(job.phase, reason)
+        color = {"Succeeded": "#5cb85c", "Failed": "#d9534f", "Running": "#337ab7"}.get(phase, "#777")
         message = job.info.get("message") or (p.error if phase == "Failed" else None)
         detail = f" &middot; {_e(reason)}" if reason else ""
         detail += f"<br><small>{_e(message)}</small>" if message else ""
@@ -274,6 +274,8 @@ class JobWidget:
                 self.progress.value = self.progress.max
         elif phase == "Failed":
             self.progress.bar_style = "danger"
+        elif phase == "Cancelled":
+            self.progress.bar_style = ""
         stats = [f"step {p.step if p.step is not None else 0}/{p.max_steps or '?'}"]
         if p.loss is not None:
             stats.append(f"loss {p.loss:.4g}")
@@ -283,7 +285,7 @@ class JobWidget:
         if job.checkpoint:
             stats.append(f"checkpoint <code>{_e(job.checkpoint)}</code>")
         memory = job.info.get("memory")
-        if memory:
+        if memory and job.info.get("gpus") != 0:  # no per-GPU figure for a CPU-only job
             stats.append(_e(memory_text(memory)))
         self.stats.value = "&nbsp;" + " &middot; ".join(stats)
         self.loss_plot.update(p.steps, p.losses)
@@ -293,6 +295,8 @@ class JobWidget:
             "<pre style='max-height:16em;overflow:auto;font-size:85%;margin:0'>"
             f"{_e(screen_lines(job.log_tail, SHOWN_LOG_LINES))}</pre>"
         )
+        # An ended job has nothing to cancel: the button goes, not just greys out.
+        self.cancel_button.layout.display = "none" if job.done else ""
         self.cancel_button.disabled = job.done
         self.retry_button.layout.display = "" if job.out_of_memory and not self.retried.children else "none"
 
@@ -372,6 +376,12 @@ def _clock(seconds: float | None) -> str:
 
 def _e(value) -> str:
     return html.escape("" if value is None else str(value))
+
+
+def phase_label(phase: str, reason: str | None) -> str:
+    """The phase as the views show it: a Failed job its user cancelled says ``Cancelled``
+    (neutral, as the sidebar's ``phaseLabel`` in ``src/jobs.ts``)."""
+    return "Cancelled" if phase == "Failed" and reason == CANCELLED else phase
 
 
 def memory_text(memory: dict) -> str:

@@ -9,6 +9,7 @@ per ``min_interval`` seconds goes to the frontend (the last one is never dropped
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -38,7 +39,9 @@ class LossPlot:
             tooltip=bq.Tooltip(fields=["x", "y"], labels=["step", "loss"], formats=["d", ".4g"]),
         )
         self.x_axis = bq.Axis(scale=scales["x"], label="step", tick_format="d", num_ticks=6)
-        axes = [self.x_axis, bq.Axis(scale=scales["y"], label="loss", side="left", tick_format=".3~g")]
+        self.y_scale = scales["y"]
+        self.y_axis = bq.Axis(scale=scales["y"], label="loss", side="left", tick_format=".3~g")
+        axes = [self.x_axis, self.y_axis]
         self.figure = bq.Figure(
             marks=[self.line, self.points],
             axes=axes,
@@ -87,12 +90,43 @@ class LossPlot:
                 return
             self._shown, self._sent_at = (steps, losses), time.monotonic()
             # One message per widget and change, not one per trait: marks, ticks and title move together.
-            with self.figure.hold_sync(), self.x_axis.hold_sync(), self.line.hold_sync(), self.points.hold_sync():
+            ticks, tick_format = loss_ticks(losses)
+            with (
+                self.figure.hold_sync(),
+                self.x_axis.hold_sync(),
+                self.y_axis.hold_sync(),
+                self.y_scale.hold_sync(),
+                self.line.hold_sync(),
+                self.points.hold_sync(),
+            ):
                 self.line.x = self.points.x = list(steps)
                 self.line.y = self.points.y = list(losses)
                 self.figure.title = TITLE if steps else WAITING
                 # A few steps get a tick each; d3's own ticks would fall between them (1, 1.5, 2).
                 self.x_axis.tick_values = list(steps) if len(steps) <= FEW_STEPS else None
+                # Our own loss ticks: d3's, printed to 3 digits, repeat (5.91, 5.91) on a flat curve.
+                self.y_axis.tick_values = ticks or None
+                self.y_axis.tick_format = tick_format
+                self.y_scale.min, self.y_scale.max = (ticks[0], ticks[-1]) if ticks else (None, None)
+
+
+def loss_ticks(losses, count: int = 5) -> tuple[list[float], str]:
+    """Ticks for the loss axis, and their d3 format: round steps (1, 2 or 5 times a power of ten)
+    that cover the losses, printed with just the decimals that keep every label distinct.
+    No losses: no ticks (d3's own, ``.3~g``)."""
+    if not losses:
+        return [], ".3~g"
+    lo, hi = min(losses), max(losses)
+    if hi - lo < 1e-12:  # one value (or a flat line): a little room either side
+        pad = max(abs(lo) * 0.01, 1e-3)
+        lo, hi = lo - pad, hi + pad
+    raw = (hi - lo) / (count - 1)
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-9))
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
+    ticks = [round(i * step, decimals) for i in range(first, last + 1)]
+    return ticks, f".{decimals}f"
 
 
 def loss_text(steps: list[int], losses: list[float], count: int = 5) -> str:

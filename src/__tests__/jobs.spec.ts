@@ -8,10 +8,12 @@ import {
   magicLine,
   stalledLine,
   memoryLine,
+  phaseLabel,
   splitArgs,
   swiftArgs
 } from '../jobs';
 import { IIdentity, IJob, IPlanChange } from '../tokens';
+import { MEMORY as memory } from './components/fixtures';
 
 function job(overrides: Partial<IJob>): IJob {
   return {
@@ -304,6 +306,44 @@ describe('elasticLines', () => {
     );
     expect(explainJob(job({ phase: 'Pending', reason: 'Requeued' }))).toBe(
       'Preempted and requeued'
+    );
+  });
+});
+
+describe('phaseLabel', () => {
+  it('says Cancelled, neutral, for a job its user cancelled, and the phase otherwise', () => {
+    expect(phaseLabel(job({ phase: 'Failed', reason: 'Cancelled' }))).toEqual({
+      text: 'Cancelled',
+      level: 'cancelled'
+    });
+    expect(phaseLabel(job({ phase: 'Failed', reason: 'Error' }))).toEqual({
+      text: 'Failed',
+      level: 'failed'
+    });
+    expect(phaseLabel(job({ phase: 'Running' }))).toEqual({
+      text: 'Running',
+      level: 'running'
+    });
+  });
+
+  it("explains a cancel by who cancelled it, without repeating the badge's word", () => {
+    expect(
+      explainJob(
+        job({
+          phase: 'Failed',
+          reason: 'Cancelled',
+          message: 'cancelled by ana'
+        })
+      )
+    ).toBe('Cancelled by ana');
+  });
+});
+
+describe('memoryLine of a CPU-only job', () => {
+  it('is empty: a job without GPUs has no per-GPU memory', () => {
+    expect(memoryLine(job({ gpus: 0, memory }))).toBe('');
+    expect(memoryLine(job({ gpus: 1, memory }))).toBe(
+      'estimated 3.1 GiB (2.8–3.5) per GPU'
     );
   });
 });

@@ -233,10 +233,12 @@ describe('QuotaModel', () => {
       standby: 'never'
     });
     try {
-      await new Promise(resolve => setTimeout(resolve, 120));
-      expect(
-        client.calls.filter(c => c === 'namespaces').length
-      ).toBeGreaterThanOrEqual(3);
+      // Wait on the polls themselves, not a fixed sleep that a loaded machine outruns.
+      const polls = () => client.calls.filter(c => c === 'namespaces').length;
+      await new Promise<void>(resolve => {
+        polled.changed.connect(() => polls() >= 3 && resolve());
+      });
+      expect(polls()).toBeGreaterThanOrEqual(3);
       polled.refreshInterval = 60_000;
       expect(polled.refreshInterval).toBe(60_000);
     } finally {

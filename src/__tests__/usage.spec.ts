@@ -1,6 +1,7 @@
 import {
   chargebackCsvUrl,
   chargebackLines,
+  axisTicks,
   formatHours,
   chargebackPath,
   isMonth,
@@ -249,5 +250,25 @@ describe('formatHours', () => {
     expect(
       [0, 0.004, 0.25, 4.917, 17.16, 611.13, 20090.18].map(formatHours)
     ).toEqual(['0', '<0.01', '0.25', '4.92', '17.2', '611', '20090']);
+  });
+});
+
+describe('axisTicks', () => {
+  it.each([0.004, 0.02, 0.7, 5.91, 17, 611, 0])(
+    'gives %p distinct labels on round ticks from 0 past the top',
+    max => {
+      const { ticks, label } = axisTicks(max);
+      const labels = ticks.map(label);
+      expect(new Set(labels).size).toBe(labels.length);
+      expect(ticks[0]).toBe(0);
+      expect(ticks[ticks.length - 1]).toBeGreaterThanOrEqual(max);
+      expect(ticks.length).toBeGreaterThanOrEqual(3);
+      expect(ticks.length).toBeLessThanOrEqual(6);
+    }
+  );
+
+  it('labels a small range by its step, never "<0.01" twice', () => {
+    const { ticks, label } = axisTicks(0.02);
+    expect(ticks.map(label)).toEqual(['0', '0.005', '0.01', '0.015', '0.02']);
   });
 });

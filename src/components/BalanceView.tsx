@@ -1,18 +1,22 @@
 /**
  * One namespace's balance: its bars (GPU, CPU, memory, counts; requests and
- * limits apart), the quota keys Kubernetes does not enforce, and the age of
- * the data, marked stale when the backend could not refresh it.
+ * limits apart) with the temporary increases they include and until when,
+ * the quota keys Kubernetes does not enforce, and the age of the data,
+ * marked stale when the backend could not refresh it.
  */
 
 import * as React from 'react';
 
+import { activeIncreases, increaseNote } from '../increases';
 import { ageSeconds, balanceLines, formatAge } from '../quantity';
-import { INamespaceSummary } from '../tokens';
+import { IIncrease, INamespaceSummary } from '../tokens';
 import { ResourceBar } from './ResourceBar';
 
 export interface IBalanceViewProps {
   summary: INamespaceSummary;
   now: number;
+  /** The increase requests the sidebar read: the approved ones raise this balance. */
+  increases?: IIncrease[];
 }
 
 export function BalanceView(props: IBalanceViewProps): JSX.Element {
@@ -22,6 +26,7 @@ export function BalanceView(props: IBalanceViewProps): JSX.Element {
   const lines = balanceLines(balance.resources);
   const age = formatAge(ageSeconds(balance.observedAt, now));
   const warnings = balance.warnings ?? [];
+  const active = activeIncreases(props.increases ?? [], summary.name, now);
 
   React.useEffect(() => {
     Private.markFirstBalance();
@@ -64,6 +69,7 @@ export function BalanceView(props: IBalanceViewProps): JSX.Element {
             namespace={summary.name}
             line={line}
             raw={balance.resources[line.key]}
+            note={increaseNote(active, line.key, now)}
           />
         ))
       )}
@@ -91,7 +97,7 @@ namespace Private {
    * `jupyter-quota:first-balance`), to measure the time from page load.
    */
   export function markFirstBalance(): void {
-    if (marked || typeof performance === 'undefined') {
+    if (marked || typeof performance?.mark !== 'function') {
       return;
     }
     marked = true;

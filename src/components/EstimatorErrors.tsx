@@ -6,8 +6,9 @@
 
 import * as React from 'react';
 
-import { asModelError } from '../model';
 import { IEstimatorErrors } from '../tokens';
+import { useLoad } from './hooks';
+import { TaskError } from './task';
 
 export interface IEstimatorErrorsProps {
   /** Reads the table (the REST client's `estimatorErrors`). */
@@ -16,30 +17,15 @@ export interface IEstimatorErrorsProps {
   version: number;
 }
 
-type Row = IEstimatorErrors['rows'][number];
-
 export function EstimatorErrors(props: IEstimatorErrorsProps): JSX.Element {
-  const [rows, setRows] = React.useState<Row[] | null>(null);
-  const [error, setError] = React.useState('');
-  const load = React.useCallback(async () => {
-    setError('');
-    try {
-      setRows((await props.load()).rows);
-    } catch (e) {
-      setError(asModelError(e).message);
-    }
-  }, [props.load]);
-  React.useEffect(() => {
-    void load();
-  }, [load, props.version]);
-
+  const table = useLoad(props.load, [props.load, props.version]);
+  const rows = table.value?.rows ?? null;
   return (
     <>
-      {error && (
-        <p className="jp-QuotaSidebar-error" role="alert">
-          Could not read the estimator's errors: {error}
-        </p>
-      )}
+      <TaskError
+        error={table.error}
+        prefix="Could not read the estimator's errors: "
+      />
       {rows !== null && rows.length === 0 && (
         <p className="jp-QuotaSidebar-empty">
           No finished GPU job has logged its peak memory yet.
@@ -101,7 +87,8 @@ export function EstimatorErrors(props: IEstimatorErrorsProps): JSX.Element {
       <button
         type="button"
         className="jp-mod-styled jp-QuotaButton"
-        onClick={() => void load()}
+        disabled={table.loading}
+        onClick={table.retry}
       >
         Read again
       </button>

@@ -6,14 +6,12 @@
 
 import * as React from 'react';
 
+import { localTime } from '../increases';
 import { QuotaModel } from '../model';
-import { IAuditEntry, IAuditLog, IIncrease } from '../tokens';
-import {
-  IIncreaseClient,
-  IncreaseList,
-  Outcome,
-  useIncreases
-} from './Increases';
+import { IAuditLog, IIncrease } from '../tokens';
+import { useLoad } from './hooks';
+import { IIncreaseClient, IIncreases, IncreaseList } from './Increases';
+import { Outcome, TaskError, useTask } from './task';
 
 export interface IIncreaseAdminClient extends IIncreaseClient {
   decideIncrease(
@@ -28,38 +26,37 @@ export interface IIncreaseAdminClient extends IIncreaseClient {
 export function IncreaseRequests(props: {
   model: QuotaModel;
   client: IIncreaseAdminClient;
+  /** The admin view's `useIncreases`: the balances read the same list. */
+  increases: IIncreases;
 }): JSX.Element {
   const { model, client } = props;
-  const { items, error, reload } = useIncreases(client, model);
+  const { items, error, reload } = props.increases;
   const [comments, setComments] = React.useState<Record<string, string>>({});
-  const [failure, setFailure] = React.useState('');
   const [status, setStatus] = React.useState('');
-
-  const decide = async (item: IIncrease, approve: boolean) => {
-    setFailure('');
+  const deciding = useTask(async (item: IIncrease, approve: boolean) => {
+    const decided = await client.decideIncrease(
+      item.name,
+      approve,
+      comments[item.name] ?? ''
+    );
+    setStatus(`${decided.name} is ${decided.phase}.`);
+    reload();
+    void model.refresh(); // the raised (or unchanged) balances
+  });
+  const decide = (item: IIncrease, approve: boolean) => {
     setStatus('');
-    try {
-      const decided = await client.decideIncrease(
-        item.name,
-        approve,
-        comments[item.name] ?? ''
-      );
-      setStatus(`${decided.name} is ${decided.phase}.`);
-      reload();
-      void model.refresh(); // the raised (or unchanged) balances
-    } catch (e) {
-      setFailure((e as Error).message);
-    }
+    void deciding.run(item, approve);
   };
 
   const pending = items.filter(item => item.phase === 'Pending');
   const decided = items.filter(item => item.phase !== 'Pending');
   return (
     <>
-      <Outcome status={status} failure={failure} />
+      <Outcome status={status} failure={deciding.error} />
       <IncreaseList
         items={pending}
         error={error}
+        onRetry={reload}
         label="Pending requests"
         actions={item => (
           <div className="jp-QuotaIncrease-actions">
@@ -85,14 +82,16 @@ export function IncreaseRequests(props: {
             <button
               className="jp-mod-styled jp-mod-accept"
               aria-label={`Approve ${item.name}`}
-              onClick={() => void decide(item, true)}
+              disabled={deciding.busy}
+              onClick={() => decide(item, true)}
             >
               Approve
             </button>
             <button
               className="jp-mod-styled jp-mod-warn"
               aria-label={`Deny ${item.name}`}
-              onClick={() => void decide(item, false)}
+              disabled={deciding.busy}
+              onClick={() => decide(item, false)}
             >
               Deny
             </button>
@@ -110,19 +109,8 @@ export function AuditLog(props: {
   client: IIncreaseAdminClient;
 }): JSX.Element {
   const { model, client } = props;
-  const [entries, setEntries] = React.useState<IAuditEntry[]>([]);
-  const [error, setError] = React.useState('');
-  const generation = model.generation;
-  React.useEffect(() => {
-    let live = true;
-    client.audit().then(
-      log => live && setEntries(log.entries),
-      e => live && setError(String(e.message ?? e))
-    );
-    return () => {
-      live = false;
-    };
-  }, [client, generation]);
+  const log = useLoad(() => client.audit(), [client, model.generation]);
+  const entries = log.value?.entries ?? [];
   return (
     <>
       <a
@@ -132,11 +120,12 @@ export function AuditLog(props: {
       >
         Export CSV
       </a>
-      {error && (
-        <p className="jp-QuotaSidebar-error" role="alert">
-          Could not read the audit log: {error}
-        </p>
-      )}
+      <TaskError
+        error={log.error}
+        prefix="Could not read the audit log: "
+        onRetry={log.retry}
+        retryLabel="Read the audit log again"
+      />
       <table className="jp-QuotaAudit-table" aria-label="Audit log">
         <thead>
           <tr>
@@ -148,7 +137,9 @@ export function AuditLog(props: {
           {[...entries].reverse().map(entry => (
             <tr key={entry.id} data-action={entry.action}>
               <td>
-                {entry.at.replace('T', ' ')}
+                <time dateTime={entry.at} title={entry.at}>
+                  {localTime(entry.at)}
+                </time>
                 <br />
                 {entry.who}
               </td>

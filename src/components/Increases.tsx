@@ -7,8 +7,16 @@
 
 import * as React from 'react';
 
+import { increaseAmounts, localTime } from '../increases';
 import { QuotaModel, gpuKey } from '../model';
-import { IIncrease, IIncreaseList, IIncreaseRequest } from '../tokens';
+import {
+  IIncrease,
+  IIncreaseList,
+  IIncreaseRequest,
+  INamespaceSummary
+} from '../tokens';
+import { useLoad } from './hooks';
+import { Outcome, TaskError, useTask } from './task';
 
 export interface IIncreaseClient {
   requestIncrease(
@@ -18,6 +26,14 @@ export interface IIncreaseClient {
   increases(): Promise<IIncreaseList>;
 }
 
+/** The requests of the user's teams, as `useIncreases` keeps them. */
+export interface IIncreases {
+  items: IIncrease[];
+  error: string;
+  /** Read them again (after a request, a decision, or a failed read). */
+  reload: () => void;
+}
+
 /**
  * The requests the server lists, read again whenever the model refreshes
  * (its poll, a manual refresh) and after `reload()`.
@@ -25,69 +41,50 @@ export interface IIncreaseClient {
 export function useIncreases(
   client: IIncreaseClient,
   model: QuotaModel
-): { items: IIncrease[]; error: string; reload: () => void } {
-  const [items, setItems] = React.useState<IIncrease[]>([]);
-  const [error, setError] = React.useState('');
-  const [asked, setAsked] = React.useState(0);
+): IIncreases {
   const generation = model.generation;
-  React.useEffect(() => {
-    let live = true;
-    client.increases().then(
-      list => {
-        if (live) {
-          setItems(list.increases);
-          setError('');
-        }
-      },
-      e => live && setError(String(e.message ?? e))
-    );
-    return () => {
-      live = false;
-    };
-  }, [client, generation, asked]);
-  return { items, error, reload: () => setAsked(n => n + 1) };
+  const list = useLoad(() => client.increases(), [client, generation]);
+  return {
+    items: list.value?.increases ?? [],
+    error: list.error,
+    reload: list.retry
+  };
 }
 
 export function IncreaseForm(props: {
   model: QuotaModel;
   client: IIncreaseClient;
+  /** The sidebar's `useIncreases`: the balances read the same list. */
+  increases: IIncreases;
 }): JSX.Element {
-  const { model, client } = props;
-  const { items, error, reload } = useIncreases(client, model);
+  const { model, client, increases } = props;
   const namespaces = model.namespaces;
   const [namespace, setNamespace] = React.useState('');
   const [gpus, setGpus] = React.useState('1');
   const [hours, setHours] = React.useState('8');
   const [reason, setReason] = React.useState('');
   const [status, setStatus] = React.useState('');
-  const [failure, setFailure] = React.useState('');
-  const [busy, setBusy] = React.useState(false);
   const chosen =
     namespaces.find(ns => ns.name === namespace) ?? namespaces[0] ?? null;
 
-  const submit = async (event: React.FormEvent) => {
+  const asking = useTask(async (ns: INamespaceSummary) => {
+    const made = await client.requestIncrease(ns.name, {
+      resources: { [gpuKey(ns)]: gpus.trim() },
+      hours: Number(hours),
+      reason
+    });
+    setStatus(
+      `Asked: ${made.name} is ${made.phase}; an admin approves or denies it.`
+    );
+    setReason('');
+    increases.reload();
+  });
+
+  const submit = (event: React.FormEvent) => {
     event.preventDefault();
-    if (!chosen) {
-      return;
-    }
-    setBusy(true);
-    setStatus('');
-    setFailure('');
-    try {
-      const made = await client.requestIncrease(chosen.name, {
-        resources: { [gpuKey(chosen)]: gpus.trim() },
-        hours: Number(hours),
-        reason
-      });
-      setStatus(
-        `Asked: ${made.name} is ${made.phase}; an admin approves or denies it.`
-      );
-      setReason('');
-      reload();
-    } catch (e) {
-      setFailure((e as Error).message);
-    } finally {
-      setBusy(false);
+    if (chosen) {
+      setStatus('');
+      void asking.run(chosen);
     }
   };
 
@@ -145,13 +142,18 @@ export function IncreaseForm(props: {
         <button
           type="submit"
           className="jp-mod-styled jp-mod-accept"
-          disabled={busy || !chosen}
+          disabled={asking.busy || !chosen}
         >
           Ask for more
         </button>
-        <Outcome status={status} failure={failure} />
+        <Outcome status={status} failure={asking.error} />
       </form>
-      <IncreaseList items={items} error={error} label="Your teams' requests" />
+      <IncreaseList
+        items={increases.items}
+        error={increases.error}
+        onRetry={increases.reload}
+        label="Your teams' requests"
+      />
     </>
   );
 }
@@ -160,16 +162,19 @@ export function IncreaseList(props: {
   items: IIncrease[];
   error: string;
   label: string;
+  /** Read the list again after a failed read. */
+  onRetry?: () => void;
   actions?: (item: IIncrease) => JSX.Element | null;
 }): JSX.Element {
   const { items, error, label, actions } = props;
   return (
     <div className="jp-QuotaIncrease-list" aria-label={label} role="list">
-      {error && (
-        <p className="jp-QuotaSidebar-error" role="alert">
-          Could not read the requests: {error}
-        </p>
-      )}
+      <TaskError
+        error={error}
+        prefix="Could not read the requests: "
+        onRetry={props.onRetry}
+        retryLabel="Read the requests again"
+      />
       {items.length === 0 && !error && (
         <p className="jp-QuotaSidebar-empty">No requests.</p>
       )}
@@ -185,15 +190,32 @@ export function IncreaseList(props: {
             <strong>{item.name}</strong> {item.namespace}:{' '}
             <span className="jp-QuotaIncrease-phase">{item.phase}</span>
             {decidedText(item)}
-            {item.phase === 'Approved' && item.expiresAt
-              ? ` until ${item.expiresAt}`
-              : ''}
+            {item.phase === 'Approved' && item.expiresAt && (
+              <>
+                {' until '}
+                <time dateTime={item.expiresAt} title={item.expiresAt}>
+                  {localTime(item.expiresAt)}
+                </time>
+              </>
+            )}
           </div>
           <div>
-            {Object.entries(item.resources)
-              .map(([key, value]) => `+${value} ${key}`)
-              .join(', ')}{' '}
-            for {item.hours} h, asked by {item.user}: {item.reason}
+            {increaseAmounts(item.resources).map((amount, i) => (
+              <React.Fragment key={amount.key}>
+                {i > 0 && ', '}
+                <span
+                  className="jp-QuotaIncrease-amount"
+                  title={`${amount.key}: ${item.resources[amount.key]}`}
+                >
+                  {amount.text}
+                </span>
+              </React.Fragment>
+            ))}{' '}
+            for {item.hours} h, asked by {item.user}{' '}
+            <time dateTime={item.createdAt} title={item.createdAt}>
+              {localTime(item.createdAt)}
+            </time>
+            : {item.reason}
           </div>
           {item.comment ? (
             <div className="jp-QuotaIncrease-comment">“{item.comment}”</div>
@@ -213,25 +235,4 @@ function decidedText(item: IIncrease): string {
   return item.phase === 'Expired'
     ? ` (approved by ${item.decidedBy})`
     : ` by ${item.decidedBy}`;
-}
-
-/** What the last action did (a status line) or why it failed (an alert). */
-export function Outcome(props: {
-  status: string;
-  failure: string;
-}): JSX.Element {
-  return (
-    <>
-      {props.status && (
-        <p className="jp-QuotaIncrease-status" role="status">
-          {props.status}
-        </p>
-      )}
-      {props.failure && (
-        <p className="jp-QuotaSidebar-error" role="alert">
-          {props.failure}
-        </p>
-      )}
-    </>
-  );
 }

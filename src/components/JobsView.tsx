@@ -12,12 +12,14 @@ import {
   explainJob,
   jobsShownLine,
   memoryLine,
+  phaseLabel,
   stalledLine
 } from '../jobs';
-import { asModelError, QuotaModel } from '../model';
+import { QuotaModel } from '../model';
 import { ageSeconds, formatAge } from '../quantity';
 import { IJob } from '../tokens';
 import { LogViewer } from './LogViewer';
+import { TaskError, useTask } from './task';
 
 export interface IJobsViewProps {
   model: QuotaModel;
@@ -62,23 +64,11 @@ function OlderJobs(props: {
   shown: number;
 }): JSX.Element | null {
   const { model, namespace, shown } = props;
-  const [busy, setBusy] = React.useState(false);
-  const [error, setError] = React.useState('');
+  const more = useTask(() => model.showMoreJobs(namespace));
   const line = jobsShownLine(shown, model.olderJobs(namespace));
   if (!line) {
     return null;
   }
-  const showMore = async () => {
-    setBusy(true);
-    setError('');
-    try {
-      await model.showMoreJobs(namespace);
-    } catch (e) {
-      setError(asModelError(e).message);
-    } finally {
-      setBusy(false);
-    }
-  };
   return (
     <div className="jp-QuotaJobs-older">
       <p className="jp-QuotaJobs-shown" role="status">
@@ -89,17 +79,18 @@ function OlderJobs(props: {
           type="button"
           className="jp-mod-styled jp-QuotaButton"
           aria-label={`Show older jobs in ${namespace}`}
-          disabled={busy}
-          onClick={() => void showMore()}
+          disabled={more.busy}
+          onClick={() => void more.run()}
         >
-          {busy ? 'Loading…' : 'Show more'}
+          {more.busy ? 'Loading…' : 'Show more'}
         </button>
       )}
-      {error && (
-        <p className="jp-QuotaJob-error" role="alert">
-          {error}
-        </p>
-      )}
+      <TaskError
+        className="jp-QuotaJob-error"
+        error={more.error}
+        onRetry={() => void more.retry()}
+        retryLabel={`Show older jobs in ${namespace} again`}
+      />
     </div>
   );
 }
@@ -107,44 +98,29 @@ function OlderJobs(props: {
 function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
   const { job, model, now } = props;
   const [logsOpen, setLogsOpen] = React.useState(false);
-  const [error, setError] = React.useState('');
-  const [busy, setBusy] = React.useState(false);
   const explanation = explainJob(job);
   const stalled = stalledLine(job);
   const memory = memoryLine(job);
+  const phase = phaseLabel(job);
   const [retried, setRetried] = React.useState('');
   const elastic = elasticLines(job);
   const logId = `jp-QuotaJob-log-${job.namespace}-${job.name}`;
+  // One runner for both actions: one busy flag, one failure line, one retry.
+  const action = useTask(async (what: 'cancel' | 'retry') => {
+    if (what === 'cancel') {
+      await model.cancel(job.namespace, job.name);
+    } else {
+      setRetried((await model.retry(job.namespace, job.name)).name);
+    }
+  });
 
   const cancel = async () => {
     const ok = await props.confirm(
       'Cancel job?',
       `Cancel ${job.name} in ${job.namespace}? Its process is stopped and its GPUs are released.`
     );
-    if (!ok) {
-      return;
-    }
-    setBusy(true);
-    setError('');
-    try {
-      await model.cancel(job.namespace, job.name);
-    } catch (e) {
-      setError(asModelError(e).message);
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  const retry = async () => {
-    setBusy(true);
-    setError('');
-    try {
-      const next = await model.retry(job.namespace, job.name);
-      setRetried(next.name);
-    } catch (e) {
-      setError(asModelError(e).message);
-    } finally {
-      setBusy(false);
+    if (ok) {
+      await action.run('cancel');
     }
   };
 
@@ -162,8 +138,11 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
             Stalled
           </span>
         )}
-        <span className={`jp-QuotaJob-phase jp-mod-${job.phase.toLowerCase()}`}>
-          {job.phase}
+        <span
+          className={`jp-QuotaJob-phase jp-mod-${phase.level}`}
+          title={phase.text === job.phase ? undefined : `phase ${job.phase}`}
+        >
+          {phase.text}
         </span>
       </div>
       <div className="jp-QuotaJob-meta">
@@ -192,11 +171,12 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
           ))}
         </ul>
       )}
-      {error && (
-        <p className="jp-QuotaJob-error" role="alert">
-          {error}
-        </p>
-      )}
+      <TaskError
+        className="jp-QuotaJob-error"
+        error={action.error}
+        onRetry={() => void action.retry()}
+        retryLabel={`Try again: ${job.name}`}
+      />
       <div className="jp-QuotaJob-actions">
         <button
           type="button"
@@ -214,8 +194,8 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
             className="jp-mod-styled jp-QuotaButton"
             aria-label={`Retry ${job.name} with the next plan down`}
             title="It ran out of GPU memory: submit the best plan that remains"
-            disabled={busy}
-            onClick={() => void retry()}
+            disabled={action.busy}
+            onClick={() => void action.run('retry')}
           >
             Retry smaller
           </button>
@@ -225,7 +205,7 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
             type="button"
             className="jp-mod-styled jp-QuotaButton jp-mod-warn"
             aria-label={`Cancel ${job.name}`}
-            disabled={busy}
+            disabled={action.busy}
             onClick={() => void cancel()}
           >
             Cancel

@@ -4,8 +4,9 @@
 
 import * as React from 'react';
 
-import { asModelError, QuotaModel } from '../model';
+import { QuotaModel } from '../model';
 import { IJob } from '../tokens';
+import { useLoad } from './hooks';
 
 export interface ILogViewerProps {
   id: string;
@@ -16,32 +17,14 @@ export interface ILogViewerProps {
 
 export function LogViewer(props: ILogViewerProps): JSX.Element {
   const { model, job, tailLines } = props;
-  const [text, setText] = React.useState<string | null>(null);
-  const [error, setError] = React.useState('');
-  const [reloads, setReloads] = React.useState(0);
   const live = job.phase === 'Running' || job.phase === 'Pending';
   // Re-read with each poll while the job is live; once after it ends.
   const tick = live ? model.generation : job.phase;
-
-  React.useEffect(() => {
-    let cancelled = false;
-    model.logs(job.namespace, job.name, tailLines).then(
-      logs => {
-        if (!cancelled) {
-          setText(logs.logs);
-          setError('');
-        }
-      },
-      e => {
-        if (!cancelled) {
-          setError(asModelError(e).message);
-        }
-      }
-    );
-    return () => {
-      cancelled = true;
-    };
-  }, [job.namespace, job.name, tailLines, tick, reloads]);
+  const logs = useLoad(
+    () => model.logs(job.namespace, job.name, tailLines),
+    [job.namespace, job.name, tailLines, tick]
+  );
+  const text = logs.value === null ? null : logs.value.logs;
 
   return (
     <div className="jp-QuotaLog">
@@ -51,14 +34,14 @@ export function LogViewer(props: ILogViewerProps): JSX.Element {
           type="button"
           className="jp-mod-styled jp-QuotaButton"
           aria-label={`Reload log of ${job.name}`}
-          onClick={() => setReloads(reloads + 1)}
+          onClick={logs.retry}
         >
           Reload
         </button>
       </div>
-      {error ? (
+      {logs.error ? (
         <p className="jp-QuotaJob-error" role="alert">
-          {error}
+          {logs.error}
         </p>
       ) : (
         <pre

@@ -7,12 +7,17 @@
 
 import * as React from 'react';
 
+import { activeIncreases, increaseAmounts, localTime } from '../increases';
 import { ProfileEditor } from '../profileeditor';
 import { describeKey } from '../quantity';
+import { IIncrease } from '../tokens';
 import { useChanged } from './hooks';
 
 export interface IProfileFormProps {
   editor: ProfileEditor;
+  /** Every team's increase requests: the form says which ones the balances add. */
+  increases?: IIncrease[];
+  now?: number;
 }
 
 const ERROR_ID = 'jp-QuotaProfileForm-error';
@@ -77,6 +82,13 @@ export function ProfileForm(props: IProfileFormProps): JSX.Element {
       ) : (
         <HardFields editor={editor} />
       )}
+      <BaseNote
+        namespace={
+          editor.profiles.find(p => p.team === editor.team)?.namespace ?? ''
+        }
+        increases={props.increases ?? []}
+        now={props.now ?? Date.now()}
+      />
       <div className="jp-QuotaPlanner-actions">
         <button
           type="submit"
@@ -118,7 +130,7 @@ function HardFields(props: { editor: ProfileEditor }): JSX.Element {
   const message = editor.error?.message ?? '';
   return (
     <fieldset className="jp-QuotaProfileForm-hard">
-      <legend>Quota (ResourceQuota hard); empty: no limit</legend>
+      <legend>Base quota (ResourceQuota hard); empty: no limit</legend>
       {editor.rows.map((row, index) => {
         const id = `jp-QuotaProfileForm-hard-${index}`;
         // The API names the key it refuses as `spec.hard[<key>]`.
@@ -178,6 +190,44 @@ function HardFields(props: { editor: ProfileEditor }): JSX.Element {
         Add a quota key
       </button>
     </fieldset>
+  );
+}
+
+/**
+ * Why the balances above may show more than this form: the form edits the
+ * base quota, and approved temporary increases add to it until they expire.
+ */
+function BaseNote(props: {
+  namespace: string;
+  increases: IIncrease[];
+  now: number;
+}): JSX.Element {
+  const active = activeIncreases(props.increases, props.namespace, props.now);
+  return (
+    <p className="jp-QuotaProfileForm-base" role="note">
+      This is the base quota.
+      {active.length === 0 ? (
+        ' Approved temporary increases add to it until they expire.'
+      ) : (
+        <>
+          {` The balance of ${props.namespace} above adds its temporary increases: `}
+          {active.map((item, i) => (
+            <React.Fragment key={item.name}>
+              {i > 0 && '; '}
+              {increaseAmounts(item.resources)
+                .map(a => a.text)
+                .join(', ')}{' '}
+              until{' '}
+              <time dateTime={item.expiresAt!} title={item.expiresAt!}>
+                {localTime(item.expiresAt!, props.now)}
+              </time>{' '}
+              ({item.name})
+            </React.Fragment>
+          ))}
+          .
+        </>
+      )}
+    </p>
   );
 }
 

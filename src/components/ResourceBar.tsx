@@ -1,11 +1,12 @@
 /**
  * One quota key as a bar: label, `96 GiB of 128 GiB left`, a meter filled by
- * the share left and coloured by it, and the used and hard amounts.
+ * the share left and coloured by it, the used and allowed (hard) amounts, and
+ * the temporary increases the allowed amount includes.
  */
 
 import * as React from 'react';
 
-import { formatAmount, IBalanceLine } from '../quantity';
+import { formatAmount, GLOSSARY, IBalanceLine } from '../quantity';
 import { IResourceBalance } from '../tokens';
 
 export interface IResourceBarProps {
@@ -13,6 +14,8 @@ export interface IResourceBarProps {
   line: IBalanceLine;
   /** The API's own strings, kept on the element for tests and tooltips. */
   raw: IResourceBalance;
+  /** What the hard limit includes of temporary increases ('' for none). */
+  note?: string;
 }
 
 export function ResourceBar(props: IResourceBarProps): JSX.Element {
@@ -39,7 +42,17 @@ export function ResourceBar(props: IResourceBarProps): JSX.Element {
       <div className="jp-QuotaBar-head">
         <span className="jp-QuotaBar-label">
           {line.label}
-          {line.side && <span className="jp-QuotaBar-side"> {line.side}</span>}
+          {line.side && (
+            <>
+              {' '}
+              <span
+                className="jp-QuotaBar-side"
+                title={`${line.key}: ${GLOSSARY[line.side].title}`}
+              >
+                {GLOSSARY[line.side].word}
+              </span>
+            </>
+          )}
         </span>
         <span className="jp-QuotaBar-text">{line.text}</span>
       </div>
@@ -55,8 +68,16 @@ export function ResourceBar(props: IResourceBarProps): JSX.Element {
         <div className="jp-QuotaBar-fill" style={{ width: `${percent}%` }} />
       </div>
       <div className="jp-QuotaBar-detail">
-        {used} used · {hard} hard
+        {used} used ·{' '}
+        <span className="jp-QuotaBar-hard" title={GLOSSARY.hard.title}>
+          {hard} {GLOSSARY.hard.word}
+        </span>
       </div>
+      {props.note && (
+        <div className="jp-QuotaBar-increase" title={`${line.key}`}>
+          {props.note}
+        </div>
+      )}
     </div>
   );
 }

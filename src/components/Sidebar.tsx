@@ -12,7 +12,7 @@ import { EXTENSION_MISSING_MESSAGE } from '../request';
 import { quotaIcon } from '../icons';
 import { BalanceView } from './BalanceView';
 import { useModel, useNow } from './hooks';
-import { IIncreaseClient, IncreaseForm } from './Increases';
+import { IIncreaseClient, IncreaseForm, useIncreases } from './Increases';
 import { JobsView } from './JobsView';
 import { PanelHeader } from './PanelHeader';
 import { IPlannerClient, PlannerForm } from './PlannerForm';
@@ -53,6 +53,8 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
   const { model } = props;
   useModel(model);
   const now = useNow();
+  // Read once for both: the form's list, and the balances they raise.
+  const increases = useIncreases(props.increases, model);
   const error = model.error;
   const fetched = model.fetchedAt;
 
@@ -92,7 +94,12 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
         >
           <h2 id="jp-QuotaSidebar-balanceTitle">Balance</h2>
           {model.namespaces.map(ns => (
-            <BalanceView key={ns.name} summary={ns} now={now} />
+            <BalanceView
+              key={ns.name}
+              summary={ns}
+              now={now}
+              increases={increases.items}
+            />
           ))}
         </section>
         <UsageSection model={model} client={props.client} />
@@ -124,7 +131,11 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
           aria-labelledby="jp-QuotaSidebar-increaseTitle"
         >
           <h2 id="jp-QuotaSidebar-increaseTitle">Ask for more</h2>
-          <IncreaseForm model={model} client={props.increases} />
+          <IncreaseForm
+            model={model}
+            client={props.increases}
+            increases={increases}
+          />
         </section>
       </>
     );

@@ -1,17 +1,27 @@
 /**
  * Every team's balance as tables, for the admin view: one table per
- * namespace, one row per quota key with what is used, the hard limit and what
- * is left, in the sidebar's words and units.
+ * namespace, one row per quota key with what is used, the hard limit (with
+ * the temporary increases it includes) and what is left, in the sidebar's
+ * words and units.
  */
 
 import * as React from 'react';
 
-import { ageSeconds, balanceLines, formatAge, formatAmount } from '../quantity';
-import { INamespaceSummary } from '../tokens';
+import { activeIncreases, increaseNote } from '../increases';
+import {
+  ageSeconds,
+  balanceLines,
+  formatAge,
+  formatAmount,
+  GLOSSARY
+} from '../quantity';
+import { IIncrease, INamespaceSummary } from '../tokens';
 
 export interface ITeamBalancesProps {
   namespaces: INamespaceSummary[];
   now: number;
+  /** Every team's increase requests: the approved ones raise the hard limits shown. */
+  increases?: IIncrease[];
 }
 
 export function TeamBalances(props: ITeamBalancesProps): JSX.Element {
@@ -21,7 +31,12 @@ export function TeamBalances(props: ITeamBalancesProps): JSX.Element {
   return (
     <>
       {props.namespaces.map(ns => (
-        <TeamBalance key={ns.name} summary={ns} now={props.now} />
+        <TeamBalance
+          key={ns.name}
+          summary={ns}
+          now={props.now}
+          increases={props.increases ?? []}
+        />
       ))}
     </>
   );
@@ -30,8 +45,10 @@ export function TeamBalances(props: ITeamBalancesProps): JSX.Element {
 function TeamBalance(props: {
   summary: INamespaceSummary;
   now: number;
+  increases: IIncrease[];
 }): JSX.Element {
   const { summary, now } = props;
+  const active = activeIncreases(props.increases, summary.name, now);
   const balance = summary.balance;
   const lines = balanceLines(balance.resources);
   const age = formatAge(ageSeconds(balance.observedAt, now));
@@ -69,8 +86,12 @@ function TeamBalance(props: {
           <th scope="col" className="jp-Quota-quantity">
             Used
           </th>
-          <th scope="col" className="jp-Quota-quantity">
-            Hard
+          <th
+            scope="col"
+            className="jp-Quota-quantity"
+            title={GLOSSARY.hard.title}
+          >
+            Allowed
           </th>
           <th scope="col" className="jp-Quota-quantity">
             Left
@@ -87,6 +108,7 @@ function TeamBalance(props: {
         ) : (
           lines.map(line => {
             const raw = balance.resources[line.key];
+            const note = increaseNote(active, line.key, now);
             return (
               <tr
                 key={line.key}
@@ -100,8 +122,17 @@ function TeamBalance(props: {
                 <th scope="row">
                   {line.label}
                   {line.side && (
-                    <span className="jp-QuotaBar-side"> {line.side}</span>
+                    <>
+                      {' '}
+                      <span
+                        className="jp-QuotaBar-side"
+                        title={GLOSSARY[line.side].title}
+                      >
+                        {GLOSSARY[line.side].word}
+                      </span>
+                    </>
                   )}
+                  {note && <div className="jp-QuotaBar-increase">{note}</div>}
                 </th>
                 <td className="jp-Quota-quantity">
                   {formatAmount(line.used, line.kind)}

@@ -19,7 +19,13 @@ import {
   YAxis
 } from 'recharts';
 
-import { formatHours, IUsagePoint, IUsageRange, IUsageTotal } from '../usage';
+import {
+  axisTicks,
+  formatHours,
+  IUsagePoint,
+  IUsageRange,
+  IUsageTotal
+} from '../usage';
 
 /**
  * Theme colours for an axis: Recharts writes its grey into each tick's inline
@@ -42,6 +48,7 @@ export interface IUsageChartProps {
 export function UsageChart(props: IUsageChartProps): JSX.Element {
   const { points, range, unit } = props;
   const tick = (start: number) => tickLabel(start, range);
+  const hours = axisTicks(Math.max(0, ...points.map(p => p.mine + p.others)));
   return (
     <div className="jp-QuotaUsage-chart" role="img" aria-label={props.label}>
       <ResponsiveContainer width="100%" height={150}>
@@ -61,7 +68,10 @@ export function UsageChart(props: IUsageChartProps): JSX.Element {
           <YAxis
             {...THEMED_AXIS}
             width={40}
-            tickFormatter={formatHours}
+            ticks={hours.ticks}
+            domain={[0, hours.ticks[hours.ticks.length - 1]]}
+            interval={0}
+            tickFormatter={hours.label}
             tickLine={false}
           />
           <Tooltip
@@ -99,6 +109,7 @@ export function TeamChart(props: {
   label: string;
 }): JSX.Element {
   const { teams, field, unit } = props;
+  const hours = axisTicks(Math.max(0, ...teams.map(t => Number(t[field]))));
   return (
     <div className="jp-QuotaUsage-chart" role="img" aria-label={props.label}>
       <ResponsiveContainer width="100%" height={40 + 22 * teams.length}>
@@ -111,7 +122,10 @@ export function TeamChart(props: {
           <XAxis
             {...THEMED_AXIS}
             type="number"
-            tickFormatter={formatHours}
+            ticks={hours.ticks}
+            domain={[0, hours.ticks[hours.ticks.length - 1]]}
+            interval={0}
+            tickFormatter={hours.label}
             tickLine={false}
           />
           <YAxis

@@ -5,7 +5,7 @@
 import { ISignal } from '@lumino/signaling';
 import * as React from 'react';
 
-import { QuotaModel } from '../model';
+import { asModelError, QuotaModel } from '../model';
 
 /**
  * Re-render on every `changed` of a model (the quota model, the profile editor).
@@ -43,19 +43,21 @@ export function useNow(interval = 5000): number {
 
 /**
  * The value `load` resolves to, loaded again whenever `deps` change while
- * `enabled`; a load that a newer one overtook is dropped. `error` holds the
- * last failure's message. Nothing is loaded until `enabled` is first true.
+ * `enabled`, and on `retry()`; a load that a newer one overtook is dropped.
+ * `error` holds the last failure's message (the last value stays shown).
+ * Nothing is loaded until `enabled` is first true.
  */
 export function useLoad<T>(
   load: () => Promise<T>,
   deps: React.DependencyList,
   enabled = true
-): { value: T | null; error: string; loading: boolean } {
+): { value: T | null; error: string; loading: boolean; retry: () => void } {
   const [state, setState] = React.useState<{
     value: T | null;
     error: string;
     loading: boolean;
   }>({ value: null, error: '', loading: enabled });
+  const [asked, setAsked] = React.useState(0);
   React.useEffect(() => {
     if (!enabled) {
       return;
@@ -68,7 +70,7 @@ export function useLoad<T>(
         current &&
         setState(s => ({
           value: s.value,
-          error: error instanceof Error ? error.message : String(error),
+          error: asModelError(error).message,
           loading: false
         }))
     );
@@ -76,8 +78,9 @@ export function useLoad<T>(
       current = false;
     };
     // The caller names what `load` depends on, as with useEffect.
-  }, [...deps, enabled]);
-  return state;
+  }, [...deps, enabled, asked]);
+  const retry = React.useCallback(() => setAsked(n => n + 1), []);
+  return { ...state, retry };
 }
 
 /**

@@ -53,6 +53,9 @@ def test_admin_edits_a_gpu_quota_and_sees_the_api_message(admin_lab_page, admin_
     try:
         reload_lab(page)
         panel = open_admin_view(page)
+        # The tab names itself beside its icon.
+        tab = page.locator(f".jp-SideBar .lm-TabBar-tab[data-id='{ADMIN_ID}']")
+        assert tab.locator(".lm-TabBar-tabLabel").inner_text() == "Quota admin"
         row = panel.locator(f"table[data-namespace='{NAMESPACE}'] tr[data-key='{GPU}']")
         row.wait_for()
         assert row.get_attribute("data-hard") == old_hard

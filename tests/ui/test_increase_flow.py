@@ -63,6 +63,19 @@ def test_request_approve_raise_expire_and_audit(shared_state_labs, member_and_ad
     )
     mine.and_(page.locator("[data-phase='Approved']")).wait_for(timeout=POLL_SLACK_MS)
     assert "by quota-admin" in mine.inner_text() and "ok for the deadline" in mine.inner_text()
+    # In words and local time; the exact key and time one hover away.
+    amount = mine.locator(".jp-QuotaIncrease-amount")
+    assert amount.inner_text() == "+2 GPUs" and amount.get_attribute("title") == f"{GPU}: 2"
+    assert GPU not in mine.inner_text()
+    expires_at = api(page, "GET", "increases")["body"]["increases"][0]["expiresAt"]
+    assert mine.locator(f"time[datetime='{expires_at}']").get_attribute("title") == expires_at
+    assert expires_at not in mine.inner_text()
+    # The balance says which of its GPUs are temporary, and until when.
+    bar.locator(".jp-QuotaBar-increase").filter(has_text="includes +2 GPUs until").wait_for(timeout=POLL_SLACK_MS)
+    # The admin's profile form: the base quota, and the increase the balances add to it.
+    note = panel.get_by_role("form", name="Edit a team profile").get_by_role("note")
+    note.filter(has_text=f"({name})").wait_for(timeout=POLL_SLACK_MS)
+    assert "base quota" in note.inner_text() and "+2 GPUs until" in note.inner_text()
     bar.scroll_into_view_if_needed()
     page.screenshot(path=str(ui_output_dir / "increase-raised.png"))
     page.wait_for_function(
@@ -72,6 +85,7 @@ def test_request_approve_raise_expire_and_audit(shared_state_labs, member_and_ad
         timeout=90_000 + POLL_SLACK_MS,
     )
     mine.and_(page.locator("[data-phase='Expired']")).wait_for(timeout=POLL_SLACK_MS)
+    assert bar.locator(".jp-QuotaBar-increase").count() == 0
     bar.scroll_into_view_if_needed()
     page.screenshot(path=str(ui_output_dir / "increase-expired.png"))
 

@@ -52,6 +52,14 @@ def test_the_loss_plot_draws_the_logged_steps_and_grows(lab_page, ui_output_dir,
         _wait_for_points(page, 6)
         page.locator(".jp-OutputArea").get_by_text("Succeeded", exact=True).first.wait_for(timeout=60_000)
         assert page.locator(FIGURE).count() == 1  # the same figure, grown
+        # Nothing to cancel once it ended: the widget's Cancel goes.
+        page.locator(".jp-OutputArea .widget-button", has_text="Cancel").first.wait_for(state="hidden")
+        loss_ticks = figure.evaluate(
+            """f => [...f.querySelectorAll('.axis')]
+                   .filter(a => a.querySelector('.axislabel')?.textContent === 'loss')
+                   .flatMap(a => [...a.querySelectorAll('.tick text')].map(t => t.textContent))"""
+        )
+        assert len(loss_ticks) >= 3 and len(set(loss_ticks)) == len(loss_ticks), loss_ticks
         assert _point_heights(page) == sorted(_point_heights(page))  # the loss falls: 2/step
         figure.locator(".object_grp").last.hover()  # the tooltip names the step and its loss
         page.wait_for_function(

@@ -45,6 +45,13 @@ def test_sidebar_numbers_equal_the_rest_api(quota_page, ui_output_dir):
         assert bar.get_by_role("meter").get_attribute("aria-valuetext") == left_text(key, resource)
     assert set(shown) == set(balance["resources"])
     assert section.locator(".jp-QuotaBar").count() == len(balance["resources"])
+    # Kubernetes' words in plain ones, the exact word one hover away.
+    cpu = section.locator(".jp-QuotaBar[data-key='requests.cpu']")
+    assert cpu.locator(".jp-QuotaBar-side").inner_text() == "reserved"
+    assert cpu.locator(".jp-QuotaBar-side").get_attribute("title").startswith("requests.cpu: requests:")
+    assert cpu.locator(".jp-QuotaBar-hard").inner_text().endswith(" allowed")
+    assert cpu.locator(".jp-QuotaBar-hard").get_attribute("title").startswith("hard:")
+    assert " hard" not in section.inner_text()
 
     gpu = balance["resources"]["requests.nvidia.com/gpu"]
     status = page.locator(".jp-QuotaStatus")
@@ -65,6 +72,9 @@ def test_launch_as_written_runs_shows_its_log_and_cancels(quota_page, ui_output_
     page = quota_page.page
     panel = open_sidebar(page)
     form = panel.get_by_role("form", name="Plan a fine-tune")
+    plan_button = form.get_by_role("button", name="Estimate and plan")
+    assert plan_button.is_disabled() and plan_button.get_attribute("title") == "Enter a model first."
+    assert form.get_by_text("Enter a model first.").is_visible()
     form.get_by_label("Model").fill(MODEL)
     form.get_by_label("Other arguments").fill("--sleep 60")
     form.get_by_role("button", name="Launch as written").click()
@@ -107,6 +117,9 @@ def test_launch_as_written_runs_shows_its_log_and_cancels(quota_page, ui_output_
         timeout=15_000,
     )
     assert "Cancelled" in job.locator(".jp-QuotaJob-reason").inner_text()
+    # A user's own cancel is no failure: the badge says Cancelled, not in the error colour.
+    badge = job.locator(".jp-QuotaJob-phase")
+    assert badge.inner_text() == "Cancelled" and "jp-mod-failed" not in badge.get_attribute("class")
 
 
 def test_launch_from_the_planner_makes_the_job_appear(quota_page, ui_output_dir):

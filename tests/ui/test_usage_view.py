@@ -113,6 +113,15 @@ def check_chart_against_api(page, chart, user: str, step: int) -> int:
     return chart.locator(".recharts-bar-rectangle").count()
 
 
+def assert_distinct_value_ticks(chart):
+    """The hours axis reads a different number at every tick (`<0.01` four times, before)."""
+    # Recharts 3 draws the labels in a layer of their own, apart from the axis line.
+    tick = chart.locator(".recharts-yAxis-tick-labels .recharts-cartesian-axis-tick-value")
+    tick.first.wait_for()
+    ticks = tick.all_text_contents()
+    assert len(ticks) >= 3 and len(set(ticks)) == len(ticks), ticks
+
+
 def test_usage_chart_and_the_chargeback_csv(usage_page, ui_output_dir, tmp_path):
     page = usage_page.page
     user = api(page, "GET", "identity")["body"]["name"]
@@ -126,6 +135,7 @@ def test_usage_chart_and_the_chargeback_csv(usage_page, ui_output_dir, tmp_path)
     chart.locator(".recharts-bar-rectangle").first.wait_for()
     assert chart.locator("table.jp-QuotaUsage-table tbody tr").count() == 25
     assert check_chart_against_api(page, chart, user, HOUR) > 0
+    assert_distinct_value_ticks(chart)
     chart.scroll_into_view_if_needed()
     panel.screenshot(path=ui_output_dir / "usage-sidebar.png")
 
@@ -134,6 +144,7 @@ def test_usage_chart_and_the_chargeback_csv(usage_page, ui_output_dir, tmp_path)
     page.locator(f"section.jp-QuotaUsage[data-namespace='{NAMESPACE}'][data-range='7d'][aria-busy='false']").wait_for()
     assert chart.locator("table.jp-QuotaUsage-table tbody tr").count() in (28, 29)
     assert check_chart_against_api(page, chart, user, 6 * HOUR) > 0
+    assert_distinct_value_ticks(chart)
     try:
         page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme', {theme: 'JupyterLab Dark'})")
         page.wait_for_selector("body[data-jp-theme-light='false']", state="attached", timeout=30_000)

@@ -1,0 +1,151 @@
+/**
+ * What the component tests render from: API answers shaped by the OpenAPI
+ * types, a fake server for the real `QuotaModel`, and a promise a test
+ * settles by hand (to see a view while its request is in flight).
+ */
+
+import { IQuotaClient, QuotaModel } from '../../model';
+import {
+  IIdentity,
+  IIncrease,
+  IJob,
+  IJobPage,
+  INamespaceSummary
+} from '../../tokens';
+
+export const NOW = Date.parse('2026-12-01T12:00:00Z');
+
+export function summary(
+  name: string,
+  gpu = { hard: '2', used: '1', remaining: '1' }
+): INamespaceSummary {
+  const team = name.replace('team-', '');
+  return {
+    name,
+    team,
+    gpuResource: 'nvidia.com/gpu',
+    balance: {
+      namespace: name,
+      team,
+      resources: {
+        'requests.nvidia.com/gpu': gpu,
+        'requests.cpu': { hard: '8', used: '2', remaining: '6' },
+        'limits.memory': { hard: '128Gi', used: '32Gi', remaining: '96Gi' }
+      },
+      observedAt: '2026-12-01T11:59:50Z',
+      stale: false
+    }
+  };
+}
+
+export function job(fields: Partial<IJob> = {}): IJob {
+  return {
+    name: 'sft-1',
+    namespace: 'team-alpha',
+    owner: 'ann',
+    phase: 'Running',
+    args: ['--model', 'Qwen/Qwen2.5-0.5B-Instruct'],
+    gpus: 1,
+    resources: {},
+    createdAt: '2026-12-01T11:00:00Z',
+    ...fields
+  };
+}
+
+/** A job's estimate (`memory`) of 3.1 GiB per GPU, nothing measured yet. */
+export const MEMORY: IJob['memory'] = {
+  estimatedGib: 3.1,
+  rangeGib: [2.8, 3.5],
+  measuredGib: null,
+  outOfMemory: false
+} as IJob['memory'];
+
+export function increase(fields: Partial<IIncrease> = {}): IIncrease {
+  return {
+    name: 'inc-1',
+    namespace: 'team-alpha',
+    team: 'alpha',
+    user: 'ann',
+    phase: 'Pending',
+    resources: { 'requests.nvidia.com/gpu': '2' },
+    hours: 8,
+    reason: 'a paper deadline',
+    createdAt: '2026-12-01T10:00:00Z',
+    decidedAt: null,
+    decidedBy: null,
+    comment: null,
+    expiresAt: null,
+    ...fields
+  };
+}
+
+export const ANN = {
+  name: 'ann',
+  groups: ['alpha'],
+  admin: false,
+  namespaces: ['team-alpha'],
+  backend: 'local'
+} as IIdentity;
+
+/** An API error as `request.ts` throws it. */
+export function apiError(status: number, reason: string, message: string) {
+  return Object.assign(new Error(message), { status, reason });
+}
+
+/** A promise the test resolves or rejects when it wants. */
+export function deferred<T>(): {
+  promise: Promise<T>;
+  resolve: (value: T) => void;
+  reject: (error: unknown) => void;
+} {
+  let resolve!: (value: T) => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
+}
+
+/** The server the real `QuotaModel` polls: namespaces, jobs and identity as set. */
+export class FakeServer implements IQuotaClient {
+  namespacesList: INamespaceSummary[] = [summary('team-alpha')];
+  jobList: IJob[] = [];
+  /** Older jobs, served as the second page (after `continue`). */
+  olderList: IJob[] = [];
+  identityOf: IIdentity = ANN;
+  cancel = jest.fn(async (namespace: string, name: string) =>
+    job({ namespace, name, phase: 'Failed', reason: 'Cancelled' })
+  );
+  submit = jest.fn(async (namespace: string) =>
+    job({ namespace, name: 'sft-2', phase: 'Pending' })
+  );
+  replan = jest.fn();
+  logs = jest.fn(async () => ({ logs: 'step 1' }) as never);
+
+  async namespaces() {
+    return { namespaces: this.namespacesList };
+  }
+  jobs = jest.fn(async (namespace: string, page: IJobPage = {}) => {
+    const older = this.olderList.filter(j => j.namespace === namespace);
+    if (page.continue) {
+      return { jobs: older, metadata: {} };
+    }
+    return {
+      jobs: this.jobList.filter(j => j.namespace === namespace),
+      metadata: older.length
+        ? { remainingItemCount: older.length, continue: 'page-2' }
+        : {}
+    };
+  });
+  async identity() {
+    return this.identityOf;
+  }
+}
+
+/** A model that has read `server` once (no polling: tests refresh it by hand). */
+export async function loadedModel(server: FakeServer): Promise<QuotaModel> {
+  const model = new QuotaModel({ client: server, auto: false });
+  await model.refresh();
+  return model;
+}
