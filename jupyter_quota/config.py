@@ -162,6 +162,15 @@ class JupyterQuota(Configurable):
         help="Kubernetes backend: the default job image (a profile's ``image`` wins). Default: empty.",
     ).tag(config=True)
 
+    job_image_pull_policy = Enum(
+        ["", "Always", "IfNotPresent", "Never"],
+        "",
+        help="Kubernetes backend: the job container's ``imagePullPolicy``. ``IfNotPresent`` or ``Never`` "
+        "for an image imported on the nodes rather than pulled (``scripts/kube-cluster``'s "
+        "``localhost/jupyter-quota-job:latest``). Default: empty: Kubernetes' default (``Always`` for a "
+        "``:latest`` tag, else ``IfNotPresent``).",
+    ).tag(config=True)
+
     job_workdir = Unicode(
         "",
         help="Local backend: working directory of job processes; ``{username}`` is replaced by the "

@@ -65,6 +65,7 @@ class KubeBackend(Backend):
         kube: Kube,
         *,
         job_image: str = "",
+        job_image_pull_policy: str = "",
         backoff_limit: int = 0,
         ttl_seconds_after_finished: int = -1,
         cache_volumes: list | None = None,
@@ -81,6 +82,7 @@ class KubeBackend(Backend):
         #: What ``build_job`` gives every Job besides the profile's and the request's part.
         self.job_settings = JobSettings(
             image=job_image,
+            image_pull_policy=job_image_pull_policy,
             backoff_limit=backoff_limit,
             ttl_seconds_after_finished=ttl_seconds_after_finished,
             mounts=True,
@@ -113,6 +115,7 @@ class KubeBackend(Backend):
         return cls(
             Kube(api_client, request_timeout=config.kube_request_timeout),
             job_image=config.job_image,
+            job_image_pull_policy=config.job_image_pull_policy,
             backoff_limit=config.kube_backoff_limit,
             ttl_seconds_after_finished=config.kube_ttl_seconds_after_finished,
             cache_volumes=config.kube_cache_volumes,
