@@ -153,7 +153,8 @@ def test_an_image_the_node_cannot_get_fails_the_job_at_once_naming_the_image(
     assert done["reason"] == "ErrImageNeverPull", done
     assert 'the image "localhost/no-such-image:1"' in done["message"], done["message"]
     print(f"\nimage: {done['reason']}: {done['message']}")
-    backend.cancel(profile, "noimage", by="alice")
+    # Its Pending pod still holds quota: cancel deletes the Job (a failed job is otherwise left alone).
+    assert backend.cancel(profile, "noimage", by="alice")["reason"] == "Cancelled"
 
 
 def test_a_pod_no_node_can_hold_is_unschedulable_with_the_schedulers_reason(
@@ -234,13 +235,8 @@ def test_usage_is_recorded_from_the_pods_own_start_and_finish(node_cluster, kube
     spans = until(lambda: [s for s in backend.usage_spans(0, 2**40, [namespace_name]) if s.end], 30, "the usage record")
     assert len(spans) == 1
     terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
-    from datetime import datetime
-
-    def epoch(text):
-        return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
-
-    assert spans[0].start == epoch(pod["status"]["startTime"])
-    assert spans[0].end == epoch(terminated["finishedAt"])
+    assert spans[0].start == _epoch(pod["status"]["startTime"])
+    assert spans[0].end == _epoch(terminated["finishedAt"])
     assert spans[0].end - spans[0].start >= 3
     print(
         f"\nusage: {spans[0].start}..{spans[0].end} = pod startTime {pod['status']['startTime']}, "
@@ -251,3 +247,73 @@ def test_usage_is_recorded_from_the_pods_own_start_and_finish(node_cluster, kube
 def _used_gpus(backend, profile) -> str:
     """The GPUs the team's balance shows used (the quota controller's count, via the watch)."""
     return backend.balance(profile)["resources"]["requests.nvidia.com/gpu"]["used"]
+
+
+def test_a_running_job_whose_pod_log_goes_quiet_is_flagged_stalled(
+    node_cluster, kube, namespace_name, make_kube_backend
+):
+    from jupyter_quota.stall import NO_LOG_PROGRESS, StallPolicy
+
+    profile = real_profile(namespace_name, image=kubenode.BUSYBOX_IMAGE)
+    apply_profiles([profile], kube)
+    kubecluster.wait_quota_status(kube, namespace_name)
+    backend = make_kube_backend(stall_policy=StallPolicy(minutes=0.1))  # 6 s without a log line
+    backend.log_progress.ttl = 0.5
+    small = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "32Mi"}}
+    quiet = "trap 'exit 143' TERM; echo step 1; while :; do sleep 1 & wait $!; done"
+    busy = "trap 'exit 143' TERM; while :; do echo step; sleep 1 & wait $!; done"
+    submit(backend, profile, "quiet", [], ["sh", "-c", quiet], resources=small)
+    submit(backend, profile, "busy", [], ["sh", "-c", busy], resources=small, gpus=0)
+
+    flagged = until(lambda: {f["name"]: f for f in backend.stalled()}.get("quiet"), 120, "the quiet job flagged")
+    assert flagged["stalled"]["reason"] == NO_LOG_PROGRESS
+    assert "no log output for" in flagged["stalled"]["message"]
+    assert backend.get_job(profile, "busy")["phase"] == "Running"
+    assert "busy" not in {f["name"] for f in backend.stalled()}
+    # The job as a user reads it carries the same flag (read in the background, never waited for).
+    shown = until(lambda: backend.get_job(profile, "quiet")["stalled"], 30, "the flag on the job")
+    assert shown["reason"] == NO_LOG_PROGRESS
+    print(f"\nstalled: {shown}")
+    for name in ("quiet", "busy"):
+        backend.cancel(profile, name, by="alice")
+
+
+def test_a_restarted_service_finds_the_running_pod_and_counts_it_once(
+    node_cluster, kube, namespace_name, make_kube_backend, tmp_path
+):
+    # The job ends when the test says so (a file on a hostPath), not after a sleep racing the restart.
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    os.chmod(gate, 0o777)
+    volume = {"name": "gate", "mountPath": "/gate", "hostPath": {"path": str(gate), "type": "Directory"}}
+    profile = real_profile(namespace_name, image=kubenode.BUSYBOX_IMAGE, volumes=[volume])
+    apply_profiles([profile], kube)
+    kubecluster.wait_quota_status(kube, namespace_name)
+    usage_path = str(tmp_path / "usage.sqlite")
+    first = make_kube_backend(usage_path=usage_path)
+    first.track([namespace_name])
+    small = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "32Mi"}}
+    script = "echo started; while [ ! -e /gate/end ]; do sleep 0.2; done; echo ended"
+    submit(first, profile, "held", [], ["sh", "-c", script], resources=small)
+    until(lambda: first.usage_spans(0, 2**40, [namespace_name]), 120, "the first service to record the start")
+    first.close()
+
+    second = make_kube_backend(usage_path=usage_path)  # the restarted service, same usage file
+    second.track([namespace_name])
+    assert second.get_job(profile, "held")["phase"] == "Running"
+    (gate / "end").write_text("")
+    until(ended(second, profile, "held"), 120, "the job to end")
+    spans = until(
+        lambda: [s for s in second.usage_spans(0, 2**40, [namespace_name]) if s.end], 30, "the finish recorded"
+    )
+    assert len(second.usage_spans(0, 2**40, [namespace_name])) == 1
+    pod = pod_of(kube, namespace_name, "held")
+    terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert spans[0].end == _epoch(terminated["finishedAt"]) and spans[0].start == _epoch(pod["status"]["startTime"])
+    assert second.logs(profile, "held") == "started\nended\n"
+
+
+def _epoch(text: str) -> int:
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())

@@ -58,8 +58,7 @@ def job_json(
         "gpus": int(Quantity(gpus).value()),
         "resources": resources,
         "createdAt": meta.get("creationTimestamp", ""),
-        # stall.py's checks need the log's progress and GPU samples, which this backend does not
-        # read yet: a cluster's jobs are never flagged (README: Stalled jobs)
+        # a Running job's flag needs its pod log's progress: the backend sets it (logprogress.py)
         "stalled": None,
     }
     if status.get("startTime"):
