@@ -19,7 +19,7 @@ import kubenode
 import pytest
 from kubecluster import REAL_NODE_LABEL, REAL_NODE_TAINT, team_profile, until
 
-from jupyter_quota import jobspec, swiftlog
+from jupyter_quota import jobspec, peaks, swiftlog
 from jupyter_quota.backends.kube import apply_profiles
 from jupyter_quota.jobmemory import JobMemory
 
@@ -112,8 +112,9 @@ def test_a_swift_sft_job_succeeds_on_the_node_and_its_log_feeds_loss_and_learnin
     assert list((tiny / "out" / namespace_name).glob("v*/checkpoint-3")), "no checkpoint on the volume"
     # Learning: the ended job's log is read once; ms-swift's memory(GiB) lands beside the estimate.
     shown = memory.decorate(profile, backend.get_job(profile, "tune"))
-    if "memory" in shown:  # an estimable swift sft (the tiny local model may not be)
-        assert shown["memory"]["measuredGib"] == progress.peak_memory_gib
+    assert shown["memory"]["estimatedGib"] > 0
+    assert shown["memory"]["measuredGib"] == progress.peak_memory_gib
+    assert peaks.find(str(tmp_path), namespace_name, "tune")["learned_at"] is not None
     print(
         f"\nreal node: pod {pod['metadata']['name']} on {pod['spec']['nodeName']}, "
         f"resources {container['resources']}, ran {done.get('startedAt')} .. {done.get('finishedAt')}, "
