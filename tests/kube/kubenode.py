@@ -235,6 +235,9 @@ class KubeletNode:
                 f"--root-dir={w / 'kubelet-root'}",
                 f"--cert-dir={w / 'pki'}",
                 f"--hostname-override={NODE_NAME}",
+                # Refused as loopback, so the kubelet keeps the InternalIP patched below instead
+                # of a host address where it does not listen.
+                "--node-ip=127.0.0.1",
                 f"--pod-infra-container-image={PAUSE_IMAGE}",
                 *([f"--node-labels={','.join(f'{k}={v}' for k, v in self.labels.items())}"] if self.labels else []),
                 "--v=2",

@@ -301,7 +301,7 @@ def test_a_restarted_service_finds_the_running_pod_and_counts_it_once(
 
     second = make_kube_backend(usage_path=usage_path)  # the restarted service, same usage file
     second.track([namespace_name])
-    assert second.get_job(profile, "held")["phase"] == "Running"
+    until(lambda: second.get_job(profile, "held")["phase"] == "Running", 30, "the restarted service to see the pod")
     (gate / "end").write_text("")
     until(ended(second, profile, "held"), 120, "the job to end")
     spans = until(
