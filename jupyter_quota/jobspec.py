@@ -118,6 +118,9 @@ class JobSettings:
 
     #: The container image when the profile names none (``JupyterQuota.job_image``).
     image: str = ""
+    #: The container's ``imagePullPolicy`` (``JupyterQuota.job_image_pull_policy``); empty leaves
+    #: Kubernetes' default (``Always`` for a ``:latest`` image, else ``IfNotPresent``).
+    image_pull_policy: str = ""
     #: ``spec.backoffLimit``: pods retried after a failure (``JupyterQuota.kube_backoff_limit``).
     backoff_limit: int = 0
     #: ``spec.ttlSecondsAfterFinished``; negative leaves it unset (``kube_ttl_seconds_after_finished``).
@@ -167,6 +170,8 @@ def build_job(
         container["env"] = [{"name": "NPROC_PER_NODE", "value": str(processes)}]
     if profile.image or settings.image:
         container["image"] = profile.image or settings.image
+    if settings.image_pull_policy:
+        container["imagePullPolicy"] = settings.image_pull_policy
     pod_spec: dict = {"restartPolicy": "Never", "containers": [container]}
     if profile.nodeSelector:
         pod_spec["nodeSelector"] = dict(profile.nodeSelector)

@@ -22,6 +22,12 @@ ERROR = "Error"
 LOST = "Lost"
 #: Failed: the trainer died of CUDA out-of-memory (its log says so; jobmemory.py).
 OUT_OF_MEMORY = "OutOfMemory"
+#: Failed: the kernel killed the training container for passing its memory limit (Kubernetes'
+#: container reason; the message names the limit).
+OOM_KILLED = "OOMKilled"
+#: Failed: the node cannot get the job's image (Kubernetes' container waiting reasons; the job
+#: fails at once, naming the image, instead of waiting Pending for an image that will not come).
+IMAGE_PULL_FAILURES = ("ErrImageNeverPull", "ImagePullBackOff", "ErrImagePull", "InvalidImageName")
 #: Failed: the job's stored requests cannot be read.
 INVALID_JOB = "InvalidJob"
 

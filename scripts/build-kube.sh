@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Build a real Kubernetes v1.20.2 control plane (kube-apiserver, kube-controller-manager,
-# kube-scheduler) from Debian's *source* package `kubernetes`, once, and cache the binaries
-# outside the repository. The kube test tier (tests/kube, tests/contract[kube]) uses them.
+# kube-scheduler) and a kubelet from Debian's *source* package `kubernetes`, once, and cache the
+# binaries outside the repository, with Kubernetes' pause.c (scripts/build-kube-images.sh compiles
+# the pod sandbox image from it). The kube test tier (tests/kube, tests/contract[kube]) and
+# scripts/kube-cluster use them. Only what the cache lacks is built: a cache with the control plane
+# gains the kubelet without rebuilding the rest.
 #
 #   scripts/build-kube.sh            # no-op when the cache is complete
 #   JUPYTER_QUOTA_KUBE_CACHE=/some/dir scripts/build-kube.sh
@@ -14,24 +17,30 @@
 # PATCHES marker in the cache records it, so a cache built without the fix is rebuilt.
 # Needs: Debian bookworm apt sources (binary ones are enough: the deb-src entries are derived
 # from them at run time into a temporary list, never written to /etc/apt), and root or sudo to
-# install golang-go, rsync and etcd-server when they are missing. Takes ~13 min on 2 cores
-# and ~1.5 GB of scratch space (removed afterwards); prints timings.
+# install golang-go, rsync and etcd-server when they are missing. Takes ~13 min on 2 cores for the
+# control plane, ~15 for the kubelet alone (code generation included), and ~1.5 GB of scratch
+# space (removed afterwards); prints timings.
 set -euo pipefail
 
 CACHE="${JUPYTER_QUOTA_KUBE_CACHE:-$HOME/.cache/jupyter-quota/kube-1.20.2}"
 BIN="$CACHE/bin"
-COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler)
+COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler kubelet)
 #: What this build changes in Debian's tree (see above); a cache without this line is stale.
 PATCHES="reflect2-v1.0.2"
 T0=$(date +%s)
 
 log() { printf '[build-kube %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 
+# The components the cache lacks (a cache of another patch level lacks them all).
+MISSING=()
+for c in "${COMPONENTS[@]}"; do
+  if [ ! -x "$BIN/$c" ] || ! grep -qx "$PATCHES" "$BIN/PATCHES" 2>/dev/null; then MISSING+=("$c"); fi
+done
+
 complete() {
   local c
-  for c in "${COMPONENTS[@]}"; do
-    [ -x "$BIN/$c" ] || return 1
-  done
+  [ "${#MISSING[@]}" = 0 ] || return 1
+  [ -f "$BIN/pause.c" ] || return 1
   command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || return 1
   grep -qx "$PATCHES" "$BIN/PATCHES" 2>/dev/null || return 1
   return 0
@@ -105,10 +114,10 @@ grep -q 'github.com/modern-go/reflect2 v1.0.2' "$TREE/vendor/modules.txt" \
   || { echo "vendor/modules.txt does not list reflect2" >&2; exit 1; }
 log "vendored reflect2 replaced by v1.0.2"
 
-# 4. Build, offline, from vendor/.
+# 4. Build, offline, from vendor/: only what the cache lacks.
 export GOFLAGS=-mod=vendor GO111MODULE=on GOPROXY=off GOTOOLCHAIN=local
 export KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_TREE_STATE=clean
-for c in "${COMPONENTS[@]}"; do
+for c in "${MISSING[@]}"; do
   t=$(date +%s)
   log "make WHAT=cmd/$c"
   ( cd "$TREE" && make WHAT="cmd/$c" >"$WORK/make-$c.log" 2>&1 ) \
@@ -117,11 +126,13 @@ for c in "${COMPONENTS[@]}"; do
 done
 
 mkdir -p "$BIN"
-for c in "${COMPONENTS[@]}"; do
+install -m 0644 "$TREE/build/pause/linux/pause.c" "$BIN/pause.c"
+for c in "${MISSING[@]}"; do
   out="$(find "$TREE/_output" -type f -name "$c" -perm -u+x | head -1)"
   [ -n "$out" ] || { echo "binary $c not found under _output" >&2; exit 1; }
   install -m 0755 "$out" "$BIN/$c.tmp" && mv -f "$BIN/$c.tmp" "$BIN/$c"
 done
+# Components kept from an older cache were built with other patches: they were all rebuilt above.
 echo "$PATCHES" > "$BIN/PATCHES"
 log "cached in $BIN: $("$BIN/kube-apiserver" --version)"
 log "total $(( $(date +%s) - T0 ))s"

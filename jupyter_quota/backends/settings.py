@@ -92,6 +92,15 @@ class LocalBackendSettings(Configurable):
 class KubeBackendSettings(Configurable):
     """The Kubernetes backend (``backend = "kube"``) and Kueue."""
 
+    job_image_pull_policy = Enum(
+        ["", "Always", "IfNotPresent", "Never"],
+        "",
+        help="Kubernetes backend: the job container's ``imagePullPolicy``. ``IfNotPresent`` or ``Never`` "
+        "for an image imported on the nodes rather than pulled (``scripts/kube-cluster``'s "
+        "``localhost/jupyter-quota-job:latest``). Default: empty: Kubernetes' default (``Always`` for a "
+        "``:latest`` tag, else ``IfNotPresent``).",
+    ).tag(config=True)
+
     kube_config_file = Unicode(
         "",
         help="Kubernetes backend: path of the kubeconfig file. Default: empty, meaning in-cluster "

@@ -20,6 +20,7 @@ reason and the tail of the failing component's log; the fixtures turn it into a 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shlex
 import shutil
@@ -31,6 +32,8 @@ import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+
+import kubenode
 
 from jupyter_quota.backends.kube.client import Kube, KubeError, load_api_client
 from jupyter_quota.rbac import ServiceAccount
@@ -96,6 +99,11 @@ class Cluster:
         self.args: dict[str, list[str]] = {}
         self.timings: dict[str, float] = {}
         self.agent: NodeAgent | None = None
+        #: the real node (:func:`start_node`), when one was started
+        self.node: kubenode.KubeletNode | None = None
+        self.server = ""
+        #: keep ``workdir`` at stop (``scripts/kube-cluster``'s DIR belongs to the caller)
+        self.keep = False
 
     # -- clients ----------------------------------------------------------------------------
 
@@ -204,9 +212,12 @@ class Cluster:
     def stop(self) -> None:
         if self.agent is not None:
             self.agent.stop()
+        if self.node is not None:
+            self.node.stop(self.kube(timeout=5.0) if "kube-apiserver" in self.procs else None)
+            self.node = None
         for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
             self.terminate(name)
-        if not self.external and not os.environ.get("JUPYTER_QUOTA_KEEP_KUBE"):
+        if not self.external and not self.keep and not os.environ.get("JUPYTER_QUOTA_KEEP_KUBE"):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
     def _require_own(self, what: str) -> None:
@@ -216,8 +227,12 @@ class Cluster:
             pytest.skip(f"cannot {what} of an external cluster (JUPYTER_QUOTA_TEST_KUBECONFIG)")
 
 
-def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
-    """Start (or attach to) the test cluster; raises :class:`ClusterStartError` with the reason."""
+def start_cluster(*, nodes: bool = True, agent: bool = True, workdir: Path | None = None) -> Cluster:
+    """Start (or attach to) the test cluster; raises :class:`ClusterStartError` with the reason.
+
+    ``nodes``: register the simulated nodes (:data:`NODES`); ``agent``: run their
+    :class:`NodeAgent`; ``workdir``: where the cluster's files go (kept at stop), else a temporary
+    directory. A real node is :func:`start_node`'s."""
     external = os.environ.get("JUPYTER_QUOTA_TEST_KUBECONFIG")
     if external:
         cluster = Cluster(Path(tempfile.mkdtemp(prefix="jq-kube-ext-")), Path(external), external=True)
@@ -240,8 +255,11 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
             + ". Build them once with `scripts/build-kube.sh` (about 13 minutes on 2 cores), or point "
             "JUPYTER_QUOTA_TEST_KUBECONFIG at a cluster."
         )
-    workdir = Path(tempfile.mkdtemp(prefix="jq-kube-"))
+    keep = workdir is not None
+    workdir = Path(workdir) if workdir is not None else Path(tempfile.mkdtemp(prefix="jq-kube-"))
+    workdir.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(workdir, workdir / "kubeconfig")
+    cluster.keep = keep
     atexit.register(cluster.stop)  # even when the run is interrupted, no process is left behind
     t0 = time.monotonic()
     try:
@@ -249,6 +267,7 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
         (workdir / "tokens.csv").write_text(
             f"{TOKEN},admin,admin-uid,system:masters\n"
             + "".join(f'{token},{user},{user}-uid,"{groups}"\n' for token, user, groups in IDENTITIES.values())
+            + kubenode.TOKEN_LINE
         )
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
         cluster.spawn(
@@ -297,7 +316,8 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
                 "--v=1",
             ],
         )
-        _write_kubeconfig(cluster.kubeconfig, f"https://127.0.0.1:{api_port}", workdir / "ca.crt")
+        cluster.server = f"https://127.0.0.1:{api_port}"
+        _write_kubeconfig(cluster.kubeconfig, cluster.server, workdir / "ca.crt")
         for identity, (token, _, _) in IDENTITIES.items():
             _write_kubeconfig(
                 cluster.kubeconfig_as(identity), f"https://127.0.0.1:{api_port}", workdir / "ca.crt", token
@@ -348,8 +368,74 @@ def start_cluster(*, nodes: bool = True, agent: bool = True) -> Cluster:
 
 
 def _stop_keep_logs(cluster: Cluster) -> None:
+    if cluster.node is not None:
+        cluster.node.stop(None)
+        cluster.node = None
     for name in list(cluster.procs):
         cluster.terminate(name)
+
+
+#: The taint the tests give the real node, so that only pods meant for it (which tolerate it and
+#: select it by :data:`REAL_NODE_LABEL`) land there and the simulated nodes keep the rest.
+REAL_NODE_TAINT = {"key": "jupyter-quota-test/real-node", "value": "true", "effect": "NoSchedule"}
+REAL_NODE_LABEL = {"jupyter-quota-test/node": "real"}
+
+
+def start_node(cluster: Cluster, *, gpus: int = 4, taints: tuple = (), labels: dict | None = None) -> None:
+    """A real node (containerd + kubelet, :mod:`kubenode`) in ``cluster``, Ready with ``gpus`` fake
+    GPUs; stopped with the cluster. Raises :class:`ClusterStartError` with the reason."""
+    cluster._require_own("run a kubelet for")
+    kube = cluster.kube()
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "jupyter-quota-test-node"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:node"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": kubenode.NODE_USER}],
+    }
+    try:
+        kube.post("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding)
+    except KubeError as e:
+        if e.code != 409:
+            raise
+    node = kubenode.KubeletNode(
+        cluster.workdir, cluster.server, cluster.workdir / "ca.crt", CACHE, gpus=gpus, taints=taints, labels=labels
+    )
+    cluster.node = node
+    try:
+        node.start(kube)
+    except kubenode.NodeStartError as e:
+        cluster.node = None
+        raise ClusterStartError(f"the real node could not start: {e}") from e
+    cluster.timings.update({f"node {k}": v for k, v in node.timings.items()})
+
+
+def shared_node(config) -> Cluster:
+    """The shared cluster with the real node started (once per run; tainted, see REAL_NODE_TAINT)."""
+    cluster = shared_cluster(config)
+    error = getattr(config, "_jupyter_quota_node_error", None)
+    if error is not None:
+        raise ClusterStartError(error)
+    if cluster.node is None:
+        try:
+            start_node(cluster, gpus=8, taints=(REAL_NODE_TAINT,), labels=REAL_NODE_LABEL)
+        except ClusterStartError as e:
+            config._jupyter_quota_node_error = str(e)
+            raise
+    return cluster
+
+
+def node_or_fail(config) -> Cluster:
+    """:func:`shared_node`, or a failed test saying why (a skip only when asked for)."""
+    import pytest
+
+    cluster = cluster_or_fail(config)
+    if cluster.external:
+        pytest.skip("JUPYTER_QUOTA_TEST_KUBECONFIG: the real-node tests start their own kubelet")
+    try:
+        return shared_node(config)
+    except ClusterStartError as e:
+        pytest.fail(f"the test cluster's real node could not start: {e}", pytrace=False)
 
 
 def register_node(kube: Kube, name: str, labels: dict, gpus: int, cpu: str = "64", memory: str = "512Gi") -> None:
@@ -766,6 +852,35 @@ def cluster_or_fail(config) -> Cluster:
         pytest.fail(f"the Kubernetes test cluster could not start: {e}", pytrace=False)
 
 
+def serve(workdir: Path) -> int:
+    """``scripts/kube-cluster up``'s daemon: a control plane and a real node (untainted, 4 GPUs)
+    in ``workdir``; writes ``workdir/ready`` (or ``workdir/failed`` with the reason) and runs until
+    SIGTERM (``scripts/kube-cluster down``), then stops it all and puts the host back."""
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    cluster = None
+    try:
+        cluster = start_cluster(nodes=False, agent=False, workdir=workdir)
+        start_node(cluster, gpus=int(os.environ.get("JUPYTER_QUOTA_NODE_GPUS", "4")))
+    except (ClusterStartError, KubeError, OSError) as e:
+        (workdir / "failed").write_text(f"{e}\n")
+        if cluster is not None:
+            cluster.stop()
+        return 1
+    (workdir / "timings.json").write_text(json.dumps(cluster.timings, indent=1))
+    (workdir / "ready").write_text(f"{cluster.server}\n")
+    while not stop.wait(1.0):
+        for name in list(cluster.procs) + list(cluster.node.procs if cluster.node else []):
+            proc = cluster.procs.get(name) or cluster.node.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                (workdir / "failed").write_text(f"{name} exited with code {proc.returncode}\n")
+                stop.set()
+    cluster.stop()
+    (workdir / "ready").unlink(missing_ok=True)
+    return 0
+
+
 __all__ = [
     "CACHE",
     "GPU",
@@ -773,6 +888,8 @@ __all__ = [
     "JOB_COMMAND",
     "JOB_IMAGE",
     "NODES",
+    "REAL_NODE_LABEL",
+    "REAL_NODE_TAINT",
     "SERVICE_ACCOUNT",
     "TOKEN",
     "Cluster",
@@ -782,10 +899,21 @@ __all__ = [
     "cluster_or_fail",
     "create_namespace",
     "fate",
+    "node_or_fail",
     "register_node",
     "server_config",
     "shared_cluster",
+    "shared_node",
     "start_cluster",
+    "start_node",
     "until",
     "wait_quota_status",
 ]
+
+
+if __name__ == "__main__":  # scripts/kube-cluster up runs: python tests/kube/kubecluster.py serve DIR
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "serve":
+        sys.exit("usage: kubecluster.py serve DIR (use scripts/kube-cluster up|down DIR)")
+    sys.exit(serve(Path(sys.argv[2]).resolve()))

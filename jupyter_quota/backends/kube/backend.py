@@ -23,6 +23,8 @@ has it):
   restart: the cluster keeps no record of a deleted Job.
 - ``logs`` reads the pod log API; when the cluster cannot serve them, a ``LogsUnavailable``
   error says why (no logs are invented).
+- ``stalled``: a Running job whose pod logged nothing for ``stalled_job_minutes`` is flagged
+  (``logprogress.py``: the kubelet's timestamp of the pod's last log line).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import os
 import threading
 import time
 
-from ... import errors, jobfields, paging, quota, reasons
+from ... import errors, jobfields, labels, paging, quota, reasons, stall
 from ...jobspec import JobSettings
 from ...times import rfc3339
 from ..base import Backend, balance_json
@@ -43,6 +45,7 @@ from .admission import Turns
 from .bounded import bounded
 from .cache import STALE_AFTER, ClusterCache
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
+from .logprogress import LogProgress
 from .usagerecorder import UsageRecorder
 from .usagestore import UsageStore
 
@@ -66,6 +69,7 @@ class KubeBackend(Backend):
         kube: Kube,
         *,
         job_image: str = "",
+        job_image_pull_policy: str = "",
         backoff_limit: int = 0,
         ttl_seconds_after_finished: int = -1,
         cache_volumes: list | None = None,
@@ -76,12 +80,14 @@ class KubeBackend(Backend):
         namespaced: bool = False,
         kueue_queue: str = "",
         usage_path: str = ":memory:",
+        stall_policy: stall.StallPolicy | None = None,
         log: logging.Logger | None = None,
     ):
         self.kube = kube
         #: What ``build_job`` gives every Job besides the profile's and the request's part.
         self.job_settings = JobSettings(
             image=job_image,
+            image_pull_policy=job_image_pull_policy,
             backoff_limit=backoff_limit,
             ttl_seconds_after_finished=ttl_seconds_after_finished,
             mounts=True,
@@ -104,6 +110,8 @@ class KubeBackend(Backend):
         )
         #: pod starts and finishes, kept by the service for usage (``usagestore``, ``usagerecorder``)
         self.usage = UsageRecorder(self.cache, UsageStore(usage_path), self.log)
+        #: when a Running job's pod last logged (``stalled``)
+        self.log_progress = LogProgress(kube, stall_policy or stall.StallPolicy())
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -114,6 +122,7 @@ class KubeBackend(Backend):
         return cls(
             Kube(api_client, request_timeout=config.kube_request_timeout),
             job_image=config.job_image,
+            job_image_pull_policy=config.job_image_pull_policy,
             backoff_limit=config.kube_backoff_limit,
             ttl_seconds_after_finished=config.kube_ttl_seconds_after_finished,
             cache_volumes=config.kube_cache_volumes,
@@ -123,6 +132,7 @@ class KubeBackend(Backend):
             namespaced=config.kube_watch_scope == "namespaces",
             kueue_queue=config.kueue_queue,
             usage_path=os.path.join(config.state_dir, usagestore.FILE),
+            stall_policy=stall.StallPolicy(config.stalled_job_minutes, config.stalled_gpu_utilization),
             log=log,
         )
 
@@ -291,7 +301,7 @@ class KubeBackend(Backend):
         pods = self._pods_of(namespace, name, None)
         if not pods:
             return ""
-        pod = max(pods, key=lambda p: (p.get("metadata") or {}).get("creationTimestamp") or "")
+        pod = _newest(pods)
         pod_name = pod["metadata"]["name"]
         if ((pod.get("status") or {}).get("phase") or "Pending") == "Pending":
             return ""
@@ -311,7 +321,9 @@ class KubeBackend(Backend):
     def cancel(self, profile, name: str, by: str) -> dict:
         namespace = profile.namespace
         current = self.get_job(profile, name)
-        if current["phase"] in ("Succeeded", "Failed") or current.get("reason") == reasons.TERMINATING:
+        # A job failed for its image still has a Pending pod holding quota: cancel deletes it.
+        held = current.get("reason") in reasons.IMAGE_PULL_FAILURES
+        if (current["phase"] in ("Succeeded", "Failed") and not held) or current.get("reason") == reasons.TERMINATING:
             return current
         try:
             with self._reported(f"delete job {namespace}/{name}"):
@@ -341,6 +353,20 @@ class KubeBackend(Backend):
     def inventory(self) -> dict:
         return {"source": "cluster", "gpus": []}
 
+    def stalled(self) -> list[dict]:
+        flagged = []
+        for namespace in self.cache["jobs"].namespaces():
+            for job in self.cache["jobs"].items(namespace):
+                meta = job["metadata"]
+                if jobview.end_condition(job) is not None or meta.get("deletionTimestamp"):
+                    continue
+                pods = self._pods_of(namespace, meta["name"], meta.get("uid"))
+                flag = self.log_progress.stalled(_newest(pods))
+                if flag is not None:
+                    team = (meta.get("labels") or {}).get(labels.TEAM, "")
+                    flagged.append({"namespace": namespace, "team": team, "name": meta["name"], "stalled": flag})
+        return flagged
+
     # -- helpers -----------------------------------------------------------------------------------
 
     def _view(self, profile, job: dict) -> dict:
@@ -352,7 +378,10 @@ class KubeBackend(Backend):
         template_pod = None
         if not pods:
             template_pod = quota.apply_limit_ranges(quota.job_pod(job), self.cache["limitranges"].items(namespace))
-        return jobview.job_json(job, pods, events, profile.gpuResource, template_pod=template_pod)
+        view = jobview.job_json(job, pods, events, profile.gpuResource, template_pod=template_pod)
+        if view["phase"] == "Running" and view.get("reason") != reasons.TERMINATING:
+            view["stalled"] = self.log_progress.stalled(_newest(pods), wait=False)  # reads never wait
+        return view
 
     def _pods_of(self, namespace: str, name: str, uid: str | None) -> list[dict]:
         return jobview.pods_of(self.cache["pods"].items(namespace), name, uid)
@@ -437,6 +466,10 @@ def _denial_reason(message: str) -> str:
 def _shown(cancelled: dict) -> dict:
     """A remembered cancelled job as the API shows it (without the uid kept beside it)."""
     return copy.deepcopy({k: v for k, v in cancelled.items() if k != "_uid"})
+
+
+def _newest(pods: list[dict]) -> dict | None:
+    return max(pods, key=_created, default=None)
 
 
 def _name(obj: dict) -> str:

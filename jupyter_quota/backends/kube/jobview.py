@@ -1,9 +1,11 @@
 """A batch/v1 Job, its pods and its events, as the job dict the REST API returns (see ``base``).
 
 Phase: the Job's ``Complete`` condition is Succeeded and ``Failed`` is Failed (with the
-condition's reason and message); a job with a Running pod is Running; anything else is
-Pending. A Pending job whose pods the API server refused (quota, LimitRange) carries the
-newest ``FailedCreate`` event's reason and message, so a refusal is never silent.
+condition's reason and message, or, when its container was killed for passing its memory
+limit, ``OOMKilled`` naming the limit); a job whose pod cannot get its image is Failed at once
+(``reasons.IMAGE_PULL_FAILURES``, naming the image); a job with a Running pod is Running;
+anything else is Pending. A Pending job whose pods the API server refused (quota, LimitRange)
+carries the newest ``FailedCreate`` event's reason and message, so a refusal is never silent.
 """
 
 from __future__ import annotations
@@ -56,14 +58,14 @@ def job_json(
         "gpus": int(Quantity(gpus).value()),
         "resources": resources,
         "createdAt": meta.get("creationTimestamp", ""),
-        # stall.py's checks need the log's progress and GPU samples, which this backend does not
-        # read yet: a cluster's jobs are never flagged (README: Stalled jobs)
+        # a Running job's flag needs its pod log's progress: the backend sets it (logprogress.py)
         "stalled": None,
     }
     if status.get("startTime"):
         out["startedAt"] = status["startTime"]
     ended = end_condition(job)
     exit_code = _exit_code(pod)
+    pull_failure = image_pull_failure(pod)
     if ended and ended.get("type") == COMPLETE:
         out["phase"] = "Succeeded"
         out["finishedAt"] = status.get("completionTime") or ended.get("lastTransitionTime", "")
@@ -72,6 +74,12 @@ def job_json(
         out["finishedAt"] = ended.get("lastTransitionTime", "")
         out["reason"] = ended.get("reason") or FAILED
         out["message"] = _failure_message(ended.get("message") or "", pod)
+        if _terminated(pod).get("reason") == reasons.OOM_KILLED:
+            out["reason"] = reasons.OOM_KILLED
+            out["message"] = oom_killed_message(resources["limits"].get("memory"))
+    elif pull_failure is not None:
+        out["phase"] = "Failed"
+        out["reason"], out["message"] = pull_failure
     elif any(_pod_phase(p) == "Running" for p in pods):
         out["phase"] = "Running"
     else:
@@ -96,11 +104,38 @@ def _pod_phase(pod: dict | None) -> str:
 
 
 def _exit_code(pod: dict | None):
-    for status in ((pod or {}).get("status") or {}).get("containerStatuses") or []:
-        terminated = (status.get("state") or {}).get("terminated")
-        if terminated and status.get("name", jobfields.TRAIN) == jobfields.TRAIN:
-            return terminated.get("exitCode")
-    return None
+    return _terminated(pod).get("exitCode")
+
+
+def _train_status(pod: dict | None) -> dict:
+    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+    return next((s for s in statuses if s.get("name", jobfields.TRAIN) == jobfields.TRAIN), {})
+
+
+def _terminated(pod: dict | None) -> dict:
+    """The training container's ``state.terminated`` ({} while it has not ended)."""
+    return (_train_status(pod).get("state") or {}).get("terminated") or {}
+
+
+def oom_killed_message(limit: str | None) -> str:
+    return (
+        f"the training container was killed for passing its memory limit ({limit or 'no limit set'}); "
+        "submit it again with a plan that requests more memory (a larger memory request and limit), or a "
+        "smaller --max_length or batch size"
+    )
+
+
+def image_pull_failure(pod: dict | None) -> tuple[str, str] | None:
+    """(reason, message) when the node cannot get the training container's image: Kubernetes
+    would retry for ever (``ImagePullBackOff``) or never (``ErrImageNeverPull``)."""
+    waiting = (_train_status(pod).get("state") or {}).get("waiting") or {}
+    if waiting.get("reason") not in reasons.IMAGE_PULL_FAILURES:
+        return None
+    image = _train_status(pod).get("image") or train_container(pod or {}).get("image") or ""
+    return waiting["reason"], (
+        f'the node cannot get the image "{image}" ({waiting.get("message") or waiting["reason"]}); '
+        "set the team profile's image or JupyterQuota.job_image to an image the nodes can pull"
+    )
 
 
 def _failure_message(message: str, pod: dict | None) -> str:
