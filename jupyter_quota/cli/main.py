@@ -284,8 +284,8 @@ def _estimate(args) -> int:
 
 def _verification(sft, gpus: int) -> dict:
     """The simulated step's answer, or why there is none (``{"unsupported": reason}``)."""
-    from .estimator.simstep import UnsupportedStep
-    from .estimator.verify import verify
+    from ..estimator.simstep import UnsupportedStep
+    from ..estimator.verify import verify
 
     print("verifying: one simulated training step on fake tensors (no GPU) ...", file=sys.stderr, flush=True)
     try:
