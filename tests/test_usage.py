@@ -169,3 +169,58 @@ def test_bad_prices_are_refused_naming_the_key(prices, says):
     with pytest.raises(ValueError, match=r"JupyterQuota\.prices") as refused:
         chargeback.parse_prices(prices)
     assert says in str(refused.value)
+
+
+# -- issue 25 item 4: times out of range, non-ASCII digits, zero padding ---------------------------
+
+
+@pytest.mark.parametrize(
+    "params, says",
+    [
+        ({"until": "9999-12-31T23:59:59-14:00"}, "until is after 9999-12-31T23:59:59Z"),
+        ({"since": "0001-01-01T00:00:00+14:00"}, "since is before 0001-01-01T00:00:00Z"),
+        ({"until": "0001-01-01T00:00:00Z"}, "since (24 hours before until) would be before 0001-01-01T00:00:00Z"),
+        ({"until": "２０２６-11-15T00:00:00Z"}, "ASCII digits"),
+        ({"since": "2026-11-15T00:00:00Z", "until": "2026-11-15T00:00:0\u0661Z"}, "ASCII digits"),
+    ],
+)
+def test_times_outside_years_1_to_9999_or_in_other_digits_are_refused(params, says):
+    with pytest.raises(InvalidRequest) as refused:
+        usage.parse_window(**params, now=T0)
+    assert says in refused.value.message and refused.value.status == 400
+
+
+def test_the_first_and_last_seconds_of_the_range_are_accepted():
+    w = usage.parse_window("0001-01-01T00:00:00Z", "0001-01-02T00:00:00Z", now=T0)
+    assert usage.format_time(w.since) == "0001-01-01T00:00:00Z"
+    w = usage.parse_window("9999-12-31T00:00:00Z", "9999-12-31T23:59:59Z", now=T0)
+    assert usage.format_time(w.until) == "9999-12-31T23:59:59Z"
+
+
+@pytest.mark.parametrize(
+    "epoch, text", [(-61_000_000_000, "0037-01-03T13:46:40Z"), (-31_000_000_000, "0987-09-26T15:06:40Z")]
+)
+def test_years_below_1000_keep_their_zero_padding(epoch, text):
+    from jupyter_quota.backends.base import rfc3339
+
+    assert usage.format_time(epoch) == text
+    assert rfc3339(epoch) == text
+
+
+def test_a_window_in_year_999_sorts_before_todays_times():
+    # the local backend compares RFC 3339 strings in SQL: "999-..." would sort after "2026-..."
+    w = usage.parse_window("0999-01-01T00:00:00Z", "2026-11-15T00:00:00Z", now=T0)
+    assert usage.format_time(w.since) < "2026-11-14T00:00:00Z"
+
+
+@pytest.mark.parametrize("month", ["0000-01", "9999-12", "２０２６-１１", "2026-1\u0661", ""])
+def test_a_month_outside_the_range_or_not_in_ascii_digits_is_refused(month):
+    with pytest.raises(InvalidRequest, match="month must be YYYY-MM"):
+        chargeback.month_window(month, 0)
+
+
+def test_the_first_and_last_months_of_the_range_are_accepted():
+    _, since, _ = chargeback.month_window("0001-01", 0)
+    assert usage.format_time(since) == "0001-01-01T00:00:00Z"
+    month, _, until = chargeback.month_window("9999-11", 0)
+    assert (month, usage.format_time(until)) == ("9999-11", "9999-12-01T00:00:00Z")
