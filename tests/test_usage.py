@@ -224,3 +224,31 @@ def test_the_first_and_last_months_of_the_range_are_accepted():
     assert usage.format_time(since) == "0001-01-01T00:00:00Z"
     month, _, until = chargeback.month_window("9999-11", 0)
     assert (month, usage.format_time(until)) == ("9999-11", "9999-12-01T00:00:00Z")
+
+
+# -- issue 25 item 3: an answer's rows (groups x buckets) are bounded ---------------------------------
+
+
+def test_jobs_times_buckets_past_the_row_bound_is_refused_with_a_step_that_fits(monkeypatch):
+    monkeypatch.setattr(usage, "MAX_ROWS", 500)
+    spans = [span(0, 7 * 24 * H - i, job=f"j{i}", user=f"u{i % 9}") for i in range(40)]  # a week each
+    w = window(0, 7 * 24 * H, "job", step=605)  # 40 jobs x 1000 buckets: 40,000 rows
+    with pytest.raises(InvalidRequest) as refused:
+        usage.integrate(spans, w, now=T0 + 8 * 24 * H, max_rows=usage.MAX_ROWS)
+    said = refused.value.message
+    assert "more than 500 rows" in said and "step >= " in said, said
+    fitting = int(said.split("step >= ")[1].split()[0].rstrip(",;"))
+    rows = usage.integrate(spans, window(0, 7 * 24 * H, "job", step=fitting), T0 + 8 * 24 * H, max_rows=500)
+    assert 0 < len(rows) <= 500
+    # the same spans by user fit at step=605 (9 users x 1000 buckets is over 500: refused too, with its own step)
+    with pytest.raises(InvalidRequest, match="step >= "):
+        usage.integrate(spans, window(0, 7 * 24 * H, "user", step=605), T0 + 8 * 24 * H, max_rows=500)
+
+
+def test_more_jobs_than_the_row_bound_by_job_is_refused_naming_what_narrows_it(monkeypatch):
+    spans = [span(0, H, job=f"j{i}") for i in range(30)]
+    with pytest.raises(InvalidRequest) as refused:
+        usage.integrate(spans, window(0, 2 * H, "job"), now=T0 + 3 * H, max_rows=20)
+    said = refused.value.message
+    assert "more than 20 rows" in said and "by=user" in said and "namespace" in said and "step >=" not in said
+    assert len(usage.integrate(spans, window(0, 2 * H, "team"), now=T0 + 3 * H, max_rows=20)) == 1

@@ -172,3 +172,15 @@ async def test_usage_since_year_999_counts_the_whole_seeded_week(seeded, api):
     assert status == status_999 == 200, since_999
     assert since_999["since"] == "0999-01-01T00:00:00Z"
     assert since_999["totals"]["gpuSeconds"] == week["totals"]["gpuSeconds"] > 0
+
+
+async def test_usage_by_job_in_small_buckets_is_a_400_with_a_step_that_fits(seeded, api, monkeypatch):
+    from jupyter_quota import usage
+
+    monkeypatch.setattr(usage, "MAX_ROWS", 300)
+    status, refused = await api("GET", "usage", user="ada", params={**WEEK, "by": "job", "step": "605"})
+    assert status == 400 and refused["reason"] == "BadRequest", refused
+    assert "more than 300 rows" in refused["message"], refused
+    fitting = refused["message"].split("step >= ")[1].split()[0].rstrip(",;")
+    status, answer = await api("GET", "usage", user="ada", params={**WEEK, "by": "job", "step": fitting})
+    assert status == 200 and 0 < len(answer["rows"]) <= 300, answer.get("message")
