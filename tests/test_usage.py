@@ -197,12 +197,13 @@ def test_the_first_and_last_seconds_of_the_range_are_accepted():
     assert usage.format_time(w.until) == "9999-12-31T23:59:59Z"
 
 
-@pytest.mark.parametrize(
-    "epoch, text", [(-61_000_000_000, "0037-01-03T13:46:40Z"), (-31_000_000_000, "0987-09-26T15:06:40Z")]
-)
-def test_years_below_1000_keep_their_zero_padding(epoch, text):
+@pytest.mark.parametrize("text", ["0037-01-03T13:46:40Z", "0987-09-26T15:06:40Z"])
+def test_years_below_1000_keep_their_zero_padding(text):
+    from datetime import datetime
+
     from jupyter_quota.backends.base import rfc3339
 
+    epoch = int(datetime.fromisoformat(text).timestamp())
     assert usage.format_time(epoch) == text
     assert rfc3339(epoch) == text
 
