@@ -466,7 +466,11 @@ class UsageHandler(QuotaHandler):
     @api_call
     async def get(self):
         params = [self.get_query_argument(k, None) for k in ("since", "until", "by", "namespace", "step")]
-        self.reply(await self.run(self.service.usage, self.who, *params))
+        who = self.who
+        # rows and their JSON are made in a worker thread: the IO loop keeps serving balances
+        text = await self.run(lambda: json.dumps(self.service.usage(who, *params)))
+        self.set_header("Content-Type", "application/json")
+        self.finish(text)
 
 
 class ChargebackHandler(QuotaHandler):
