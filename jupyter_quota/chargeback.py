@@ -89,9 +89,7 @@ def month_window(month: str | None, now: int) -> tuple[str, int, int]:
         month = usage.format_time(now)[:7]
     match = _MONTH.fullmatch(month)
     if not match or not 1 <= int(match[2]) <= 12 or not "0001-01" <= month <= "9999-11":
-        raise InvalidRequest(
-            f"month must be YYYY-MM (e.g. 2026-11), from 0001-01 to 9999-11, not {str(month)[:32]!r}"
-        )
+        raise InvalidRequest(f"month must be YYYY-MM (e.g. 2026-11), from 0001-01 to 9999-11, not {str(month)[:32]!r}")
     year, number = int(match[1]), int(match[2])
     start = datetime(year, number, 1, tzinfo=timezone.utc)
     end = datetime(year + number // 12, number % 12 + 1, 1, tzinfo=timezone.utc)
