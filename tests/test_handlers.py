@@ -305,3 +305,19 @@ async def test_tornados_own_400_is_bad_request(api):
     """A query argument that is not UTF-8 is refused by tornado itself (400), in the API's shape."""
     status, answer = await api("GET", "namespaces", "team-alpha", "jobs", params={"limit": b"\xff"})
     assert status == 400 and answer["reason"] == "BadRequest", answer
+
+
+@pytest.mark.parametrize(
+    "method, path, allowed",
+    [
+        ("PATCH", ("namespaces", "team-alpha", "jobs"), {"GET", "POST"}),
+        ("POST", ("metrics",), {"GET"}),
+        ("PUT", ("namespaces",), {"GET"}),
+    ],
+)
+async def test_a_405_names_the_allowed_methods(jp_fetch, method, path, allowed):
+    response = await jp_fetch(
+        "quota", "v1", *path, method=method, body="{}", raise_error=False, allow_nonstandard_methods=True
+    )
+    assert response.code == 405
+    assert {m.strip() for m in response.headers.get("Allow", "").split(",")} == allowed  # RFC 9110 15.5.6
