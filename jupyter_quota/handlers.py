@@ -208,7 +208,15 @@ class QuotaHandler(APIHandler):
         if status_code == 403 and not said and getattr(self, "_jupyter_current_user", None) is None:
             said = self._not_signed_in()  # tornado's @authenticated refuses a write with a bare 403
         message = said or self._reason or "internal error; the server log has the details"
+        if status_code == 405:  # RFC 9110 15.5.6: a 405 says which methods the resource has
+            self.set_header("Allow", ", ".join(self.allowed_methods()))
         self.finish(json.dumps({"reason": reason, "message": message}))
+
+    @classmethod
+    def allowed_methods(cls) -> list[str]:
+        """The methods this route implements (tornado's defaults answer 405)."""
+        unimplemented = tornado.web.RequestHandler.get
+        return [m for m in ("GET", "POST", "PUT", "DELETE") if getattr(cls, m.lower()) is not unimplemented]
 
 
 def _depth(value) -> int:

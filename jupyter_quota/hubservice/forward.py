@@ -23,7 +23,7 @@ from ..errors import Forbidden, QuotaError, ServiceUnavailable
 from ..handlers import API_PREFIX, QuotaHandler, api_call
 
 #: the service's answer headers a client needs (Location is rewritten to this server's path)
-_RELAYED_HEADERS = ("Content-Disposition", "Retry-After")
+_RELAYED_HEADERS = ("Allow", "Content-Disposition", "Retry-After")
 #: what a client is told to wait when the service does not answer (the hub restarts it)
 RETRY_AFTER_SECONDS = 10
 #: the largest answer relayed (tornado's own client limit, which failed past it as a dropped connection)
@@ -55,6 +55,12 @@ class ForwardHandler(QuotaHandler):
     @authorized
     @api_call
     async def delete(self, path):
+        await self._forward()
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def patch(self, path):  # no route has it: the service's 405 names the methods it has
         await self._forward()
 
     async def _forward(self) -> None:
