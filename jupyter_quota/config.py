@@ -299,13 +299,26 @@ class JupyterQuota(Configurable):
         "one more is refused (409 TooManyOpenRequests) until an admin decides one. At least 1. Default: 3.",
     ).tag(config=True)
 
+    max_open_increases_per_team = Int(
+        20,
+        help="Temporary increase requests a team may have Pending at once, whoever filed them; one "
+        "more is refused (409 TooManyOpenRequests) until an admin decides one. At least 1. Default: 20.",
+    ).tag(config=True)
+
+    increase_retention_days = Float(
+        90.0,
+        help="Days a decided increase request (Denied or Expired) stays in ``GET .../increases``; "
+        "past them it is moved to the records' archive table (the audit log keeps every entry). "
+        "0 keeps every request listed. Default: 90.",
+    ).tag(config=True)
+
     max_increase_hours = Float(
         168.0,
         help="The longest a temporary increase may be asked for, in hours (a request's ``hours`` must be "
         "more than 0 and at most this). Default: 168 (one week).",
     ).tag(config=True)
 
-    @validate("max_open_increases", "max_increase_hours")
+    @validate("max_open_increases", "max_open_increases_per_team", "max_increase_hours")
     def _valid_increase_limits(self, proposal):
         if proposal["value"] <= 0:
             raise ValueError(f"JupyterQuota.{proposal['trait'].name} must be more than 0, not {proposal['value']}")

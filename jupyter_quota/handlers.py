@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import hmac
 import json
 import sqlite3
@@ -154,6 +155,10 @@ class QuotaHandler(APIHandler):
     async def run(self, fn, *args):
         """Call a service method off the IO loop (it may touch SQLite, files or processes)."""
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+    def set_etag_header_for(self, version: str) -> None:
+        """A weak ETag from what the answer depends on, set before it is made (``If-None-Match``)."""
+        self.set_header("Etag", f'W/"{hashlib.sha256(version.encode()).hexdigest()[:32]}"')
 
     def reply(self, payload: dict, status: int = 200) -> None:
         self.set_status(status)
@@ -427,7 +432,16 @@ class IncreaseListHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self):
-        self.reply(await self.run(self.service.list_increases, self.who))
+        limit, token = self.get_query_argument("limit", None), self.get_query_argument("continue", None)
+        who = self.who
+        # the version is two indexed reads: an unchanged poll is a 304 without reading the requests
+        version = await self.run(self.service.increases_version, who)
+        self.set_etag_header_for(f"{version}.{limit}.{token}")
+        if self.check_etag_header():
+            self.set_status(304)
+            self.finish()
+            return
+        self.reply(await self.run(self.service.list_increases, who, limit, token))
 
 
 class ApproveHandler(QuotaHandler):
@@ -458,12 +472,13 @@ class AuditHandler(QuotaHandler):
         fmt = self.get_query_argument("format", "json")
         if fmt not in ("json", "csv"):
             raise InvalidRequest(f"format must be json or csv, not {fmt[:32]!r}")
-        entries = await self.run(self.service.audit_log, self.who)
         if fmt == "json":
-            self.reply({"entries": entries})
+            limit, token = self.get_query_argument("limit", None), self.get_query_argument("continue", None)
+            self.reply(await self.run(self.service.audit_page, self.who, limit, token))
             return
         from .audit import to_csv
 
+        entries = await self.run(self.service.audit_log, self.who)  # the export: the whole log
         self.set_header("Content-Disposition", "attachment; filename=quota-audit.csv")
         self.finish(to_csv(entries), set_content_type="text/csv; charset=utf-8")
 

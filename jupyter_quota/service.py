@@ -22,7 +22,7 @@ from .config import JupyterQuota
 from .effectivequota import effective_hard
 from .errors import AdmissionDenied, Conflict, Forbidden, InvalidRequest, QuotaError
 from .identity import Identity
-from .increaseservice import ExpiryTimer, Increases
+from .increaseservice import PAGE_SIZE, ExpiryTimer, Increases
 from .jobmemory import JobMemory
 from .jobspec import create_named, parse_job_request
 from .metrics import QuotaMetrics
@@ -396,8 +396,12 @@ class QuotaService:
     def request_increase(self, who: Identity, namespace: str, body) -> dict:
         return self.increases.request(who, namespace, body, self.clock())
 
-    def list_increases(self, who: Identity) -> dict:
-        return self.increases.list(who, self.clock())
+    def list_increases(self, who: Identity, limit=None, token=None) -> dict:
+        return self.increases.list(who, self.clock(), limit, token)
+
+    def increases_version(self, who: Identity) -> str:
+        """Changes when ``who``'s increases list may have (the list's ETag, with its query)."""
+        return f"{who.name}.{int(who.admin)}.{self.increases.version(self.clock())}"
 
     def decide_increase(self, who: Identity, name: str, body, approve: bool) -> dict:
         return self.increases.decide(who, name, body, approve, self.clock())
@@ -407,8 +411,15 @@ class QuotaService:
         return self.increases.expire_due(self.clock())
 
     def audit_log(self, who: Identity) -> list[dict]:
+        """Every entry, oldest first (the CSV export)."""
         self._require_admin(who, "the audit log is")
         return audit.entries(self.config.state_dir)
+
+    def audit_page(self, who: Identity, limit=None, token=None) -> dict:
+        """A page of the audit log, newest first (``paging``)."""
+        self._require_admin(who, "the audit log is")
+        size = paging.parse_limit(limit, PAGE_SIZE)
+        return paging.list_json("entries", audit.page(self.config.state_dir, size, paging.decode(token)))
 
     @staticmethod
     def _require_admin(who: Identity, what: str = "profiles are") -> None:

@@ -313,7 +313,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Increase requests of the caller's teams (every team's for an admin), newest first */
+        /**
+         * A page of the increase requests of the caller's teams (every team's for an admin), newest first
+         * @description Paged as `GET .../jobs` is (`limit`, `continue`, `metadata`); without `limit` a page holds
+         *     100 requests. Decided requests past `JupyterQuota.increase_retention_days` are archived and
+         *     no longer listed (the audit log keeps their entries). The answer's `ETag` changes whenever
+         *     the list may have: send it back as `If-None-Match` and an unchanged list answers 304 with
+         *     no body (the sidebar's poll reads only what changed).
+         */
         get: operations["listIncreases"];
         put?: never;
         post?: never;
@@ -368,7 +375,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The append-only audit log, oldest first (admins only) */
+        /**
+         * The append-only audit log, a page at a time newest first (admins only)
+         * @description JSON: paged as `GET .../jobs` is (`limit`, `continue`, `metadata`), newest first; without
+         *     `limit` a page holds 100 entries. `format=csv`: the whole log, oldest first (a download).
+         */
         get: operations["getAudit"];
         put?: never;
         post?: never;
@@ -1063,6 +1074,7 @@ export interface components {
         };
         IncreaseList: {
             increases: components["schemas"]["Increase"][];
+            metadata: components["schemas"]["ListMeta"];
         };
         AuditEntry: {
             id: number;
@@ -1079,6 +1091,7 @@ export interface components {
         };
         AuditLog: {
             entries: components["schemas"]["AuditEntry"][];
+            metadata: components["schemas"]["ListMeta"];
         };
         /** @description `JupyterQuota.prices`: the price of one GPU, one CPU core, one GiB of memory for an hour */
         Prices: {
@@ -1211,6 +1224,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description Items in the page (1 to 1000) */
+        limit: number;
+        /** @description The `metadata.continue` of the previous page (a token of this list; any other is a 400) */
+        continue: string;
         namespace: string;
         name: string;
     };
@@ -1495,6 +1512,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             413: components["responses"]["BodyTooLarge"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -1629,7 +1647,12 @@ export interface operations {
     };
     listIncreases: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Items in the page (1 to 1000) */
+                limit?: components["parameters"]["limit"];
+                /** @description The `metadata.continue` of the previous page (a token of this list; any other is a 400) */
+                continue?: components["parameters"]["continue"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1639,12 +1662,22 @@ export interface operations {
             /** @description The requests */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["IncreaseList"];
                 };
             };
+            /** @description Nothing changed since the `If-None-Match` ETag */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
         };
     };
     approveIncrease: {
@@ -1714,6 +1747,10 @@ export interface operations {
     getAudit: {
         parameters: {
             query?: {
+                /** @description Items in the page (1 to 1000) */
+                limit?: components["parameters"]["limit"];
+                /** @description The `metadata.continue` of the previous page (a token of this list; any other is a 400) */
+                continue?: components["parameters"]["continue"];
                 /** @description `json` (the default) or `csv` (a download: `Content-Disposition: attachment`) */
                 format?: "json" | "csv";
             };
@@ -1755,6 +1792,7 @@ export interface operations {
                     "application/json": components["schemas"]["Identity"];
                 };
             };
+            403: components["responses"]["Error"];
         };
     };
     listModels: {
@@ -1775,6 +1813,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelList"];
                 };
             };
+            403: components["responses"]["Error"];
         };
     };
     getInventory: {
@@ -1795,6 +1834,7 @@ export interface operations {
                     "application/json": components["schemas"]["Inventory"];
                 };
             };
+            403: components["responses"]["Error"];
         };
     };
     getMetrics: {
@@ -1815,6 +1855,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            403: components["responses"]["Error"];
         };
     };
     getUsage: {
