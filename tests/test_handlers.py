@@ -321,3 +321,20 @@ async def test_a_405_names_the_allowed_methods(jp_fetch, method, path, allowed):
     )
     assert response.code == 405
     assert {m.strip() for m in response.headers.get("Allow", "").split(",")} == allowed  # RFC 9110 15.5.6
+
+
+async def test_an_unchanged_increase_list_is_a_304_in_both_modes(api, jp_fetch):
+    first = await jp_fetch("quota", "v1", "increases", raise_error=False)
+    assert first.code == 200 and first.headers.get("Etag"), first.body
+    again = await jp_fetch(
+        "quota", "v1", "increases", headers={"If-None-Match": first.headers["Etag"]}, raise_error=False
+    )
+    assert again.code == 304 and not again.body
+    status, made = await api(
+        "POST", "namespaces", "team-alpha", "increases", body={"resources": {GPU: "1"}, "hours": 1, "reason": "x"}
+    )
+    assert status == 201, made
+    changed = await jp_fetch(
+        "quota", "v1", "increases", headers={"If-None-Match": first.headers["Etag"]}, raise_error=False
+    )
+    assert changed.code == 200 and made["name"] in changed.body.decode()

@@ -23,7 +23,9 @@ from ..errors import Forbidden, QuotaError, ServiceUnavailable
 from ..handlers import API_PREFIX, QuotaHandler, api_call
 
 #: the service's answer headers a client needs (Location is rewritten to this server's path)
-_RELAYED_HEADERS = ("Allow", "Content-Disposition", "Retry-After")
+_RELAYED_HEADERS = ("Allow", "Content-Disposition", "Etag", "Retry-After")
+#: the caller's request headers the service needs (a conditional read: ``GET increases``)
+_FORWARDED_HEADERS = ("If-None-Match",)
 #: what a client is told to wait when the service does not answer (the hub restarts it)
 RETRY_AFTER_SECONDS = 10
 #: the largest answer relayed (tornado's own client limit, which failed past it as a dropped connection)
@@ -86,7 +88,11 @@ class ForwardHandler(QuotaHandler):
             settings.service_url + "/".join(API_PREFIX) + rest,
             method=self.request.method,
             body=body,
-            headers={"Authorization": f"token {settings.token}", "Content-Type": "application/json"},
+            headers={
+                "Authorization": f"token {settings.token}",
+                "Content-Type": "application/json",
+                **{k: self.request.headers[k] for k in _FORWARDED_HEADERS if k in self.request.headers},
+            },
             connect_timeout=settings.connect_timeout,
             request_timeout=settings.timeout_for(self.request.method),
             follow_redirects=False,
@@ -112,6 +118,9 @@ class ForwardHandler(QuotaHandler):
         if "Location" in answer.headers:
             self.set_header("Location", local + answer.headers["Location"].split("/".join(API_PREFIX), 1)[-1])
         # APIHandler.finish would label every answer JSON: metrics are text, the chargeback's CSV is text/csv
+        if answer.code == 304:  # not modified: no body, as HTTP requires
+            self.finish()
+            return
         self.finish(bytes(received), set_content_type=answer.headers.get("Content-Type", "application/json"))
 
     def _unavailable(self, settings, cause) -> ServiceUnavailable:
