@@ -331,6 +331,8 @@ class ProfileHandler(QuotaHandler):
     @authorized
     @api_call
     async def put(self, team):
+        if not (self.request.body or b"").strip():  # the body is the profile: none is not an empty one
+            raise InvalidRequest('the body must be the team\'s profile as JSON, e.g. {"hard": {...}}')
         body = self.json_body()
         self.reply(await self.run(self.service.put_profile, self.who, team, body))
 

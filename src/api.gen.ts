@@ -271,7 +271,7 @@ export interface paths {
         get: operations["getProfile"];
         /**
          * Create or replace a team profile (admins only); validated as the API server validates quotas
-         * @description A team not yet defined gets the server's new_team_defaults (by default a small hard quota and a LimitRange) for the fields the body leaves out; a field in the body wins, even empty. An existing team's profile is replaced by the body as given.
+         * @description A team not yet defined gets the server's new_team_defaults (by default a small hard quota and a LimitRange) for the fields the body leaves out; a field in the body wins, even empty. An existing team's profile is replaced by the body as given. The body is required (an empty one is a 400), and a 400 also answers what the API server would refuse in the quotas it describes (a quantity past int64, a LimitRange whose default exceeds its max, a `team` other than the path's), which this file cannot state in full; the message names the field.
          */
         put: operations["putProfile"];
         post?: never;
@@ -297,7 +297,9 @@ export interface paths {
          * @description Pending until an admin approves or denies it. Resources are ones the team's hard quota names,
          *     each more than zero; GPUs and counts in whole units. `hours` is more than 0 and at most
          *     `JupyterQuota.max_increase_hours`. A user may have at most `JupyterQuota.max_open_increases`
-         *     Pending requests (409 `TooManyOpenRequests`). Recorded in the audit log.
+         *     Pending requests, a team `JupyterQuota.max_open_increases_per_team` (409 `TooManyOpenRequests`).
+         *     Recorded in the audit log. A 400 names what the team's quota refuses (a resource it does not
+         *     name, a quantity it cannot hold), which depends on the team and is not stated here.
          */
         post: operations["requestIncrease"];
         delete?: never;
@@ -648,7 +650,7 @@ export interface components {
             name?: string;
             /** @description Without `name`: a prefix the server appends 5 random characters to (`bcdfghjklmnpqrstvwxz2456789`, as Kubernetes' `metadata.generateName`), cut to 58 characters so the name stays 63; retried with a new name on a clash (8 tries). With neither, `sft-`. `%swift_sft --name X` sends `X-`, so a notebook can run again. */
             generateName?: string;
-            /** @description ms-swift `sft` arguments, one per item (never a shell string) */
+            /** @description ms-swift `sft` arguments, one per item (never a shell string; no control characters). A 400 also answers arguments ms-swift or the estimator refuses (an unknown option, a value of the wrong kind), which this file cannot state. */
             args?: string[];
             priority?: components["schemas"]["Priority"];
             /** @description Shorthand for `nvidia.com/gpu` requests and limits; whole numbers only */
@@ -752,7 +754,7 @@ export interface components {
             /** @description Requeued, Resumed: the checkpoint it resumes from */
             checkpoint?: string | null;
         };
-        /** @description ms-swift `sft` arguments, one per item (never a shell string), e.g. `["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]` */
+        /** @description ms-swift `sft` arguments, one per item (never a shell string; no control characters), e.g. `["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]`. They must name the model (`--model`); a 400 answers arguments without one, or that ms-swift or the estimator refuses (an unknown option, a value of the wrong kind), which this file cannot state. */
         SwiftArgs: string[];
         EstimateRequest: {
             args: components["schemas"]["SwiftArgs"];
@@ -1868,7 +1870,7 @@ export interface operations {
                 by?: "team" | "user" | "job";
                 /** @description Only this team namespace (403 if it is not the caller's) */
                 namespace?: string;
-                /** @description Cut the window into buckets of this many seconds (rows then carry `start`); at most 1000 buckets */
+                /** @description Cut the window into buckets of this many seconds (rows then carry `start`). A 400 answers a step that cuts the window into more than 1000 buckets, or an answer of more than 10,000 rows (groups x buckets); the message names a step that fits. */
                 step?: number;
             };
             header?: never;
