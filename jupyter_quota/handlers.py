@@ -165,6 +165,12 @@ class QuotaHandler(APIHandler):
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(payload))
 
+    def required_body(self):
+        """``json_body`` of a route whose body the OpenAPI file requires: none is a 400, not ``{}``."""
+        if not (self.request.body or b"").strip():
+            raise InvalidRequest("this request needs a JSON body (jupyter_quota/openapi.yaml and the README say which)")
+        return self.json_body()
+
     def json_body(self):
         raw = self.request.body or b""  # at most MAX_BODY_BYTES: prepare/data_received refuse more
         if not raw.strip():
@@ -266,7 +272,7 @@ class JobsHandler(QuotaHandler):
     @authorized
     @api_call
     async def post(self, namespace):
-        body = self.json_body()
+        body = self.required_body()
         job = await self.run(self.service.submit, self.who, namespace, body)
         self.set_header("Location", url_path_join(self.request.path, job["name"]))
         self.reply(job, 201)
@@ -333,7 +339,7 @@ class ProfileHandler(QuotaHandler):
     async def put(self, team):
         if not (self.request.body or b"").strip():  # the body is the profile: none is not an empty one
             raise InvalidRequest('the body must be the team\'s profile as JSON, e.g. {"hard": {...}}')
-        body = self.json_body()
+        body = self.required_body()
         self.reply(await self.run(self.service.put_profile, self.who, team, body))
 
 
@@ -425,7 +431,7 @@ class IncreasesHandler(QuotaHandler):
     @authorized
     @api_call
     async def post(self, namespace):
-        body = self.json_body()
+        body = self.required_body()
         self.reply(await self.run(self.service.request_increase, self.who, namespace, body), 201)
 
 

@@ -145,6 +145,9 @@ def parse_window(
     now: int | None = None,
 ) -> Window:
     """The query parameters of ``GET /usage`` as a :class:`Window`; ``InvalidRequest`` names what to fix."""
+    for name, value in (("since", since), ("until", until), ("by", by), ("step", step), ("namespace", namespace)):
+        if value == "":  # as the OpenAPI file says: a parameter given is a value, left out is the default
+            raise InvalidRequest(f"{name}= is empty: give it a value, or leave {name} out for its default")
     now = int(time.time()) if now is None else now
     end = parse_time(until, "until") if until else now
     start = parse_time(since, "since") if since else end - DEFAULT_WINDOW

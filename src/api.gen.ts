@@ -1289,7 +1289,7 @@ export interface operations {
             query?: {
                 /** @description Jobs in the page (1 to 1000; default JupyterQuota.job_list_limit, 100) */
                 limit?: number;
-                /** @description The `metadata.continue` of the previous page */
+                /** @description The `metadata.continue` of the previous page (a token of this list; any other is a 400) */
                 continue?: string;
             };
             header?: never;

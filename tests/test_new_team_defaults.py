@@ -62,3 +62,10 @@ async def test_a_put_without_a_body_is_a_400_not_a_team_of_defaults(api):
     assert status == 400 and "the body must be the team's profile" in refused["message"], refused
     status, _ = await api("GET", "profiles", "epsilon", user=ADMIN)
     assert status == 404
+
+
+async def test_a_submit_or_an_increase_request_without_a_body_is_a_400(api):
+    status, refused = await api("POST", "namespaces", "team-alpha", "jobs", user=ADMIN)
+    assert status == 400 and "needs a JSON body" in refused["message"], refused
+    status, refused = await api("POST", "namespaces", "team-alpha", "increases", user=ADMIN)
+    assert status == 400 and "needs a JSON body" in refused["message"], refused

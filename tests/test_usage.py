@@ -253,3 +253,10 @@ def test_more_jobs_than_the_row_bound_by_job_is_refused_naming_what_narrows_it(m
     said = refused.value.message
     assert "more than 20 rows" in said and "by=user" in said and "namespace" in said and "step >=" not in said
     assert len(usage.integrate(spans, window(0, 2 * H, "team"), now=T0 + 3 * H, max_rows=20)) == 1
+
+
+@pytest.mark.parametrize("name", ["since", "until", "by", "step", "namespace"])
+def test_an_empty_parameter_is_refused_not_taken_as_left_out(name):
+    # the OpenAPI file's types refuse an empty value (schemathesis found `until=` answered 200)
+    with pytest.raises(InvalidRequest, match=f"{name}= is empty"):
+        usage.parse_window(**{name: ""}, now=T0)
