@@ -71,7 +71,7 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
     if not name and not generate_name:
         generate_name = DEFAULT_GENERATE_NAME
     args = _parse_args(body.get("args"))
-    resources = _parse_resources(body.get("resources"), profile.gpuResource)
+    resources = _parse_resources(body.get("resources", {}), profile.gpuResource)
     if body.get("gpus") is not None:
         gpus = parse_gpus(body["gpus"], resource=profile.gpuResource)
         for part in ("requests", "limits"):
@@ -332,9 +332,7 @@ def _whole_gpus(q: Quantity, what: str, resource: str, kube_sign_check: bool = T
 
 def _parse_resources(resources, gpu_resource: str) -> dict:
     parsed: dict = {"requests": {}, "limits": {}}
-    if resources is None:
-        return parsed
-    if not isinstance(resources, dict):
+    if not isinstance(resources, dict):  # null too: the OpenAPI file says an object
         raise InvalidRequest(
             '"resources" must be an object like {"requests": {"cpu": "4"}, "limits": {"memory": "32Gi"}}'
         )
@@ -343,8 +341,8 @@ def _parse_resources(resources, gpu_resource: str) -> dict:
         raise InvalidRequest(f'"resources" takes "requests" and "limits", not {", ".join(map(repr, unknown))}')
     allowed = (*STANDARD_RESOURCES, gpu_resource)
     for part in ("requests", "limits"):
-        values = resources.get(part) or {}
-        if not isinstance(values, dict):
+        values = resources.get(part, {})
+        if not isinstance(values, dict):  # null, "", 0 or [] too: the OpenAPI file says an object
             raise InvalidRequest(f'"resources.{part}" must be an object of resource name to quantity')
         for key, raw in values.items():
             where = f'resources.{part}["{_clip(str(key))}"]'

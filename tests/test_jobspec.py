@@ -233,3 +233,13 @@ def test_the_priority_labels_the_job_and_its_pods_and_picks_the_profiles_priorit
         assert job["spec"]["template"]["spec"]["priorityClassName"] == priority_class
     with pytest.raises(InvalidRequest, match='priority must be "high", "normal" or "best-effort"'):
         parse_job_request({"args": [], "priority": "low"}, team)
+
+
+@pytest.mark.parametrize("resources", [None, {"limits": None}, {"requests": ""}, {"requests": 0}, {"limits": []}])
+def test_resources_not_shaped_as_the_openapi_file_says_are_refused(resources):
+    # issue 25 item 11: schemathesis found {"limits": null} accepted though the file says an object
+    from jupyter_quota.errors import InvalidRequest
+    from jupyter_quota.jobspec import _parse_resources
+
+    with pytest.raises(InvalidRequest, match="must be an object"):
+        _parse_resources(resources, "nvidia.com/gpu")
