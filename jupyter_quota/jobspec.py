@@ -66,6 +66,9 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
         raise InvalidRequest(
             f"unknown field(s) {', '.join(map(repr, unknown))}; a job takes {', '.join(REQUEST_FIELDS)}"
         )
+    nulls = [k for k in REQUEST_FIELDS if k in body and body[k] is None]
+    if nulls:  # the OpenAPI file gives each field a type; null is none of them (leave it out instead)
+        raise InvalidRequest(f'"{nulls[0]}": null is not a value; leave the field out for its default')
     name = _parse_name(body.get("name"))
     generate_name = _parse_generate_name(body.get("generateName"))
     if not name and not generate_name:

@@ -243,3 +243,15 @@ def test_resources_not_shaped_as_the_openapi_file_says_are_refused(resources):
 
     with pytest.raises(InvalidRequest, match="must be an object"):
         _parse_resources(resources, "nvidia.com/gpu")
+
+
+@pytest.mark.parametrize("field", ["name", "generateName", "args", "gpus", "resources", "priority"])
+def test_a_null_field_is_refused_not_taken_as_left_out(field):
+    # issue 25 item 11: schemathesis found {"gpus": null} accepted though the file gives gpus a type
+    from jupyter_quota.errors import InvalidRequest
+    from jupyter_quota.jobspec import parse_job_request
+    from jupyter_quota.profiles import TeamProfile
+
+    profile = TeamProfile(team="alpha", hard={"requests.nvidia.com/gpu": "2"})
+    with pytest.raises(InvalidRequest, match=f'"{field}": null is not a value'):
+        parse_job_request({"args": ["--model", "m"], field: None}, profile)
