@@ -69,6 +69,9 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
     nulls = [k for k in REQUEST_FIELDS if k in body and body[k] is None]
     if nulls:  # the OpenAPI file gives each field a type; null is none of them (leave it out instead)
         raise InvalidRequest(f'"{nulls[0]}": null is not a value; leave the field out for its default')
+    for key in ("name", "generateName"):  # the file's patterns take no empty name, even one name overrides
+        if body.get(key) == "":
+            raise InvalidRequest(f'"{key}" is empty; leave it out, or give a DNS-1123 label such as "my-job"')
     name = _parse_name(body.get("name"))
     generate_name = _parse_generate_name(body.get("generateName"))
     if not name and not generate_name:

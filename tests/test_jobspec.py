@@ -255,3 +255,15 @@ def test_a_null_field_is_refused_not_taken_as_left_out(field):
     profile = TeamProfile(team="alpha", hard={"requests.nvidia.com/gpu": "2"})
     with pytest.raises(InvalidRequest, match=f'"{field}": null is not a value'):
         parse_job_request({"args": ["--model", "m"], field: None}, profile)
+
+
+@pytest.mark.parametrize("field", ["name", "generateName"])
+def test_an_empty_name_is_refused_even_beside_the_other(field):
+    # issue 25 item 11: schemathesis found generateName "" accepted beside a name
+    from jupyter_quota.errors import InvalidRequest
+    from jupyter_quota.jobspec import parse_job_request
+    from jupyter_quota.profiles import TeamProfile
+
+    profile = TeamProfile(team="alpha", hard={"requests.nvidia.com/gpu": "2"})
+    with pytest.raises(InvalidRequest, match=f'"{field}" is empty'):
+        parse_job_request({"args": ["--model", "m"], "name": "j", "generateName": "j-", field: ""}, profile)
