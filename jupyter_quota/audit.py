@@ -11,6 +11,8 @@ import csv
 import io
 import time
 
+from . import paging
+from .paging import Page
 from .records import open_records
 from .times import rfc3339
 
@@ -22,6 +24,9 @@ INCREASE_REQUESTED = "increase.requested"
 INCREASE_APPROVED = "increase.approved"
 INCREASE_DENIED = "increase.denied"
 INCREASE_EXPIRED = "increase.expired"
+#: Decided requests past the retention left the increases' list (``Increases.archive_decided``);
+#: target ``increases``, detail how many and up to when.
+INCREASE_ARCHIVED = "increase.archived"
 #: The local backend preempted a job because a quota window with ``onClose: preempt`` closed
 #: (``backends/local/lifecycle.py``); target ``job/<namespace>/<name>``.
 WINDOW_PREEMPTED = "window.preempted"
@@ -55,10 +60,34 @@ def append(con, who: str, action: str, target: str, detail: str = "", when: floa
 
 
 def entries(state_dir: str) -> list[dict]:
-    """Every entry, oldest first."""
+    """Every entry, oldest first (the CSV export)."""
     with open_records(state_dir).read() as con:
         rows = con.execute("SELECT id, at, who, action, target, detail FROM audit ORDER BY id").fetchall()
     return [dict(row) for row in rows]
+
+
+def page(state_dir: str, limit: int, start: str | None) -> Page:
+    """A page of entries, newest first, after the entry id ``start`` (``paging`` keyset)."""
+    before = _position(start)
+    with open_records(state_dir).read() as con:
+        rows = con.execute(
+            "SELECT id, at, who, action, target, detail FROM audit WHERE (?1 IS NULL OR id < ?1) ORDER BY id DESC "
+            "LIMIT ?2",
+            (before, limit + 1),
+        ).fetchall()
+        if len(rows) <= limit:
+            return Page([dict(r) for r in rows])
+        rows = rows[:limit]
+        remaining = con.execute("SELECT COUNT(*) FROM audit WHERE id < ?", (rows[-1]["id"],)).fetchone()[0]
+    return Page([dict(r) for r in rows], str(rows[-1]["id"]), remaining)
+
+
+def _position(start: str | None) -> int | None:
+    if start is None:
+        return None
+    if not (start.isascii() and start.isdigit() and len(start) < 19):
+        raise paging.invalid_start(start)
+    return int(start)
 
 
 def to_csv(rows: list[dict]) -> str:

@@ -31,7 +31,7 @@ RESOURCES = {
 }
 CENT = Decimal("0.01")
 HOUR_DIGITS = 4
-_MONTH = re.compile(r"(\d{4})-(\d{2})")
+_MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")  # ASCII only: \d takes any script's digits
 
 
 def parse_prices(prices: Mapping) -> dict | None:
@@ -83,12 +83,13 @@ def _cents(value: Decimal) -> Decimal:
 
 
 def month_window(month: str | None, now: int) -> tuple[str, int, int]:
-    """``YYYY-MM`` (default: the current UTC month) as (month, since, until) epoch seconds."""
-    if month is None or month == "":
-        month = datetime.fromtimestamp(now, timezone.utc).strftime("%Y-%m")
+    """``YYYY-MM`` (absent: the current UTC month) as (month, since, until) epoch seconds; months
+    0001-01 to 9999-11, whose ends RFC 3339 can write."""
+    if month is None:
+        month = usage.format_time(now)[:7]
     match = _MONTH.fullmatch(month)
-    if not match or not 1 <= int(match[2]) <= 12:
-        raise InvalidRequest(f"month must be YYYY-MM (e.g. 2026-11), not {str(month)[:32]!r}")
+    if not match or not 1 <= int(match[2]) <= 12 or not "0001-01" <= month <= "9999-11":
+        raise InvalidRequest(f"month must be YYYY-MM (e.g. 2026-11), from 0001-01 to 9999-11, not {str(month)[:32]!r}")
     year, number = int(match[1]), int(match[2])
     start = datetime(year, number, 1, tzinfo=timezone.utc)
     end = datetime(year + number // 12, number % 12 + 1, 1, tzinfo=timezone.utc)

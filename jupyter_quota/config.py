@@ -158,8 +158,28 @@ class JupyterQuota(
 
     service_timeout = Float(
         300.0,
-        help="Seconds a user server waits for the quota service to answer a forwarded call (a "
-        "plan search is the slowest). Default: 300.",
+        help="Seconds a user server waits for the quota service to answer a forwarded plan search "
+        "(``POST estimate``, ``plan``, ``replan``: the slowest calls) or a write (a submit or a "
+        "decision cut short could still be carried out). Default: 300.",
+    ).tag(config=True)
+
+    service_read_timeout = Float(
+        30.0,
+        help="Seconds a user server waits for the quota service to answer a forwarded read (every "
+        "``GET``: balances, jobs, usage), so a hung service fails the sidebar's poll in seconds "
+        "(503 ServiceUnavailable) instead of holding it. Default: 30.",
+    ).tag(config=True)
+
+    service_connect_timeout = Float(
+        5.0,
+        help="Seconds a user server waits to connect to the quota service, for any call. Default: 5.",
+    ).tag(config=True)
+
+    hub_timeout = Float(
+        10.0,
+        help="The quota service (``jupyter quota serve``): seconds it waits for JupyterHub to say "
+        "who a caller is (a token or cookie it has not cached); a hub that does not answer in time "
+        "is a 503 ServiceUnavailable. Default: 10.",
     ).tag(config=True)
 
     job_command = List(

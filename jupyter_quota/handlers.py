@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import hmac
 import json
 import sqlite3
@@ -155,10 +156,20 @@ class QuotaHandler(APIHandler):
         """Call a service method off the IO loop (it may touch SQLite, files or processes)."""
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
+    def set_etag_header_for(self, version: str) -> None:
+        """A weak ETag from what the answer depends on, set before it is made (``If-None-Match``)."""
+        self.set_header("Etag", f'W/"{hashlib.sha256(version.encode()).hexdigest()[:32]}"')
+
     def reply(self, payload: dict, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(payload))
+
+    def required_body(self):
+        """``json_body`` of a route whose body the OpenAPI file requires: none is a 400, not ``{}``."""
+        if not (self.request.body or b"").strip():
+            raise InvalidRequest("this request needs a JSON body (jupyter_quota/openapi.yaml and the README say which)")
+        return self.json_body()
 
     def json_body(self):
         raw = self.request.body or b""  # at most MAX_BODY_BYTES: prepare/data_received refuse more
@@ -208,7 +219,15 @@ class QuotaHandler(APIHandler):
         if status_code == 403 and not said and getattr(self, "_jupyter_current_user", None) is None:
             said = self._not_signed_in()  # tornado's @authenticated refuses a write with a bare 403
         message = said or self._reason or "internal error; the server log has the details"
+        if status_code == 405:  # RFC 9110 15.5.6: a 405 says which methods the resource has
+            self.set_header("Allow", ", ".join(self.allowed_methods()))
         self.finish(json.dumps({"reason": reason, "message": message}))
+
+    @classmethod
+    def allowed_methods(cls) -> list[str]:
+        """The methods this route implements (tornado's defaults answer 405)."""
+        unimplemented = tornado.web.RequestHandler.get
+        return [m for m in ("GET", "POST", "PUT", "DELETE") if getattr(cls, m.lower()) is not unimplemented]
 
 
 def _depth(value) -> int:
@@ -253,7 +272,7 @@ class JobsHandler(QuotaHandler):
     @authorized
     @api_call
     async def post(self, namespace):
-        body = self.json_body()
+        body = self.required_body()
         job = await self.run(self.service.submit, self.who, namespace, body)
         self.set_header("Location", url_path_join(self.request.path, job["name"]))
         self.reply(job, 201)
@@ -318,7 +337,9 @@ class ProfileHandler(QuotaHandler):
     @authorized
     @api_call
     async def put(self, team):
-        body = self.json_body()
+        if not (self.request.body or b"").strip():  # the body is the profile: none is not an empty one
+            raise InvalidRequest('the body must be the team\'s profile as JSON, e.g. {"hard": {...}}')
+        body = self.required_body()
         self.reply(await self.run(self.service.put_profile, self.who, team, body))
 
 
@@ -410,7 +431,7 @@ class IncreasesHandler(QuotaHandler):
     @authorized
     @api_call
     async def post(self, namespace):
-        body = self.json_body()
+        body = self.required_body()
         self.reply(await self.run(self.service.request_increase, self.who, namespace, body), 201)
 
 
@@ -419,7 +440,16 @@ class IncreaseListHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self):
-        self.reply(await self.run(self.service.list_increases, self.who))
+        limit, token = self.get_query_argument("limit", None), self.get_query_argument("continue", None)
+        who = self.who
+        # the version is two indexed reads: an unchanged poll is a 304 without reading the requests
+        version = await self.run(self.service.increases_version, who)
+        self.set_etag_header_for(f"{version}.{limit}.{token}")
+        if self.check_etag_header():
+            self.set_status(304)
+            self.finish()
+            return
+        self.reply(await self.run(self.service.list_increases, who, limit, token))
 
 
 class ApproveHandler(QuotaHandler):
@@ -450,12 +480,13 @@ class AuditHandler(QuotaHandler):
         fmt = self.get_query_argument("format", "json")
         if fmt not in ("json", "csv"):
             raise InvalidRequest(f"format must be json or csv, not {fmt[:32]!r}")
-        entries = await self.run(self.service.audit_log, self.who)
         if fmt == "json":
-            self.reply({"entries": entries})
+            limit, token = self.get_query_argument("limit", None), self.get_query_argument("continue", None)
+            self.reply(await self.run(self.service.audit_page, self.who, limit, token))
             return
         from .audit import to_csv
 
+        entries = await self.run(self.service.audit_log, self.who)  # the export: the whole log
         self.set_header("Content-Disposition", "attachment; filename=quota-audit.csv")
         self.finish(to_csv(entries), set_content_type="text/csv; charset=utf-8")
 
@@ -466,7 +497,11 @@ class UsageHandler(QuotaHandler):
     @api_call
     async def get(self):
         params = [self.get_query_argument(k, None) for k in ("since", "until", "by", "namespace", "step")]
-        self.reply(await self.run(self.service.usage, self.who, *params))
+        who = self.who
+        # rows and their JSON are made in a worker thread: the IO loop keeps serving balances
+        text = await self.run(lambda: json.dumps(self.service.usage(who, *params)))
+        self.set_header("Content-Type", "application/json")
+        self.finish(text)
 
 
 class ChargebackHandler(QuotaHandler):

@@ -66,12 +66,18 @@ def parse_job_request(body, profile: TeamProfile) -> JobRequest:
         raise InvalidRequest(
             f"unknown field(s) {', '.join(map(repr, unknown))}; a job takes {', '.join(REQUEST_FIELDS)}"
         )
+    nulls = [k for k in REQUEST_FIELDS if k in body and body[k] is None]
+    if nulls:  # the OpenAPI file gives each field a type; null is none of them (leave it out instead)
+        raise InvalidRequest(f'"{nulls[0]}": null is not a value; leave the field out for its default')
+    for key in ("name", "generateName"):  # the file's patterns take no empty name, even one name overrides
+        if body.get(key) == "":
+            raise InvalidRequest(f'"{key}" is empty; leave it out, or give a DNS-1123 label such as "my-job"')
     name = _parse_name(body.get("name"))
     generate_name = _parse_generate_name(body.get("generateName"))
     if not name and not generate_name:
         generate_name = DEFAULT_GENERATE_NAME
     args = _parse_args(body.get("args"))
-    resources = _parse_resources(body.get("resources"), profile.gpuResource)
+    resources = _parse_resources(body.get("resources", {}), profile.gpuResource)
     if body.get("gpus") is not None:
         gpus = parse_gpus(body["gpus"], resource=profile.gpuResource)
         for part in ("requests", "limits"):
@@ -337,9 +343,7 @@ def _whole_gpus(q: Quantity, what: str, resource: str, kube_sign_check: bool = T
 
 def _parse_resources(resources, gpu_resource: str) -> dict:
     parsed: dict = {"requests": {}, "limits": {}}
-    if resources is None:
-        return parsed
-    if not isinstance(resources, dict):
+    if not isinstance(resources, dict):  # null too: the OpenAPI file says an object
         raise InvalidRequest(
             '"resources" must be an object like {"requests": {"cpu": "4"}, "limits": {"memory": "32Gi"}}'
         )
@@ -348,8 +352,8 @@ def _parse_resources(resources, gpu_resource: str) -> dict:
         raise InvalidRequest(f'"resources" takes "requests" and "limits", not {", ".join(map(repr, unknown))}')
     allowed = (*STANDARD_RESOURCES, gpu_resource)
     for part in ("requests", "limits"):
-        values = resources.get(part) or {}
-        if not isinstance(values, dict):
+        values = resources.get(part, {})
+        if not isinstance(values, dict):  # null, "", 0 or [] too: the OpenAPI file says an object
             raise InvalidRequest(f'"resources.{part}" must be an object of resource name to quantity')
         for key, raw in values.items():
             where = f'resources.{part}["{_clip(str(key))}"]'

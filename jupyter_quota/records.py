@@ -46,6 +46,10 @@ CREATE TABLE IF NOT EXISTS increases (
     expires_at  REAL            -- set on approval
 );
 CREATE INDEX IF NOT EXISTS increases_by_phase ON increases (phase, expires_at);
+CREATE INDEX IF NOT EXISTS increases_by_team ON increases (team, phase);
+CREATE INDEX IF NOT EXISTS increases_by_namespace ON increases (namespace, id);
+-- decided requests past JupyterQuota.increase_retention_days, moved out of the list (same columns)
+CREATE TABLE IF NOT EXISTS increases_archive AS SELECT * FROM increases WHERE 0;
 CREATE TABLE IF NOT EXISTS peaks (          -- peaks.py: each job's estimate and its measured peak
     namespace       TEXT NOT NULL,
     job             TEXT NOT NULL,

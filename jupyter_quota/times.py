@@ -20,7 +20,8 @@ system_clock: Clock = time.time
 
 def rfc3339(epoch: float) -> str:
     """``epoch`` as the Kubernetes API writes a time: RFC 3339, UTC, whole seconds, ``Z``."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+    t = time.gmtime(epoch)  # not strftime: its %Y writes year 999 as "999"
+    return f"{t.tm_year:04d}-{t.tm_mon:02d}-{t.tm_mday:02d}T{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d}Z"
 
 
 def epoch_of(stamp: str) -> float:

@@ -32,7 +32,13 @@ from .quantity import Quantity, QuantityError
 BY = ("team", "user", "job")
 DEFAULT_WINDOW = 24 * 3600  # seconds: since defaults to until minus this
 MAX_BUCKETS = 1000  # buckets per answer: past this a step is too small for the window
+#: Rows per answer (groups x buckets): past this a query is refused before its rows are all made,
+#: so one query holds a few MB and a second of a core, however much history there is.
+MAX_ROWS = 10_000
 GIB = 2**30
+#: The first and last seconds a time may name (epoch seconds): RFC 3339 years 0001 to 9999, UTC.
+FIRST = int(datetime(1, 1, 1, tzinfo=timezone.utc).timestamp())
+LAST = int(datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp())
 #: The three figures of a row, in the order tables and CSV show them.
 FIGURES = ("gpuSeconds", "cpuSeconds", "memoryGibSeconds")
 #: Rounding of the figures in answers (exact inside).
@@ -139,9 +145,16 @@ def parse_window(
     now: int | None = None,
 ) -> Window:
     """The query parameters of ``GET /usage`` as a :class:`Window`; ``InvalidRequest`` names what to fix."""
+    for name, value in (("since", since), ("until", until), ("by", by), ("step", step), ("namespace", namespace)):
+        if value == "":  # as the OpenAPI file says: a parameter given is a value, left out is the default
+            raise InvalidRequest(f"{name}= is empty: give it a value, or leave {name} out for its default")
     now = int(time.time()) if now is None else now
     end = parse_time(until, "until") if until else now
     start = parse_time(since, "since") if since else end - DEFAULT_WINDOW
+    if start < FIRST:
+        raise InvalidRequest(
+            f"since (24 hours before until) would be before {format_time(FIRST)}: give a since at or after it"
+        )
     if start >= end:
         raise InvalidRequest(
             f"since ({format_time(start)}) must be before until ({format_time(end)}); "
@@ -174,7 +187,10 @@ def _step(raw: str | None, length: int) -> int | None:
 
 
 def parse_time(text: str, name: str) -> int:
-    """An RFC 3339 time (``2026-11-30T08:00:00Z`` or with an offset) as epoch seconds."""
+    """An RFC 3339 time (``2026-11-30T08:00:00Z`` or with an offset) as epoch seconds, from
+    0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z (what RFC 3339's four-digit year can write)."""
+    if isinstance(text, str) and not text.isascii():  # Python's parser takes any script's digits
+        raise InvalidRequest(f"{name} must be written in ASCII digits, such as 2026-11-30T08:00:00Z, not {text[:40]!r}")
     try:
         moment = datetime.fromisoformat(text.strip())
     except (ValueError, AttributeError):
@@ -183,11 +199,19 @@ def parse_time(text: str, name: str) -> int:
         ) from None
     if moment.tzinfo is None:
         raise InvalidRequest(f"{name} {text[:40]!r} has no time zone: end it with Z (UTC) or an offset like +02:00")
-    return math.floor(moment.timestamp())
+    epoch = math.floor(moment.timestamp())  # an aware time's arithmetic passes years 1 and 9999
+    if epoch < FIRST:
+        raise InvalidRequest(f"{name} is before {format_time(FIRST)} in UTC, the earliest time accepted: {text[:40]!r}")
+    if epoch > LAST:
+        raise InvalidRequest(f"{name} is after {format_time(LAST)} in UTC, the latest time accepted: {text[:40]!r}")
+    return epoch
 
 
 def format_time(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """RFC 3339 UTC, its year zero-padded to four digits (``strftime('%Y')`` writes year 999 as
+    ``999``, which sorts after ``2026`` where times are compared as text)."""
+    t = datetime.fromtimestamp(epoch, timezone.utc)
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}Z"
 
 
 def group_key(span: Span, by: str) -> tuple:
@@ -204,8 +228,10 @@ _KEY_FIELDS = {"team": ("namespace", "team"), "user": ("namespace", "team", "use
 _KEY_FIELDS["job"] = (*_KEY_FIELDS["user"], "job")
 
 
-def integrate(spans: Iterable[Span], window: Window, now: int) -> dict[tuple, Totals]:
-    """Exact usage per (group key, bucket start) of the spans' overlap with the window."""
+def integrate(spans: Iterable[Span], window: Window, now: int, max_rows: int | None = None) -> dict[tuple, Totals]:
+    """Exact usage per (group key, bucket start) of the spans' overlap with the window; past
+    ``max_rows`` rows, ``InvalidRequest`` says how to ask for fewer (:func:`too_many_rows`)."""
+    spans = spans if max_rows is None else list(spans)
     sums: dict[tuple, Totals] = {}
     since, until, step = window.since, window.until, window.step or (window.until - window.since)
     for span in spans:
@@ -221,10 +247,49 @@ def integrate(spans: Iterable[Span], window: Window, now: int) -> dict[tuple, To
             seconds = min(end, bucket + step) - max(begin, bucket)
             totals = sums.get((key, bucket))
             if totals is None:
+                if max_rows is not None and len(sums) >= max_rows:
+                    raise too_many_rows(spans, window, now, max_rows)
                 totals = sums[key, bucket] = Totals()
             totals.add(span, seconds)
             bucket += step
     return sums
+
+
+def too_many_rows(spans: list[Span], window: Window, now: int, max_rows: int) -> InvalidRequest:
+    """The refusal of a query of more than ``max_rows`` rows, with a step that surely fits.
+
+    A span of ``d`` seconds touches at most ``d / s + 2`` buckets of ``s`` seconds, and ``g``
+    groups fill at most ``g x buckets`` rows, so a step ``s`` fits if ``D / s + 2n <= max_rows``
+    (``D``: the seconds of the ``n`` spans in the window) or ``g x ceil(length / s) <= max_rows``.
+    """
+    length = window.until - window.since
+    groups, seconds, count = set(), 0, 0
+    for span in spans:
+        if window.namespace is not None and span.namespace != window.namespace:
+            continue
+        overlap = min(window.until, now if span.end is None else span.end) - max(span.start, window.since)
+        if overlap > 0:
+            groups.add(group_key(span, window.by))
+            seconds, count = seconds + overlap, count + 1
+    steps = []
+    if max_rows > 2 * count:
+        steps.append(math.ceil(seconds / (max_rows - 2 * count)))
+    if len(groups) <= max_rows:
+        steps.append(math.ceil(length / (max_rows // len(groups))) if groups else length)
+    narrower = "a namespace, or a shorter window"
+    if window.by != "team":
+        narrower = f"by={'user' if window.by == 'job' else 'team'}, {narrower}"
+    if window.step is not None and steps and min(steps) <= length:
+        fits = f"use step >= {max(min(steps), window.step + 1)}, {narrower}"
+    elif window.step is not None and len(groups) <= max_rows:
+        fits = f"leave step out (one row per {window.by}), or use {narrower}"
+    else:
+        fits = f"use {narrower}"
+    buckets = f" x {math.ceil(length / window.step)} buckets" if window.step else ""
+    return InvalidRequest(
+        f"usage by={window.by} over {length} s gives more than {max_rows} rows "
+        f"({len(groups)} {window.by}s{buckets}); {fits}"
+    )
 
 
 def rows_json(sums: Mapping[tuple, Totals], window: Window) -> list[tuple[dict, Totals]]:

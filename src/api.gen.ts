@@ -271,7 +271,7 @@ export interface paths {
         get: operations["getProfile"];
         /**
          * Create or replace a team profile (admins only); validated as the API server validates quotas
-         * @description A team not yet defined gets the server's new_team_defaults (by default a small hard quota and a LimitRange) for the fields the body leaves out; a field in the body wins, even empty. An existing team's profile is replaced by the body as given.
+         * @description A team not yet defined gets the server's new_team_defaults (by default a small hard quota and a LimitRange) for the fields the body leaves out; a field in the body wins, even empty. An existing team's profile is replaced by the body as given. The body is required (an empty one is a 400), and a 400 also answers what the API server would refuse in the quotas it describes (a quantity past int64, a LimitRange whose default exceeds its max, a `team` other than the path's), which this file cannot state in full; the message names the field.
          */
         put: operations["putProfile"];
         post?: never;
@@ -297,7 +297,9 @@ export interface paths {
          * @description Pending until an admin approves or denies it. Resources are ones the team's hard quota names,
          *     each more than zero; GPUs and counts in whole units. `hours` is at least one minute (1/60) and at most
          *     `JupyterQuota.max_increase_hours`. A user may have at most `JupyterQuota.max_open_increases`
-         *     Pending requests (409 `TooManyOpenRequests`). Recorded in the audit log.
+         *     Pending requests, a team `JupyterQuota.max_open_increases_per_team` (409 `TooManyOpenRequests`).
+         *     Recorded in the audit log. A 400 names what the team's quota refuses (a resource it does not
+         *     name, a quantity it cannot hold), which depends on the team and is not stated here.
          */
         post: operations["requestIncrease"];
         delete?: never;
@@ -313,7 +315,14 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Increase requests of the caller's teams (every team's for an admin), newest first */
+        /**
+         * A page of the increase requests of the caller's teams (every team's for an admin), newest first
+         * @description Paged as `GET .../jobs` is (`limit`, `continue`, `metadata`); without `limit` a page holds
+         *     100 requests. Decided requests past `JupyterQuota.increase_retention_days` are archived and
+         *     no longer listed (the audit log keeps their entries). The answer's `ETag` changes whenever
+         *     the list may have: send it back as `If-None-Match` and an unchanged list answers 304 with
+         *     no body (the sidebar's poll reads only what changed).
+         */
         get: operations["listIncreases"];
         put?: never;
         post?: never;
@@ -374,7 +383,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The append-only audit log, oldest first (admins only) */
+        /**
+         * The append-only audit log, a page at a time newest first (admins only)
+         * @description JSON: paged as `GET .../jobs` is (`limit`, `continue`, `metadata`), newest first; without
+         *     `limit` a page holds 100 entries. `format=csv`: the whole log, oldest first (a download).
+         */
         get: operations["getAudit"];
         put?: never;
         post?: never;
@@ -701,7 +714,7 @@ export interface components {
             name?: string;
             /** @description Without `name`: a prefix the server appends 5 random characters to (`bcdfghjklmnpqrstvwxz2456789`, as Kubernetes' `metadata.generateName`), cut to 58 characters so the name stays 63; retried with a new name on a clash (8 tries). With neither, `sft-`. `%swift_sft --name X` sends `X-`, so a notebook can run again. */
             generateName?: string;
-            /** @description ms-swift `sft` arguments, one per item (never a shell string) */
+            /** @description ms-swift `sft` arguments, one per item (never a shell string; no control characters). A 400 also answers arguments ms-swift or the estimator refuses (an unknown option, a value of the wrong kind), which this file cannot state. */
             args?: string[];
             priority?: components["schemas"]["Priority"];
             /** @description Shorthand for `nvidia.com/gpu` requests and limits; whole numbers only */
@@ -731,14 +744,15 @@ export interface components {
             /** Format: date-time */
             finishedAt?: string | null;
             exitCode?: number | null;
-            /** @description Why it is in its phase; `OutOfMemory` when a Failed job died of CUDA out-of-memory */
+            /** @description Why it is in its phase; `OutOfMemory` when a Failed job died of CUDA out-of-memory; on Kubernetes `OOMKilled` when its container passed its memory limit, and `ErrImageNeverPull`, `ImagePullBackOff`, `ErrImagePull` or `InvalidImageName` (Failed at once) when the node cannot get its image */
             reason?: string | null;
             message?: string | null;
             /**
              * @description null, or why a Running job looks stalled (it holds resources and shows no progress):
              *     no log output, or (local backend, where `nvidia-smi` answers) GPUs under
              *     `JupyterQuota.stalled_gpu_utilization` percent busy, for `JupyterQuota.stalled_job_minutes`.
-             *     Flagged only, unless `JupyterQuota.stalled_job_action` is `cancel`. The kube backend never flags.
+             *     Flagged only, unless `JupyterQuota.stalled_job_action` is `cancel`. The kube backend flags no
+             *     log output only (the kubelet's timestamp of the pod's last log line).
              */
             stalled?: {
                 /**
@@ -809,7 +823,7 @@ export interface components {
             /** @description Requeued, Resumed: the checkpoint it resumes from */
             checkpoint?: string | null;
         };
-        /** @description ms-swift `sft` arguments, one per item (never a shell string), e.g. `["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]` */
+        /** @description ms-swift `sft` arguments, one per item (never a shell string; no control characters), e.g. `["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "lora"]`. They must name the model (`--model`); a 400 answers arguments without one, or that ms-swift or the estimator refuses (an unknown option, a value of the wrong kind), which this file cannot state. */
         SwiftArgs: string[];
         EstimateRequest: {
             args: components["schemas"]["SwiftArgs"];
@@ -1133,6 +1147,7 @@ export interface components {
         };
         IncreaseList: {
             increases: components["schemas"]["Increase"][];
+            metadata: components["schemas"]["ListMeta"];
         };
         AuditEntry: {
             id: number;
@@ -1149,6 +1164,7 @@ export interface components {
         };
         AuditLog: {
             entries: components["schemas"]["AuditEntry"][];
+            metadata: components["schemas"]["ListMeta"];
         };
         /** @description `JupyterQuota.prices`: the price of one GPU, one CPU core, one GiB of memory for an hour */
         Prices: {
@@ -1380,6 +1396,10 @@ export interface components {
         };
     };
     parameters: {
+        /** @description Items in the page (1 to 1000) */
+        limit: number;
+        /** @description The `metadata.continue` of the previous page (a token of this list; any other is a 400) */
+        continue: string;
         namespace: string;
         name: string;
     };
@@ -1439,7 +1459,7 @@ export interface operations {
             query?: {
                 /** @description Jobs in the page (1 to 1000; default JupyterQuota.job_list_limit, 100) */
                 limit?: number;
-                /** @description The `metadata.continue` of the previous page */
+                /** @description The `metadata.continue` of the previous page (a token of this list; any other is a 400) */
                 continue?: string;
             };
             header?: never;
@@ -1664,6 +1684,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
             413: components["responses"]["BodyTooLarge"];
             429: components["responses"]["TooManyRequests"];
         };
@@ -1798,7 +1819,12 @@ export interface operations {
     };
     listIncreases: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Items in the page (1 to 1000) */
+                limit?: components["parameters"]["limit"];
+                /** @description The `metadata.continue` of the previous page (a token of this list; any other is a 400) */
+                continue?: components["parameters"]["continue"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -1808,12 +1834,22 @@ export interface operations {
             /** @description The requests */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["IncreaseList"];
                 };
             };
+            /** @description Nothing changed since the `If-None-Match` ETag */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
         };
     };
     approveIncrease: {
@@ -1883,6 +1919,10 @@ export interface operations {
     getAudit: {
         parameters: {
             query?: {
+                /** @description Items in the page (1 to 1000) */
+                limit?: components["parameters"]["limit"];
+                /** @description The `metadata.continue` of the previous page (a token of this list; any other is a 400) */
+                continue?: components["parameters"]["continue"];
                 /** @description `json` (the default) or `csv` (a download: `Content-Disposition: attachment`) */
                 format?: "json" | "csv";
             };
@@ -1924,6 +1964,7 @@ export interface operations {
                     "application/json": components["schemas"]["Identity"];
                 };
             };
+            403: components["responses"]["Error"];
         };
     };
     listModels: {
@@ -1944,6 +1985,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelList"];
                 };
             };
+            403: components["responses"]["Error"];
         };
     };
     getInventory: {
@@ -1964,6 +2006,7 @@ export interface operations {
                     "application/json": components["schemas"]["Inventory"];
                 };
             };
+            403: components["responses"]["Error"];
         };
     };
     getMetrics: {
@@ -1984,6 +2027,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            403: components["responses"]["Error"];
         };
     };
     getUsage: {
@@ -1996,7 +2040,7 @@ export interface operations {
                 by?: "team" | "user" | "job";
                 /** @description Only this team namespace (403 if it is not the caller's) */
                 namespace?: string;
-                /** @description Cut the window into buckets of this many seconds (rows then carry `start`); at most 1000 buckets; ASCII digits only */
+                /** @description Cut the window into buckets of this many seconds (rows then carry `start`); ASCII digits only. A 400 answers a step that cuts the window into more than 1000 buckets, or an answer of more than 10,000 rows (groups x buckets); the message names a step that fits. */
                 step?: number;
             };
             header?: never;

@@ -7,7 +7,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { IQuotaClient } from './model';
-import { requestAPI } from './request';
+import { QuotaApiError, requestAPI } from './request';
 import {
   chargebackCsvUrl,
   chargebackPath,
@@ -162,9 +162,42 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
     );
   }
 
-  /** `GET increases`: the requests of the user's teams (every team's for an admin). */
-  increases(): Promise<IIncreaseList> {
-    return this._get<IIncreaseList>('increases');
+  /**
+   * `GET increases`: the newest page of the requests of the user's teams
+   * (every team's for an admin). The last answer's `ETag` goes back as
+   * `If-None-Match`: an unchanged list is a bodiless 304, and the last list is
+   * kept, so a poll reads only what changed.
+   */
+  async increases(): Promise<IIncreaseList> {
+    const url = URLExt.join(
+      this.serverSettings.baseUrl,
+      'quota',
+      'v1',
+      'increases'
+    );
+    const last = this._increases;
+    const init = last ? { headers: { 'If-None-Match': last.etag } } : {};
+    let response: Response;
+    try {
+      response = await ServerConnection.makeRequest(
+        url,
+        init,
+        this.serverSettings
+      );
+    } catch (error) {
+      throw new QuotaApiError(0, 'NetworkError', String(error));
+    }
+    if (response.status === 304 && last) {
+      return last.list;
+    }
+    const text = await response.text();
+    const body = text ? JSON.parse(text) : null;
+    if (!response.ok) {
+      throw QuotaApiError.fromResponse(response, body);
+    }
+    const etag = response.headers.get('ETag');
+    this._increases = etag ? { etag, list: body } : null;
+    return body as IIncreaseList;
   }
 
   /** `POST increases/{name}/approve|deny` (admins; never their own request). */
@@ -179,7 +212,7 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
     });
   }
 
-  /** `GET audit`: the audit log (admins). */
+  /** `GET audit`: the newest page of the audit log, newest first (admins). */
   audit(): Promise<IAuditLog> {
     return this._get<IAuditLog>('audit');
   }
@@ -193,6 +226,8 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
       'audit?format=csv'
     );
   }
+
+  private _increases: { etag: string; list: IIncreaseList } | null = null;
 
   private _get<T>(endPoint: string): Promise<T> {
     return requestAPI<T>(endPoint, this.serverSettings);

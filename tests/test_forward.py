@@ -7,7 +7,10 @@ service behind a real JupyterHub is exercised in tests/hub/.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+import time
 
 import pytest
 import tornado.web
@@ -41,6 +44,8 @@ class Recorder(tornado.web.RequestHandler):
             self.set_status(429)
             self.set_header("Retry-After", "7")
             self.finish(json.dumps({"reason": "TooManyRequests", "message": "busy"}))
+        elif path.endswith("/big"):  # an answer over the forwarder's size limit (set small in its test)
+            self.finish(json.dumps({"rows": ["x" * 100] * 50}))
         elif path.startswith("/namespaces/team-beta"):
             self.set_status(403)
             self.finish(json.dumps({"reason": "Forbidden", "message": "not your team"}))
@@ -144,3 +149,50 @@ async def test_a_service_that_does_not_answer_is_a_503_naming_no_address(jp_serv
     response_status, answer = await api("GET", "namespaces", user="ann")
     assert response_status == 503 and answer["reason"] == "ServiceUnavailable"
     assert str(dead_port) not in answer["message"] and "hub admin" in answer["message"]
+
+
+async def test_an_answer_over_the_relay_limit_is_a_502_that_says_so_not_an_outage(jp_serverapp, api, calls):
+    settings = jp_serverapp.web_app.settings["jupyter_quota_forward"]
+    settings.max_answer_bytes = 1000  # the service answers /big with about 5 kB
+    status, answer = await api("GET", "big", user="ann")
+    assert (status, answer["reason"]) == (502, "AnswerTooLarge"), answer
+    assert "did not answer" not in answer["message"] and "1000 bytes" in answer["message"], answer
+    assert "ask for less" in answer["message"]
+    assert len(calls) == 1  # the service answered; only the relay refused its size
+    status, answer = await api("GET", "namespaces", user="ann")  # and a small answer still goes through
+    assert status == 200, answer
+
+
+@pytest.fixture
+def hung_port():
+    """A port that accepts connections (the kernel's backlog) and never answers: a hung service."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+@pytest.fixture
+def short_timeouts(jp_server_config):
+    jp_server_config.JupyterQuota.service_read_timeout = 1.0
+    jp_server_config.JupyterQuota.service_timeout = 3.0
+    return jp_server_config
+
+
+async def test_a_hung_service_answers_a_read_with_a_503_within_seconds(short_timeouts, jp_serverapp, api, hung_port):
+    jp_serverapp.web_app.settings["jupyter_quota_forward"].service_url = f"http://127.0.0.1:{hung_port}/"
+    # before the read timeout, every call waited service_timeout (300 s by default): here 3 s
+    started = time.monotonic()
+    status, answer = await asyncio.wait_for(api("GET", "namespaces", "team-alpha", "balance", user="ann"), 60)
+    took = time.monotonic() - started
+    assert (status, answer["reason"]) == (503, "ServiceUnavailable"), answer
+    assert took < 2.9, f"a read waited {took:.1f} s, the plan searches' timeout"
+
+
+async def test_a_plan_search_keeps_the_long_timeout(short_timeouts, jp_serverapp, api, hung_port):
+    jp_serverapp.web_app.settings["jupyter_quota_forward"].service_url = f"http://127.0.0.1:{hung_port}/"
+    started = time.monotonic()
+    status, answer = await asyncio.wait_for(api("POST", "namespaces", "team-alpha", "plan", body={}, user="ann"), 60)
+    assert (status, answer["reason"]) == (503, "ServiceUnavailable"), answer
+    assert time.monotonic() - started >= 3.0  # service_timeout, not the read timeout (timeouts never fire early)

@@ -320,6 +320,83 @@ def test_profile_puts(server, team, body):
     send(server, "DELETE", f"/namespaces/team-gamma/jobs/{probe}")
 
 
+time_text = st.one_of(
+    st.sampled_from(
+        [
+            "2026-11-16T00:00:00Z",
+            "9999-12-31T23:59:59-14:00",
+            "0001-01-01T00:00:00Z",
+            "0001-01-01T00:00:00+14:00",
+            "0999-01-01T00:00:00Z",
+            "\uff12\uff10\uff12\uff16-11-16T00:00:00Z",
+            "2026-11-16",
+            "",
+        ]
+    ),
+    st.text(max_size=30),
+)
+month_text = st.one_of(
+    st.sampled_from(
+        ["2026-11", "0000-01", "9999-12", "9999-11", "0001-01", "2026-13", "", "\uff12\uff10\uff12\uff16-\uff11\uff11"]
+    ),
+    st.from_regex(r"\A[0-9]{1,5}-[0-9]{1,3}\Z"),
+    st.text(max_size=12),
+)
+number_text = st.one_of(st.integers(1, 39).map(lambda n: "9" * n), st.integers(-5, 10**7).map(str), st.text(max_size=8))
+token_text = st.one_of(
+    st.just("eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJzdGFydCI6IjEifQ"),
+    st.text(max_size=40),
+    digits.filter(lambda t: len(t) < 80),
+)
+
+
+def query_of(**values) -> st.SearchStrategy:
+    return st.fixed_dictionaries({}, optional=values).map(lambda d: "?" + urllib.parse.urlencode(d) if d else "")
+
+
+increase_body = fields(
+    resources=resource_map,
+    hours=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 10**6), scalar),
+    reason=st.one_of(st.text(max_size=60), scalar),
+)
+
+
+@FUZZ
+@given(
+    usage_query=query_of(
+        since=time_text,
+        until=time_text,
+        by=st.one_of(st.sampled_from(["team", "user", "job"]), st.text(max_size=8)),
+        namespace=segment,
+        step=number_text,
+    ),
+    chargeback_query=query_of(
+        month=month_text, format=st.one_of(st.sampled_from(["json", "csv"]), st.text(max_size=6))
+    ),
+    page_query=query_of(limit=number_text, **{"continue": token_text}, format=st.sampled_from(["json", "csv", "x"])),
+)
+def test_usage_chargeback_audit_and_errors(server, usage_query, chargeback_query, page_query):
+    send(server, "GET", "/usage" + usage_query)
+    send(server, "GET", "/chargeback" + chargeback_query)
+    send(server, "GET", "/audit" + page_query)
+    send(server, "GET", "/increases" + page_query)
+    send(server, "GET", "/estimator/errors")
+
+
+@FUZZ
+@given(
+    ns=st.one_of(st.sampled_from(["team-alpha", "team-beta", "nowhere"]), segment),
+    body=st.one_of(encoded(increase_body), raw_body),
+    comment=st.one_of(encoded(fields(comment=scalar)), raw_body),
+    verb=st.sampled_from(["approve", "deny"]),
+)
+def test_increase_requests_and_decisions(server, ns, body, comment, verb):
+    status, text = send(server, "POST", f"/namespaces/{q(ns)}/increases", body)
+    name = json.loads(text)["name"] if status == 201 else "inc-1"
+    send(server, "POST", f"/increases/{q(name)}/{verb}", comment)  # the admin's own: 403; another's: decided
+    send(server, "GET", "/increases")
+
+
 def test_counts_and_no_traceback(server, capsys):
     """Runs last in this module: prints the counts the issue asks for."""
     if not COUNTS["requests"]:

@@ -305,3 +305,36 @@ async def test_tornados_own_400_is_bad_request(api):
     """A query argument that is not UTF-8 is refused by tornado itself (400), in the API's shape."""
     status, answer = await api("GET", "namespaces", "team-alpha", "jobs", params={"limit": b"\xff"})
     assert status == 400 and answer["reason"] == "BadRequest", answer
+
+
+@pytest.mark.parametrize(
+    "method, path, allowed",
+    [
+        ("PATCH", ("namespaces", "team-alpha", "jobs"), {"GET", "POST"}),
+        ("POST", ("metrics",), {"GET"}),
+        ("PUT", ("namespaces",), {"GET"}),
+    ],
+)
+async def test_a_405_names_the_allowed_methods(jp_fetch, method, path, allowed):
+    response = await jp_fetch(
+        "quota", "v1", *path, method=method, body="{}", raise_error=False, allow_nonstandard_methods=True
+    )
+    assert response.code == 405
+    assert {m.strip() for m in response.headers.get("Allow", "").split(",")} == allowed  # RFC 9110 15.5.6
+
+
+async def test_an_unchanged_increase_list_is_a_304_in_both_modes(api, jp_fetch):
+    first = await jp_fetch("quota", "v1", "increases", raise_error=False)
+    assert first.code == 200 and first.headers.get("Etag"), first.body
+    again = await jp_fetch(
+        "quota", "v1", "increases", headers={"If-None-Match": first.headers["Etag"]}, raise_error=False
+    )
+    assert again.code == 304 and not again.body
+    status, made = await api(
+        "POST", "namespaces", "team-alpha", "increases", body={"resources": {GPU: "1"}, "hours": 1, "reason": "x"}
+    )
+    assert status == 201, made
+    changed = await jp_fetch(
+        "quota", "v1", "increases", headers={"If-None-Match": first.headers["Etag"]}, raise_error=False
+    )
+    assert changed.code == 200 and made["name"] in changed.body.decode()

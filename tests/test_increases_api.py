@@ -89,15 +89,15 @@ async def test_request_approve_raise_and_expire(api, service):
     status, log = await api("GET", "audit", user="otto")
     assert status == 200, log
     assert_matches("AuditLog", log)
-    entries = [(e["who"], e["action"], e["target"]) for e in log["entries"]]
+    entries = [(e["who"], e["action"], e["target"]) for e in reversed(log["entries"])]  # newest first
     target = f"increase/{BETA}/{made['name']}"
     assert entries == [
         ("bea", "increase.requested", target),
         ("ada", "increase.approved", target),
         ("system", "increase.expired", target),
     ]
-    assert "+2 requests.nvidia.com/gpu for 8 h: deadline on Friday" in log["entries"][0]["detail"]
-    assert log["entries"][1]["detail"].startswith("go until ")
+    assert "+2 requests.nvidia.com/gpu for 8 h: deadline on Friday" in log["entries"][-1]["detail"]
+    assert log["entries"][-2]["detail"].startswith("go until ")
 
 
 async def test_who_sees_and_decides_what(api):

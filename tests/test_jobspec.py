@@ -233,3 +233,37 @@ def test_the_priority_labels_the_job_and_its_pods_and_picks_the_profiles_priorit
         assert job["spec"]["template"]["spec"]["priorityClassName"] == priority_class
     with pytest.raises(InvalidRequest, match='priority must be "high", "normal" or "best-effort"'):
         parse_job_request({"args": [], "priority": "low"}, team)
+
+
+@pytest.mark.parametrize("resources", [None, {"limits": None}, {"requests": ""}, {"requests": 0}, {"limits": []}])
+def test_resources_not_shaped_as_the_openapi_file_says_are_refused(resources):
+    # issue 25 item 11: schemathesis found {"limits": null} accepted though the file says an object
+    from jupyter_quota.errors import InvalidRequest
+    from jupyter_quota.jobspec import _parse_resources
+
+    with pytest.raises(InvalidRequest, match="must be an object"):
+        _parse_resources(resources, "nvidia.com/gpu")
+
+
+@pytest.mark.parametrize("field", ["name", "generateName", "args", "gpus", "resources", "priority"])
+def test_a_null_field_is_refused_not_taken_as_left_out(field):
+    # issue 25 item 11: schemathesis found {"gpus": null} accepted though the file gives gpus a type
+    from jupyter_quota.errors import InvalidRequest
+    from jupyter_quota.jobspec import parse_job_request
+    from jupyter_quota.profiles import TeamProfile
+
+    profile = TeamProfile(team="alpha", hard={"requests.nvidia.com/gpu": "2"})
+    with pytest.raises(InvalidRequest, match=f'"{field}": null is not a value'):
+        parse_job_request({"args": ["--model", "m"], field: None}, profile)
+
+
+@pytest.mark.parametrize("field", ["name", "generateName"])
+def test_an_empty_name_is_refused_even_beside_the_other(field):
+    # issue 25 item 11: schemathesis found generateName "" accepted beside a name
+    from jupyter_quota.errors import InvalidRequest
+    from jupyter_quota.jobspec import parse_job_request
+    from jupyter_quota.profiles import TeamProfile
+
+    profile = TeamProfile(team="alpha", hard={"requests.nvidia.com/gpu": "2"})
+    with pytest.raises(InvalidRequest, match=f'"{field}" is empty'):
+        parse_job_request({"args": ["--model", "m"], "name": "j", "generateName": "j-", field: ""}, profile)

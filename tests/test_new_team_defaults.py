@@ -54,3 +54,18 @@ def test_defaults_that_are_not_a_valid_profile_are_a_config_error():
     with pytest.raises(ValueError, match=r"new_team_defaults is not a valid profile: .*requests.cpu"):
         JupyterQuota(new_team_defaults={"hard": {"requests.cpu": "lots"}})
     assert JupyterQuota(new_team_defaults={}).new_team_defaults == {}
+
+
+async def test_a_put_without_a_body_is_a_400_not_a_team_of_defaults(api):
+    # the OpenAPI file says the body is required (issue 25 item 11: schemathesis found it accepted)
+    status, refused = await api("PUT", "profiles", "epsilon", user=ADMIN)
+    assert status == 400 and "the body must be the team's profile" in refused["message"], refused
+    status, _ = await api("GET", "profiles", "epsilon", user=ADMIN)
+    assert status == 404
+
+
+async def test_a_submit_or_an_increase_request_without_a_body_is_a_400(api):
+    status, refused = await api("POST", "namespaces", "team-alpha", "jobs", user=ADMIN)
+    assert status == 400 and "needs a JSON body" in refused["message"], refused
+    status, refused = await api("POST", "namespaces", "team-alpha", "increases", user=ADMIN)
+    assert status == 400 and "needs a JSON body" in refused["message"], refused

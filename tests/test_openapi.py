@@ -116,3 +116,27 @@ def test_a_body_with_a_key_the_spec_does_not_name_fails_the_check():
                 "peak_bytes_per_gpu": 1,
             },
         )
+
+
+def test_every_authenticated_operation_documents_its_403():
+    """Every route answers 403 to a caller without credentials (jupyter-server's answer: refused,
+    with what to send), so every operation must say so (issue 25, item 11)."""
+    missing = [
+        (verb, path)
+        for path, item in load_spec()["paths"].items()
+        for verb in VERBS
+        if verb in item and "403" not in item[verb]["responses"]
+    ]
+    assert missing == []
+
+
+def test_the_month_pattern_refuses_what_the_server_refuses():
+    pattern = re.compile(
+        next(p for p in load_spec()["paths"]["/chargeback"]["get"]["parameters"] if p["name"] == "month")["schema"][
+            "pattern"
+        ]
+    )
+    for month in ("0000-01", "2026-13", "2026-00", "1620-32", "9999-12", "", "\uff12\uff10\uff12\uff16-\uff11\uff11"):
+        assert not pattern.search(month), month
+    for month in ("0001-01", "2026-11", "9999-11"):
+        assert pattern.search(month), month

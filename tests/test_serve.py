@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -23,18 +24,33 @@ PREFIX = "/services/jupyter-quota/"
 def service(tmp_path):
     """The service told by its URL to listen on "hub" (a name it cannot bind), and by --ip and
     --port where to listen instead; the hub's API is a closed port."""
+    yield from _serve(tmp_path, f"http://127.0.0.1:{free_port()}/hub/api")
+
+
+@pytest.fixture
+def hung_hub_service(tmp_path):
+    """The service, with a hub API that accepts connections and never answers (a hung hub)."""
+    hub = socket.socket()
+    hub.bind(("127.0.0.1", 0))
+    hub.listen(16)
+    yield from _serve(tmp_path, f"http://127.0.0.1:{hub.getsockname()[1]}/hub/api", "c.JupyterQuota.hub_timeout = 2\n")
+    hub.close()
+
+
+def _serve(tmp_path, api_url: str, extra_config: str = ""):
     config = tmp_path / "quota_config.py"
     config.write_text(
         "c = get_config()\n"
         f"c.JupyterQuota.state_dir = {str(tmp_path / 'state')!r}\n"
         "c.JupyterQuota.profiles = [{'team': 'alpha', 'users': ['ann'], 'hard': {'requests.cpu': '1'}}]\n"
+        + extra_config
     )
     port = free_port()
     env = {
         **os.environ,
         "JUPYTERHUB_SERVICE_URL": "http://hub:10101",
         "JUPYTERHUB_SERVICE_PREFIX": PREFIX,
-        "JUPYTERHUB_API_URL": f"http://127.0.0.1:{free_port()}/hub/api",
+        "JUPYTERHUB_API_URL": api_url,
         "JUPYTERHUB_API_TOKEN": "service-token",
         "JUPYTERHUB_CLIENT_ID": "service-jupyter-quota",
         "JUPYTERHUB_SERVICE_NAME": "jupyter-quota",
@@ -92,6 +108,14 @@ def test_a_hub_that_does_not_answer_is_a_503_not_a_500(service):
     status, answer, _ = call(url + "/namespaces", token="some-user-token")
     assert status == 503 and answer["reason"] == "ServiceUnavailable", answer
     assert "JupyterHub did not answer" in answer["message"] and "127.0.0.1" not in answer["message"]
+
+
+def test_a_hung_hub_is_a_503_within_the_hub_timeout(hung_hub_service):
+    url, _ = hung_hub_service
+    started = time.monotonic()
+    status, answer, _ = call(url + "/namespaces", token="some-user-token")  # urlopen gives up at 30 s
+    assert status == 503 and "JupyterHub did not answer" in answer["message"], answer
+    assert time.monotonic() - started < 20  # hub_timeout (2 s), not aiohttp's 300 s
 
 
 def test_serve_without_a_hub_environment_says_how_to_run_it(tmp_path):

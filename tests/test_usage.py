@@ -180,3 +180,94 @@ def test_bad_prices_are_refused_naming_the_key(prices, says):
     with pytest.raises(ValueError, match=r"JupyterQuota\.prices") as refused:
         chargeback.parse_prices(prices)
     assert says in str(refused.value)
+
+
+# -- issue 25 item 4: times out of range, non-ASCII digits, zero padding ---------------------------
+
+
+@pytest.mark.parametrize(
+    "params, says",
+    [
+        ({"until": "9999-12-31T23:59:59-14:00"}, "until is after 9999-12-31T23:59:59Z"),
+        ({"since": "0001-01-01T00:00:00+14:00"}, "since is before 0001-01-01T00:00:00Z"),
+        ({"until": "0001-01-01T00:00:00Z"}, "since (24 hours before until) would be before 0001-01-01T00:00:00Z"),
+        ({"until": "\uff12\uff10\uff12\uff16-11-15T00:00:00Z"}, "ASCII digits"),
+        ({"since": "2026-11-15T00:00:00Z", "until": "2026-11-15T00:00:0\u0661Z"}, "ASCII digits"),
+    ],
+)
+def test_times_outside_years_1_to_9999_or_in_other_digits_are_refused(params, says):
+    with pytest.raises(InvalidRequest) as refused:
+        usage.parse_window(**params, now=T0)
+    assert says in refused.value.message and refused.value.status == 400
+
+
+def test_the_first_and_last_seconds_of_the_range_are_accepted():
+    w = usage.parse_window("0001-01-01T00:00:00Z", "0001-01-02T00:00:00Z", now=T0)
+    assert usage.format_time(w.since) == "0001-01-01T00:00:00Z"
+    w = usage.parse_window("9999-12-31T00:00:00Z", "9999-12-31T23:59:59Z", now=T0)
+    assert usage.format_time(w.until) == "9999-12-31T23:59:59Z"
+
+
+@pytest.mark.parametrize("text", ["0037-01-03T13:46:40Z", "0987-09-26T15:06:40Z"])
+def test_years_below_1000_keep_their_zero_padding(text):
+    from datetime import datetime
+
+    from jupyter_quota.backends.base import rfc3339
+
+    epoch = int(datetime.fromisoformat(text).timestamp())
+    assert usage.format_time(epoch) == text
+    assert rfc3339(epoch) == text
+
+
+def test_a_window_in_year_999_sorts_before_todays_times():
+    # the local backend compares RFC 3339 strings in SQL: "999-..." would sort after "2026-..."
+    w = usage.parse_window("0999-01-01T00:00:00Z", "2026-11-15T00:00:00Z", now=T0)
+    assert usage.format_time(w.since) < "2026-11-14T00:00:00Z"
+
+
+@pytest.mark.parametrize("month", ["0000-01", "9999-12", "\uff12\uff10\uff12\uff16-\uff11\uff11", "2026-1\u0661", ""])
+def test_a_month_outside_the_range_or_not_in_ascii_digits_is_refused(month):
+    with pytest.raises(InvalidRequest, match="month must be YYYY-MM"):
+        chargeback.month_window(month, 0)
+
+
+def test_the_first_and_last_months_of_the_range_are_accepted():
+    _, since, _ = chargeback.month_window("0001-01", 0)
+    assert usage.format_time(since) == "0001-01-01T00:00:00Z"
+    month, _, until = chargeback.month_window("9999-11", 0)
+    assert (month, usage.format_time(until)) == ("9999-11", "9999-12-01T00:00:00Z")
+
+
+# -- issue 25 item 3: an answer's rows (groups x buckets) are bounded ---------------------------------
+
+
+def test_jobs_times_buckets_past_the_row_bound_is_refused_with_a_step_that_fits(monkeypatch):
+    monkeypatch.setattr(usage, "MAX_ROWS", 500)
+    spans = [span(0, 7 * 24 * H - i, job=f"j{i}", user=f"u{i % 9}") for i in range(40)]  # a week each
+    w = window(0, 7 * 24 * H, "job", step=605)  # 40 jobs x 1000 buckets: 40,000 rows
+    with pytest.raises(InvalidRequest) as refused:
+        usage.integrate(spans, w, now=T0 + 8 * 24 * H, max_rows=usage.MAX_ROWS)
+    said = refused.value.message
+    assert "more than 500 rows" in said and "step >= " in said, said
+    fitting = int(said.split("step >= ")[1].split()[0].rstrip(",;"))
+    rows = usage.integrate(spans, window(0, 7 * 24 * H, "job", step=fitting), T0 + 8 * 24 * H, max_rows=500)
+    assert 0 < len(rows) <= 500
+    # the same spans by user fit at step=605 (9 users x 1000 buckets is over 500: refused too, with its own step)
+    with pytest.raises(InvalidRequest, match="step >= "):
+        usage.integrate(spans, window(0, 7 * 24 * H, "user", step=605), T0 + 8 * 24 * H, max_rows=500)
+
+
+def test_more_jobs_than_the_row_bound_by_job_is_refused_naming_what_narrows_it(monkeypatch):
+    spans = [span(0, H, job=f"j{i}") for i in range(30)]
+    with pytest.raises(InvalidRequest) as refused:
+        usage.integrate(spans, window(0, 2 * H, "job"), now=T0 + 3 * H, max_rows=20)
+    said = refused.value.message
+    assert "more than 20 rows" in said and "by=user" in said and "namespace" in said and "step >=" not in said
+    assert len(usage.integrate(spans, window(0, 2 * H, "team"), now=T0 + 3 * H, max_rows=20)) == 1
+
+
+@pytest.mark.parametrize("name", ["since", "until", "by", "step", "namespace"])
+def test_an_empty_parameter_is_refused_not_taken_as_left_out(name):
+    # the OpenAPI file's types refuse an empty value (schemathesis found `until=` answered 200)
+    with pytest.raises(InvalidRequest, match=f"{name}= is empty"):
+        usage.parse_window(**{name: ""}, now=T0)

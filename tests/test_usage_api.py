@@ -144,3 +144,44 @@ async def test_bad_usage_parameters_are_a_400_that_says_what_to_fix(api, params,
 async def test_bad_chargeback_parameters_are_a_400(api, params):
     status, refused = await api("GET", "chargeback", user="ada", params=params)
     assert status == 400 and refused["reason"] == "BadRequest", refused
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"until": "9999-12-31T23:59:59-14:00"},
+        {"until": "0001-01-01T00:00:00Z"},
+        {"since": "\uff12\uff10\uff12\uff16-11-16T00:00:00Z", "until": UNTIL},
+    ],
+)
+async def test_times_out_of_range_are_a_400_for_any_user(api, params):
+    status, refused = await api("GET", "usage", params=params)
+    assert status == 400 and refused["reason"] == "BadRequest", refused
+
+
+@pytest.mark.parametrize("month", ["0000-01", "9999-12", "\uff12\uff10\uff12\uff16-\uff11\uff11", ""])
+@pytest.mark.parametrize("form", ["json", "csv"])
+async def test_a_chargeback_month_out_of_range_or_empty_is_a_400(api, month, form):
+    status, refused = await api("GET", "chargeback", user="ada", params={"month": month, "format": form})
+    assert status == 400 and "month must be YYYY-MM" in refused["message"], refused
+
+
+async def test_usage_since_year_999_counts_the_whole_seeded_week(seeded, api):
+    status, week = await api("GET", "usage", user="ada", params=WEEK)
+    since_999 = {"since": "0999-01-01T00:00:00Z", "until": UNTIL}
+    status_999, since_999 = await api("GET", "usage", user="ada", params=since_999)
+    assert status == status_999 == 200, since_999
+    assert since_999["since"] == "0999-01-01T00:00:00Z"
+    assert since_999["totals"]["gpuSeconds"] == week["totals"]["gpuSeconds"] > 0
+
+
+async def test_usage_by_job_in_small_buckets_is_a_400_with_a_step_that_fits(seeded, api, monkeypatch):
+    from jupyter_quota import usage
+
+    monkeypatch.setattr(usage, "MAX_ROWS", 1000)  # the week has 400 jobs
+    status, refused = await api("GET", "usage", user="ada", params={**WEEK, "by": "job", "step": "605"})
+    assert status == 400 and refused["reason"] == "BadRequest", refused
+    assert "more than 1000 rows" in refused["message"], refused
+    fitting = refused["message"].split("step >= ")[1].split()[0].rstrip(",;")
+    status, answer = await api("GET", "usage", user="ada", params={**WEEK, "by": "job", "step": fitting})
+    assert status == 200 and 0 < len(answer["rows"]) <= 1000, answer.get("message")

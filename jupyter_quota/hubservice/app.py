@@ -135,7 +135,8 @@ def serve(config: JupyterQuota, ip: str | None = None, port: int | None = None) 
     host, port = ip or host, port or url_port
     service = build_service(config, log=log, root_dir=os.getcwd())
     service.start()
-    app = make_app(service, HubServiceIdentityProvider(hub_auth=hub_auth_from(config.config)), prefix, log)
+    identity = HubServiceIdentityProvider(hub_auth=hub_auth_from(config.config), timeout=config.hub_timeout)
+    app = make_app(service, identity, prefix, log)
     server = app.listen(port, address=host, xheaders=True)
     loop = IOLoop.current()
 

@@ -19,13 +19,17 @@ from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
 
-from ..errors import Forbidden, ServiceUnavailable
+from ..errors import Forbidden, QuotaError, ServiceUnavailable
 from ..handlers import API_PREFIX, QuotaHandler, api_call
 
 #: the service's answer headers a client needs (Location is rewritten to this server's path)
-_RELAYED_HEADERS = ("Content-Disposition", "Retry-After")
+_RELAYED_HEADERS = ("Allow", "Content-Disposition", "Etag", "Retry-After")
+#: the caller's request headers the service needs (a conditional read: ``GET increases``)
+_FORWARDED_HEADERS = ("If-None-Match",)
 #: what a client is told to wait when the service does not answer (the hub restarts it)
 RETRY_AFTER_SECONDS = 10
+#: the largest answer relayed (tornado's own client limit, which failed past it as a dropped connection)
+MAX_ANSWER_BYTES = 100 * 1024 * 1024
 
 
 class ForwardHandler(QuotaHandler):
@@ -55,6 +59,12 @@ class ForwardHandler(QuotaHandler):
     async def delete(self, path):
         await self._forward()
 
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def patch(self, path):  # no route has it: the service's 405 names the methods it has
+        await self._forward()
+
     async def _forward(self) -> None:
         settings = self.settings["jupyter_quota_forward"]
         caller = self.who.name
@@ -66,21 +76,41 @@ class ForwardHandler(QuotaHandler):
         local = url_path_join(self.base_url, *API_PREFIX)
         rest = self.request.uri[len(local) :]  # "/namespaces/...?query", still percent-encoded
         body = bytes(self.request.body) if self.request.method in ("POST", "PUT") else None
+        received, dropped = bytearray(), [0]
+
+        def keep(chunk: bytes) -> None:  # past the limit the rest is read and counted, not held
+            if dropped[0] or len(received) + len(chunk) > settings.max_answer_bytes:
+                dropped[0] += len(chunk)
+            else:
+                received.extend(chunk)
+
         request = HTTPRequest(
             settings.service_url + "/".join(API_PREFIX) + rest,
             method=self.request.method,
             body=body,
-            headers={"Authorization": f"token {settings.token}", "Content-Type": "application/json"},
-            request_timeout=settings.timeout,
+            headers={
+                "Authorization": f"token {settings.token}",
+                "Content-Type": "application/json",
+                **{k: self.request.headers[k] for k in _FORWARDED_HEADERS if k in self.request.headers},
+            },
+            connect_timeout=settings.connect_timeout,
+            request_timeout=settings.timeout_for(self.request.method),
             follow_redirects=False,
             allow_nonstandard_methods=True,
+            streaming_callback=keep,
         )
         try:
-            answer = await AsyncHTTPClient().fetch(request, raise_error=False)
+            answer = await settings.client().fetch(request, raise_error=False)
         except (OSError, HTTPClientError) as e:
             raise self._unavailable(settings, e) from None
         if answer.code == 599:  # tornado's "no answer": timeout or connection error
             raise self._unavailable(settings, answer.error)
+        if dropped[0]:
+            raise AnswerTooLarge(
+                f"the quota service's answer ({len(received) + dropped[0]} bytes) is larger than this server "
+                f"relays ({settings.max_answer_bytes} bytes): ask for less, e.g. usage with a larger step, "
+                "a shorter window or by=team, or a smaller page (limit)"
+            )
         self.set_status(answer.code)
         for name in _RELAYED_HEADERS:
             if name in answer.headers:
@@ -88,7 +118,10 @@ class ForwardHandler(QuotaHandler):
         if "Location" in answer.headers:
             self.set_header("Location", local + answer.headers["Location"].split("/".join(API_PREFIX), 1)[-1])
         # APIHandler.finish would label every answer JSON: metrics are text, the chargeback's CSV is text/csv
-        self.finish(answer.body or b"", set_content_type=answer.headers.get("Content-Type", "application/json"))
+        if answer.code == 304:  # not modified: no body, as HTTP requires
+            self.finish()
+            return
+        self.finish(bytes(received), set_content_type=answer.headers.get("Content-Type", "application/json"))
 
     def _unavailable(self, settings, cause) -> ServiceUnavailable:
         self.log.warning("jupyter_quota: the quota service at %s did not answer: %s", settings.service_url, cause)
@@ -100,14 +133,45 @@ class ForwardHandler(QuotaHandler):
         return error
 
 
-class ForwardSettings:
-    """Where to forward, as whom, and for how long to wait."""
+class AnswerTooLarge(QuotaError):
+    """The service answered, but with more than the forwarder relays: not an outage."""
 
-    def __init__(self, service_url: str, owner: str, token: str, timeout: float):
+    status = 502
+    reason = "AnswerTooLarge"
+
+
+class ForwardSettings:
+    """Where to forward, as whom, for how long to wait, and how much to relay."""
+
+    def __init__(
+        self,
+        service_url: str,
+        owner: str,
+        token: str,
+        timeout: float,
+        read_timeout: float | None = None,
+        connect_timeout: float = 5.0,
+    ):
         self.service_url = service_url if service_url.endswith("/") else service_url + "/"
         self.owner = owner
         self.token = token
         self.timeout = timeout
+        self.read_timeout = timeout if read_timeout is None else read_timeout
+        self.connect_timeout = connect_timeout
+        self.max_answer_bytes = MAX_ANSWER_BYTES
+        self._client = None
+
+    def timeout_for(self, method: str) -> float:
+        """Reads (the sidebar's polls) wait ``read_timeout``; plan searches (``POST estimate``,
+        ``plan``, ``replan``) and other writes ``timeout``."""
+        return self.read_timeout if method == "GET" else self.timeout
+
+    def client(self) -> AsyncHTTPClient:
+        """A client of its own: tornado's shared one caps answers at 100 MB and then reports only a
+        closed connection; ``_forward`` enforces ``max_answer_bytes`` itself, so it can say why."""
+        if self._client is None:
+            self._client = AsyncHTTPClient(force_instance=True, max_body_size=2**62)
+        return self._client
 
 
 def setup_forwarding(web_app, config, log) -> ForwardSettings:
@@ -118,7 +182,14 @@ def setup_forwarding(web_app, config, log) -> ForwardSettings:
             "JupyterQuota.service_url is set, but this server has no JUPYTERHUB_API_TOKEN: "
             "the quota service is reached from servers a JupyterHub started"
         )
-    settings = ForwardSettings(config.service_url, config.owner, token, config.service_timeout)
+    settings = ForwardSettings(
+        config.service_url,
+        config.owner,
+        token,
+        config.service_timeout,
+        config.service_read_timeout,
+        config.service_connect_timeout,
+    )
     web_app.settings["jupyter_quota_forward"] = settings
     web_app.settings["jupyter_quota_service"] = None  # no state here: the service holds it
     web_app.settings["jupyter_quota_config"] = config

@@ -11,6 +11,7 @@ same in both modes. Hub services (``kind: service``) are not quota users and are
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -18,7 +19,7 @@ from jupyter_server.auth import IdentityProvider, User
 from jupyterhub.services.auth import HubOAuth
 from tornado.httputil import url_concat
 from tornado.web import HTTPError
-from traitlets import Instance
+from traitlets import Float, Instance
 
 HUB_UNAVAILABLE = (
     "JupyterHub did not answer when the quota service asked who you are; try again in a "
@@ -36,6 +37,8 @@ class HubUser(User):
 
 class HubServiceIdentityProvider(IdentityProvider):
     hub_auth = Instance(HubOAuth)
+    #: seconds to wait for the hub's answer (``JupyterQuota.hub_timeout``); aiohttp's own is 300
+    timeout = Float(10.0)
 
     async def get_user(self, handler):
         if hasattr(handler, "_quota_hub_user"):
@@ -44,7 +47,10 @@ class HubServiceIdentityProvider(IdentityProvider):
         self._patch_login_url(handler)
         self.hub_auth._patch_xsrf(handler)  # cookie-authenticated writes need the hub's XSRF token
         try:
-            model = await self.hub_auth.get_user(handler, sync=False)
+            model = await asyncio.wait_for(self.hub_auth.get_user(handler, sync=False), self.timeout)
+        except TimeoutError:
+            self.log.error("jupyter_quota: the hub did not say who a caller is within %g s", self.timeout)
+            raise HTTPError(503, HUB_UNAVAILABLE) from None
         except HTTPError as e:
             if e.status_code < 500:
                 raise

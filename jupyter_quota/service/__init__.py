@@ -11,7 +11,7 @@ import copy
 import logging
 from typing import TYPE_CHECKING
 
-from .. import audit
+from .. import audit, paging
 from ..access import TeamRegistry
 from ..backends.base import Backend
 from ..errors import Forbidden
@@ -24,7 +24,7 @@ from ..profiles import TeamProfile
 from ..ticker import Ticker
 from ..times import Clock, system_clock
 from .effective import EffectiveQuota
-from .increases import Increases
+from .increases import PAGE_SIZE, Increases
 from .jobs import Jobs
 from .planning import Planning
 from .recommendations import Recommendations
@@ -256,13 +256,17 @@ class QuotaService:
     def request_increase(self, who: Identity, namespace: str, body) -> dict:
         return self.increases.request(who, namespace, body, self.clock())
 
-    def list_increases(self, who: Identity) -> dict:
-        listed = self.increases.list(who, self.clock())
+    def list_increases(self, who: Identity, limit=None, token=None) -> dict:
+        listed = self.increases.list(who, self.clock(), limit, token)
         if who.admin:  # the approver sees, before approving, whether the quotas would pass the inventory
             for item in listed["increases"]:
                 if item["phase"] == PENDING:
                     item["warnings"] = self.increases.overcommit(item["team"], item["resources"])
         return listed
+
+    def increases_version(self, who: Identity) -> str:
+        """Changes when ``who``'s increases list may have (the list's ETag, with its query)."""
+        return f"{who.name}.{int(who.admin)}.{self.increases.version(self.clock())}"
 
     def decide_increase(self, who: Identity, name: str, body, approve: bool) -> dict:
         decided = self.increases.decide(who, name, body, approve, self.clock())
@@ -275,8 +279,15 @@ class QuotaService:
         return self.increases.expire_due(self.clock())
 
     def audit_log(self, who: Identity) -> list[dict]:
+        """Every entry, oldest first (the CSV export)."""
         self._require_admin(who, "the audit log is")
         return audit.entries(self.config.state_dir)
+
+    def audit_page(self, who: Identity, limit=None, token=None) -> dict:
+        """A page of the audit log, newest first (``paging``)."""
+        self._require_admin(who, "the audit log is")
+        size = paging.parse_limit(limit, PAGE_SIZE)
+        return paging.list_json("entries", audit.page(self.config.state_dir, size, paging.decode(token)))
 
     @staticmethod
     def _require_admin(who: Identity, what: str = "profiles are") -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from traitlets import Float, Int, validate
 from traitlets.config import Configurable
 
-from .. import audit, increases, reasons
+from .. import audit, increases, paging, reasons
 from ..errors import Conflict, Forbidden, InvalidRequest, NotFound
 from ..identity import Identity
 from ..records import open_records
@@ -49,11 +49,30 @@ class IncreaseSettings(Configurable):
         "more than 0 and at most this). Default: 168 (one week).",
     ).tag(config=True)
 
-    @validate("max_open_increases", "max_increase_hours")
+    max_open_increases_per_team = Int(
+        20,
+        help="Temporary increase requests a team may have Pending at once, whoever filed them; one "
+        "more is refused (409 TooManyOpenRequests) until an admin decides one. At least 1. Default: 20.",
+    ).tag(config=True)
+
+    increase_retention_days = Float(
+        90.0,
+        help="Days a decided increase request (Denied or Expired) stays in ``GET .../increases``; "
+        "past them it is moved to the records' archive table (the audit log keeps every entry). "
+        "0 keeps every request listed. Default: 90.",
+    ).tag(config=True)
+
+    @validate("max_open_increases", "max_open_increases_per_team", "max_increase_hours")
     def _valid_increase_limits(self, proposal):
         if proposal["value"] <= 0:
             raise ValueError(f"JupyterQuota.{proposal['trait'].name} must be more than 0, not {proposal['value']}")
         return proposal["value"]
+
+
+#: requests in a page of ``GET increases`` without ``limit``
+PAGE_SIZE = 100
+#: the teams a caller may list (``?1``: a JSON list of namespaces; NULL for an admin: every one)
+_VISIBLE = "(?1 IS NULL OR namespace IN (SELECT value FROM json_each(?1)))"
 
 
 class Increases:
@@ -111,14 +130,42 @@ class Increases:
         capacity = len(self._effective.backend.inventory().get("gpus") or [])
         return increases.overcommit_warnings(asked, quotas, gpu_key, capacity)
 
-    def list(self, who: Identity, now: float) -> dict:
-        """The requests of ``who``'s teams (every team's for an admin), newest first."""
+    def list(self, who: Identity, now: float, limit=None, token=None) -> dict:
+        """A page of the requests of ``who``'s teams (every team's for an admin), newest first,
+        paged as jobs are (``paging``: ``limit``, ``continue``), the teams filtered in SQL."""
+        size = paging.parse_limit(limit, PAGE_SIZE)
+        before = _position(paging.decode(token))
         if not self.store.exists():
-            return {"increases": []}
+            return paging.list_json("increases", paging.Page([]))
+        mine = None if who.admin else json.dumps(sorted(p.namespace for p in self.registry.teams_of(who)))
         with self.store.read() as con:
-            rows = con.execute(f"SELECT {_COLUMNS} FROM increases ORDER BY id DESC").fetchall()
-        mine = {p.namespace for p in self.registry.teams_of(who)}
-        return {"increases": [increase_json(r, now) for r in rows if who.admin or r["namespace"] in mine]}
+            rows = con.execute(
+                f"SELECT {_COLUMNS}, id FROM increases WHERE {_VISIBLE} AND (?2 IS NULL OR id < ?2) "
+                "ORDER BY id DESC LIMIT ?3",
+                (mine, before, size + 1),
+            ).fetchall()
+            if len(rows) <= size:
+                return paging.list_json("increases", paging.Page([increase_json(r, now) for r in rows]))
+            rows = rows[:size]
+            remaining = con.execute(
+                f"SELECT COUNT(*) FROM increases WHERE {_VISIBLE} AND id < ?2", (mine, rows[-1]["id"])
+            ).fetchone()[0]
+        return paging.list_json(
+            "increases", paging.Page([increase_json(r, now) for r in rows], str(rows[-1]["id"]), remaining)
+        )
+
+    def version(self, now: float) -> str:
+        """What a list answer depends on besides its query and caller: every change to a request
+        appends an audit entry in its transaction, and an approval ends with time. Cheap (two
+        indexed reads), so an unchanged poll is answered 304 without reading the requests."""
+        if not self.store.exists():
+            return "0"
+        with self.store.read() as con:
+            last = con.execute("SELECT COALESCE(MAX(id), 0) FROM audit").fetchone()[0]
+            ended = con.execute(
+                "SELECT COUNT(*) FROM increases WHERE phase = ? AND expires_at <= ?", (increases.APPROVED, now)
+            ).fetchone()[0]
+        return f"{last}.{ended}"
 
     def next_expiry(self, now: float) -> float | None:
         if not self.store.exists():
@@ -145,7 +192,12 @@ class Increases:
                     f"(JupyterQuota.max_open_increases = {limit}); wait for a decision on them first",
                     reason="TooManyOpenRequests",
                 )
-            number = con.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM increases").fetchone()[0]
+            self._check_team_cap(con, profile.team)
+            # AUTOINCREMENT's high mark: a number stays used after its request is archived
+            number = con.execute(
+                "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'increases'), 0), "
+                "COALESCE((SELECT MAX(id) FROM increases), 0)) + 1"
+            ).fetchone()[0]
             name = f"inc-{number}"
             con.execute(
                 "INSERT INTO increases (id, name, namespace, team, user, phase, resources, hours, reason, created_at)"
@@ -156,6 +208,36 @@ class Increases:
             detail = f"{increases.describe(asked.resources, asked.hours)}: {asked.reason}"
             audit.append(con, who.name, audit.INCREASE_REQUESTED, _target(namespace, name), detail, now)
             return increase_json(_find(con, name), now)
+
+    def _check_team_cap(self, con, team: str) -> None:
+        limit = self.config.max_open_increases_per_team
+        pending = con.execute(
+            "SELECT COUNT(*) FROM increases WHERE team = ? AND phase = ?", (team, increases.PENDING)
+        ).fetchone()[0]
+        if pending >= limit:
+            raise Conflict(
+                f"team {team} already has {pending} pending increase request(s), the most a team may have "
+                f"(JupyterQuota.max_open_increases_per_team = {limit}); wait for an admin to decide them",
+                reason="TooManyOpenRequests",
+            )
+
+    def archive_decided(self, now: float) -> int:
+        """Move Denied and Expired requests decided more than ``increase_retention_days`` ago out
+        of the list, into ``increases_archive``; the audit log keeps their entries, and one more
+        says how many left. Returns how many moved."""
+        days = self.config.increase_retention_days
+        if days <= 0 or not self.store.exists():
+            return 0
+        cutoff = now - days * 86400
+        old = f"phase IN ('{increases.DENIED}', '{increases.EXPIRED}') AND COALESCE(expires_at, decided_at) < ?"
+        with self.store.write() as con:
+            moved = con.execute(f"INSERT INTO increases_archive SELECT * FROM increases WHERE {old}", (cutoff,))
+            count = moved.rowcount
+            if count:
+                con.execute(f"DELETE FROM increases WHERE {old}", (cutoff,))
+                detail = f"{count} decided request(s) that ended before {rfc3339(cutoff)} ({days:g} days)"
+                audit.append(con, audit.SYSTEM, audit.INCREASE_ARCHIVED, "increases", detail, now)
+        return count
 
     def decide(self, who: Identity, name: str, body, approve: bool, now: float) -> dict:
         """Approve or deny a Pending request: admins only, never their own."""
@@ -264,6 +346,15 @@ def increase_json(row, now: float) -> dict:
     }
 
 
+def _position(start: str | None) -> int | None:
+    """A page's ``start`` key: the id of the last request shown."""
+    if start is None:
+        return None
+    if not (start.isascii() and start.isdigit() and len(start) < 19):
+        raise paging.invalid_start(start)
+    return int(start)
+
+
 def _extras(con, team: str, now: float) -> list[dict]:
     rows = con.execute(
         "SELECT resources FROM increases WHERE team = ? AND phase = ? AND expires_at > ? ORDER BY id",
@@ -307,6 +398,7 @@ def expiry_ticker(owner: Increases, clock: Callable[[], float]) -> Ticker:
     def expire() -> float | None:
         now = clock()
         owner.expire_due(now)
+        owner.archive_decided(now)
         end = owner.next_expiry(now)
         return None if end is None else max(0.0, end - now) + 0.05
 

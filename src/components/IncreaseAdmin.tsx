@@ -134,7 +134,7 @@ export function AuditLog(props: {
           </tr>
         </thead>
         <tbody>
-          {[...entries].reverse().map(entry => (
+          {entries.map(entry => (
             <tr key={entry.id} data-action={entry.action}>
               <td>
                 <time dateTime={entry.at} title={entry.at}>
