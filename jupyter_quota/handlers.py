@@ -297,7 +297,8 @@ class JobLogsHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self, namespace, name):
-        tail = self.get_query_argument("tailLines", None)
+        # strip=False: tornado turns a control character into a space and would strip it to "" (the default)
+        tail = self.get_query_argument("tailLines", None, strip=False)
         self.reply(await self.run(self.service.logs, self.who, namespace, name, tail))
 
 

@@ -90,14 +90,13 @@ class Jobs:
         return self.backend.cancel(profile, name, who.name)
 
     def _tail_lines(self, raw) -> int:
-        if raw is None or raw == "":
+        if raw is None:
             return self.log_tail_lines
-        try:
-            lines = int(raw)
-        except (TypeError, ValueError):
+        if not isinstance(raw, int) and not (isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 18):
             raise InvalidRequest(
-                f"tailLines must be a whole number from 1 to {MAX_TAIL_LINES}, not {str(raw)[:32]!r}"
-            ) from None
+                f"tailLines must be a whole number from 1 to {MAX_TAIL_LINES} in ASCII digits, not {str(raw)[:32]!r}"
+            )
+        lines = int(raw)
         if not 1 <= lines <= MAX_TAIL_LINES:
             raise InvalidRequest(f"tailLines must be from 1 to {MAX_TAIL_LINES}, not {lines}")
         return lines
