@@ -92,7 +92,9 @@ class Jobs:
     def _tail_lines(self, raw) -> int:
         if raw is None:
             return self.log_tail_lines
-        if not isinstance(raw, int) and not (isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 18):
+        if not isinstance(raw, int) and not (
+            isinstance(raw, str) and raw.isascii() and raw.isdigit() and len(raw) <= 18
+        ):
             raise InvalidRequest(
                 f"tailLines must be a whole number from 1 to {MAX_TAIL_LINES} in ASCII digits, not {str(raw)[:32]!r}"
             )
