@@ -203,7 +203,7 @@ async def test_request_above_limit_is_invalid(api):
 
 async def test_logs_tail_lines_is_validated(api):
     await api("POST", "namespaces", "team-alpha", "jobs", body={"name": "lg", "args": [], "gpus": 0})
-    for bad in ("0", "abc", "100000", "\x02", "", "１０", " 5"):  # control, empty, full-width, padded: 400
+    for bad in ("0", "abc", "100000", "\x02", "", "\uff11\uff10", " 5"):  # control, empty, full-width, padded: 400
         status, answer = await api("GET", "namespaces", "team-alpha", "jobs", "lg", "logs", params={"tailLines": bad})
         assert status == 400, answer
 
