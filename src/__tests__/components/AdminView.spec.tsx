@@ -33,7 +33,7 @@ function profile(team: string, gpus: string): IProfile {
 
 class FakeAdminClient {
   list: IIncrease[] = [];
-  increases = jest.fn(async () => ({ increases: this.list }));
+  increases = jest.fn(async () => ({ increases: this.list, metadata: {} }));
   requestIncrease = jest.fn();
   decideIncrease = jest.fn(
     async (name: string, approve: boolean, comment: string) => {

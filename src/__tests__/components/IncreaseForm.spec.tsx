@@ -24,7 +24,7 @@ import {
 
 class FakeIncreases implements IIncreaseClient {
   list: IIncrease[] = [];
-  increases = jest.fn(async () => ({ increases: this.list }));
+  increases = jest.fn(async () => ({ increases: this.list, metadata: {} }));
   requestIncrease = jest.fn(
     async (namespace: string, request: IIncreaseRequest) => {
       const made = increase({ name: 'inc-7', namespace, ...request });
