@@ -15,6 +15,7 @@ from jupyter_quota.access import TeamRegistry
 from jupyter_quota.backends.kube import apply_profiles
 from jupyter_quota.config import JupyterQuota
 from jupyter_quota.identity import Identity
+from jupyter_quota.increases import MIN_HOURS
 from jupyter_quota.profiles import TeamProfile
 from jupyter_quota.service import QuotaService
 
@@ -120,11 +121,13 @@ def test_the_running_service_restores_the_quota_at_the_end(kube, namespace_name,
     service = make_service(config, make_kube_backend())
     service.start()
     try:
-        # a short request (about 4 s) on the real clock: the timer, not a test call, expires it
-        made = service.request_increase(BEA, namespace_name, {"resources": {GPU: "1"}, "hours": 0.001, "reason": "r"})
+        # the shortest request (one minute, increases.MIN_HOURS) on the real clock: the timer, not a
+        # test call, expires it
+        body = {"resources": {GPU: "1"}, "hours": MIN_HOURS, "reason": "r"}
+        made = service.request_increase(BEA, namespace_name, body)
         service.decide_increase(ADA, made["name"], {}, approve=True)
         assert quota_hard(kube, namespace_name) == "3"
-        until(lambda: quota_hard(kube, namespace_name) == "2", timeout=90, what="the timer's expiry")
+        until(lambda: quota_hard(kube, namespace_name) == "2", timeout=180, what="the timer's expiry")
         assert service.list_increases(BEA)["increases"][0]["phase"] == "Expired"
         assert service.audit_log(ADA)[-1]["action"] == "increase.expired"
     finally:
