@@ -212,7 +212,7 @@ def test_the_first_and_last_seconds_of_the_range_are_accepted():
 def test_years_below_1000_keep_their_zero_padding(text):
     from datetime import datetime
 
-    from jupyter_quota.backends.base import rfc3339
+    from jupyter_quota.times import rfc3339
 
     epoch = int(datetime.fromisoformat(text).timestamp())
     assert usage.format_time(epoch) == text
