@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=_serve)
 
     usage.add_commands(sub)
-    recommend.add_commands(sub, config_option)
+    recommend.add_commands(sub)
     return parser
 
 

@@ -20,6 +20,7 @@ from .. import history
 from ..errors import InvalidRequest, QuotaError
 from ..identity import Identity
 from ..recommend import show_duration
+from .common import config_option, load_config
 
 EPILOG = """examples:
   jupyter quota recommend                              # every team you may see, from the service's records
@@ -35,7 +36,7 @@ started; gpus, cpus and memory as quantities (1, 500m, 64Gi); priority high, nor
 """
 
 
-def add_commands(sub, config_option) -> None:
+def add_commands(sub) -> None:
     """The ``recommend`` and ``replay`` subcommands of ``jupyter quota``."""
     import argparse
 
@@ -202,8 +203,6 @@ def _profiles(path: str) -> list:
 
 def _call(config_file: str | None, method: str, route: str, body: dict | None, records: list | None) -> dict:
     """The route's answer: from the hub's quota service, or computed here."""
-    from .common import load_config
-
     config = load_config(config_file)
     if config.service_url and records is None:
         from ..magics.client import QuotaClient, QuotaClientError
