@@ -78,11 +78,11 @@ class EffectiveQuota:
         try:
             hard = effective_hard(profile.hard, *extras, opened)
             raised = profile if hard == {k: str(v) for k, v in profile.hard.items()} else _with_hard(profile, hard)
+            problem = None
         except QuotaError as e:  # held to its own hard quota, so no other team's pass or scrape fails
-            self._flag(profile.team, _unraisable(profile, now, extras, e))
-            raised = profile
-        else:
-            self._flag(profile.team, None)
+            raised, problem = profile, _unraisable(profile, now, extras, e)
+        if self.broken.get(profile.team) != problem:  # a change only: most reads take no lock here
+            self._flag(profile.team, problem)
         with self._lock:
             self._raised[profile.team] = (profile, key, raised, extras)  # extras: their ids stay theirs
         return raised
