@@ -30,10 +30,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import kubenode
+from processes import ProcessGroup, utcnow
 
 from jupyter_quota.backends.kube.client import Kube, KubeError, load_api_client
 from jupyter_quota.rbac import ServiceAccount
@@ -84,10 +84,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def utcnow() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class Cluster:
     """A running test cluster, or an external one (``external=True``: no processes of ours)."""
 
@@ -95,8 +91,7 @@ class Cluster:
         self.workdir = workdir
         self.kubeconfig = kubeconfig
         self.external = external
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.args: dict[str, list[str]] = {}
+        self.procs = ProcessGroup(workdir, error=ClusterStartError, stop_timeout=15.0)
         self.timings: dict[str, float] = {}
         self.agent: NodeAgent | None = None
         #: the real node (:func:`start_node`), when one was started
@@ -125,44 +120,10 @@ class Cluster:
     def kube_as(self, identity: str, timeout: float = 10.0) -> Kube:
         return Kube(load_api_client(str(self.kubeconfig_as(identity)), in_cluster="false"), request_timeout=timeout)
 
-    # -- processes ---------------------------------------------------------------------------
-
-    def spawn(self, name: str, args: list[str]) -> None:
-        self.args[name] = args
-        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
-        log.write(f"\n--- {utcnow()} {shlex.join(args)}\n".encode())
-        log.flush()
-        self.procs[name] = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
-        log.close()
-
-    def terminate(self, name: str, timeout: float = 15.0) -> None:
-        proc = self.procs.pop(name, None)
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-    def log_tail(self, name: str, lines: int = 25) -> str:
-        path = self.workdir / f"{name}.log"
-        if not path.exists():
-            return "(no log)"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
-    def check_alive(self, name: str) -> None:
-        proc = self.procs.get(name)
-        if proc is not None and proc.poll() is not None:
-            raise ClusterStartError(f"{name} exited with code {proc.returncode}:\n{self.log_tail(name)}")
-
     def stop_apiserver(self) -> None:
         """Stop kube-apiserver (etcd keeps the data); watches break."""
         self._require_own("restart the API server")
-        self.terminate("kube-apiserver")
+        self.procs.terminate("kube-apiserver")
 
     def pause_apiserver(self) -> None:
         """Freeze kube-apiserver with SIGSTOP, as a network partition looks to a client: open
@@ -179,17 +140,17 @@ class Cluster:
     def stop_controller_manager(self) -> None:
         """Stop kube-controller-manager: Jobs get no pods, quotas no recount, until started again."""
         self._require_own("stop the controller manager")
-        self.terminate("kube-controller-manager")
+        self.procs.terminate("kube-controller-manager")
 
     def start_controller_manager(self) -> None:
         self._require_own("start the controller manager")
-        self.spawn("kube-controller-manager", self.args["kube-controller-manager"])
+        self.procs.restart("kube-controller-manager")
 
     def start_apiserver(self, timeout: float = 60.0) -> float:
         """Start kube-apiserver again with the same flags; return seconds until ready."""
         self._require_own("restart the API server")
         started = time.monotonic()
-        self.spawn("kube-apiserver", self.args["kube-apiserver"])
+        self.procs.restart("kube-apiserver")
         self.wait_ready(timeout)
         return time.monotonic() - started
 
@@ -198,7 +159,7 @@ class Cluster:
         deadline = time.monotonic() + timeout
         last = ""
         while time.monotonic() < deadline:
-            self.check_alive("kube-apiserver")
+            self.procs.check_alive("kube-apiserver")
             try:
                 if kube.request("GET", "/readyz", raw=True).strip() == "ok":
                     return
@@ -206,7 +167,7 @@ class Cluster:
                 last = str(e)
             time.sleep(0.2)
         raise ClusterStartError(
-            f"kube-apiserver not ready after {timeout:.0f}s ({last}):\n{self.log_tail('kube-apiserver')}"
+            f"kube-apiserver not ready after {timeout:.0f}s ({last}):\n{self.procs.log_tail('kube-apiserver')}"
         )
 
     def stop(self) -> None:
@@ -216,7 +177,7 @@ class Cluster:
             self.node.stop(self.kube(timeout=5.0) if "kube-apiserver" in self.procs else None)
             self.node = None
         for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
-            self.terminate(name)
+            self.procs.terminate(name)
         if not self.external and not self.keep and not os.environ.get("JUPYTER_QUOTA_KEEP_KUBE"):
             shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -270,7 +231,7 @@ def start_cluster(*, nodes: bool = True, agent: bool = True, workdir: Path | Non
             + kubenode.TOKEN_LINE
         )
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
-        cluster.spawn(
+        cluster.procs.spawn(
             "etcd",
             [
                 etcd,
@@ -294,7 +255,7 @@ def start_cluster(*, nodes: bool = True, agent: bool = True, workdir: Path | Non
         )
         _wait_port(etcd_port, 30, cluster, "etcd")
         cluster.timings["etcd"] = time.monotonic() - t0
-        cluster.spawn(
+        cluster.procs.spawn(
             "kube-apiserver",
             [
                 str(binaries["kube-apiserver"]),
@@ -324,7 +285,7 @@ def start_cluster(*, nodes: bool = True, agent: bool = True, workdir: Path | Non
             )
         cluster.wait_ready(90)
         cluster.timings["kube-apiserver"] = time.monotonic() - t0
-        cluster.spawn(
+        cluster.procs.spawn(
             "kube-controller-manager",
             [
                 str(binaries["kube-controller-manager"]),
@@ -340,7 +301,7 @@ def start_cluster(*, nodes: bool = True, agent: bool = True, workdir: Path | Non
                 "--v=1",
             ],
         )
-        cluster.spawn(
+        cluster.procs.spawn(
             "kube-scheduler",
             [
                 str(binaries["kube-scheduler"]),
@@ -372,7 +333,7 @@ def _stop_keep_logs(cluster: Cluster) -> None:
         cluster.node.stop(None)
         cluster.node = None
     for name in list(cluster.procs):
-        cluster.terminate(name)
+        cluster.procs.terminate(name)
 
 
 #: The taint the tests give the real node, so that only pods meant for it (which tolerate it and
@@ -764,13 +725,13 @@ current-context: test
 def _wait_port(port: int, timeout: float, cluster: Cluster, name: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        cluster.check_alive(name)
+        cluster.procs.check_alive(name)
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
         time.sleep(0.1)
     raise ClusterStartError(
-        f"{name} did not listen on 127.0.0.1:{port} within {timeout:.0f}s:\n{cluster.log_tail(name)}"
+        f"{name} did not listen on 127.0.0.1:{port} within {timeout:.0f}s:\n{cluster.procs.log_tail(name)}"
     )
 
 
@@ -793,13 +754,13 @@ def _wait_controllers(cluster: Cluster, kube: Kube, timeout: float = 60.0) -> No
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for name in ("kube-controller-manager", "kube-scheduler"):
-            cluster.check_alive(name)
+            cluster.procs.check_alive(name)
         quota = kube.get("/api/v1/namespaces/jq-probe/resourcequotas/probe")
         if (quota.get("status") or {}).get("used") is not None:
             return
         time.sleep(0.2)
     raise ClusterStartError(
-        f"the quota controller did not sync within {timeout:.0f}s:\n{cluster.log_tail('kube-controller-manager')}"
+        f"the quota controller did not sync within {timeout:.0f}s:\n{cluster.procs.log_tail('kube-controller-manager')}"
     )
 
 

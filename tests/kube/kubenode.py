@@ -33,6 +33,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from processes import ProcessGroup
+
 NODE_NAME = "jq-node"
 NODE_TOKEN = "jupyter-quota-test-node-token"
 NODE_USER = f"system:node:{NODE_NAME}"
@@ -84,7 +86,7 @@ class KubeletNode:
         self.taints = list(taints)
         self.labels = dict(labels or {})
         self.job_image = job_image
-        self.procs: dict[str, subprocess.Popen] = {}
+        self.procs = ProcessGroup(self.workdir, error=NodeStartError, stop_timeout=20.0)
         self.timings: dict[str, float] = {}
         self.socket = self.workdir / "containerd.sock"
         self._lock_fd: int | None = None
@@ -157,7 +159,7 @@ class KubeletNode:
         )
         config = subprocess.run(["containerd", "config", "default"], capture_output=True, text=True, check=True).stdout
         (self.workdir / "containerd.toml").write_text(_containerd_config(config, self.workdir, root))
-        self._spawn("containerd", ["containerd", "--config", str(self.workdir / "containerd.toml")])
+        self.procs.spawn("containerd", ["containerd", "--config", str(self.workdir / "containerd.toml")])
         self._wait(lambda: self._ctr("version", check=False).returncode == 0, 30, "containerd's socket", "containerd")
         # Containers of an earlier run stay in the image store's metadata; their tasks are gone.
         for name in self._ctr("containers", "ls", "-q").stdout.split():
@@ -224,7 +226,7 @@ class KubeletNode:
         if not os.access(kubelet, os.X_OK):
             raise NodeStartError(f"no kubelet at {kubelet}: run scripts/build-kube.sh (or scripts/kube-cluster up)")
         started = time.monotonic()
-        self._spawn(
+        self.procs.spawn(
             "kubelet",
             [
                 str(kubelet),
@@ -288,10 +290,10 @@ class KubeletNode:
         """Stop the kubelet and containerd and put the host back; safe to call twice."""
         if kube is not None and "kubelet" in self.procs:
             _delete_node_pods(kube)
-        self._terminate("kubelet")
+        self.procs.terminate("kubelet")
         if "containerd" in self.procs:
             self._remove_containers()
-        self._terminate("containerd")
+        self.procs.terminate("containerd")
         restore_host()
         if self._lock_fd is not None:
             os.ftruncate(self._lock_fd, 0)
@@ -328,41 +330,15 @@ class KubeletNode:
             raise NodeStartError(f"ctr {' '.join(args)} failed: {done.stderr.strip()}")
         return done
 
-    def _spawn(self, name: str, args: list[str]) -> None:
-        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - lives as long as the process
-        self.procs[name] = subprocess.Popen(
-            args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
-        log.close()
-
-    def _terminate(self, name: str, timeout: float = 20.0) -> None:
-        proc = self.procs.pop(name, None)
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-
-    def log_tail(self, name: str, lines: int = 25) -> str:
-        path = self.workdir / f"{name}.log"
-        if not path.exists():
-            return "(no log)"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-
     def _wait(self, condition, timeout: float, what: str, proc: str):
         deadline = time.monotonic() + timeout
         while True:
-            p = self.procs.get(proc)
-            if p is not None and p.poll() is not None:
-                raise NodeStartError(f"{proc} exited with code {p.returncode}:\n{self.log_tail(proc)}")
+            self.procs.check_alive(proc)
             value = condition()
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise NodeStartError(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.log_tail(proc)}")
+                raise NodeStartError(f"timed out after {timeout:.0f}s waiting for {what}:\n{self.procs.log_tail(proc)}")
             time.sleep(0.2)
 
 
