@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from fractions import Fraction
 
-from . import elastic, priority, windows
+from . import elastic, elasticteams, priority, windows
 from .history import JobRecord
 from .quantity import Quantity
 
@@ -403,33 +403,10 @@ class _Replay:
 
 
 def _teams(profiles, now: int) -> dict[str, elastic.Team]:
-    """The scheduler's teams, as ``backends/local/elasticpass.teams`` builds them, on the
-    effective hard quota (the open windows' ``extra`` added)."""
+    """The scheduler's teams, as the local backend's pass builds them (``elasticteams.team``), on
+    the effective hard quota (the open windows' ``extra`` added)."""
     moment = datetime.fromtimestamp(now, UTC)
-    out = {}
-    for p in profiles:
-        key = f"requests.{p.gpuResource}"
-        opened = {w.name for w in windows.open_windows(p, moment)} if p.windows else set()
-        nominal = {}
-        if key in p.hard:
-            extra = windows.window_extra(p, moment) if opened else {}
-            nominal[GPU] = _exact(p.hard[key]) + _exact(extra.get(key, "0"))
-        closing = any(
-            w.on_close == windows.ON_CLOSE_PREEMPT and w.name not in opened for w in windows.parse_windows(p.windows)
-        )
-        out[p.namespace] = elastic.Team(
-            p.namespace,
-            nominal,
-            {GPU: _exact(p.borrowingLimit[key])} if key in p.borrowingLimit else {},
-            {GPU: _exact(p.lendingLimit[key])} if key in p.lendingLimit else {},
-            windows.ON_CLOSE_PREEMPT if closing else windows.ON_CLOSE_FINISH,
-        )
-    return out
-
-
-def _exact(text) -> int | Fraction:
-    value = Quantity(str(text)).as_fraction()
-    return int(value) if value.denominator == 1 else value
+    return {p.namespace: elasticteams.team(p, moment, GPU, add_windows=True) for p in profiles}
 
 
 def _iso(epoch: int) -> str:

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 
-from ... import elastic, priority, reasons, swiftlog, windows
-from ...quantity import Quantity
+from ... import elastic, elasticteams, priority, reasons, swiftlog, windows
 from . import clock, ledger, logtail, runner
 
 #: The quota key the policy shares out: the machine's GPUs (``scheduler.GPU``) as quota counts them.
@@ -51,26 +50,11 @@ def teams(profiles, now: datetime) -> dict[str, elastic.Team]:
     """The policy's teams: nominal GPU quota (the effective hard quota the service composes: open
     windows and approved increases added), borrowing and lending limits, and whether a closed
     window of the team preempts."""
-    out = {}
-    for p in profiles:
-        key = f"requests.{p.gpuResource}"
-        if key != GPU_KEY:
-            continue  # GPUs this machine does not have: nothing to share
-        nominal = {}
-        if key in p.hard:
-            nominal[GPU_KEY] = _exact(p.hard[key])
-        opened = {w.name for w in windows.open_windows(p, now)}
-        closing = any(
-            w.on_close == windows.ON_CLOSE_PREEMPT and w.name not in opened for w in windows.parse_windows(p.windows)
-        )
-        out[p.namespace] = elastic.Team(
-            p.namespace,
-            nominal,
-            {GPU_KEY: _exact(p.borrowingLimit[key])} if key in p.borrowingLimit else {},
-            {GPU_KEY: _exact(p.lendingLimit[key])} if key in p.lendingLimit else {},
-            windows.ON_CLOSE_PREEMPT if closing else windows.ON_CLOSE_FINISH,
-        )
-    return out
+    return {
+        p.namespace: elasticteams.team(p, now, GPU_KEY, add_windows=False)
+        for p in profiles
+        if f"requests.{p.gpuResource}" == GPU_KEY  # other GPUs than this machine's: nothing to share
+    }
 
 
 def active(profiles, jobs) -> bool:
@@ -88,7 +72,7 @@ def active(profiles, jobs) -> bool:
             return True
         used[j.namespace] = used.get(j.namespace, 0) + j.usage.get(GPU_KEY, 0)
     quotas = {p.namespace: p.hard.get(f"requests.{p.gpuResource}") for p in profiles}
-    return any(quotas.get(ns) is not None and amount > _exact(quotas[ns]) for ns, amount in used.items())
+    return any(quotas.get(ns) is not None and amount > elasticteams.exact(quotas[ns]) for ns, amount in used.items())
 
 
 def signature(profiles, now: datetime) -> tuple:
@@ -104,7 +88,7 @@ def capacity(inventory: dict) -> dict[str, int]:
 def usage(row: sqlite3.Row) -> dict[str, Fraction]:
     """The GPUs a job was charged at admission, as the policy counts them."""
     charged = ledger.loads(row["usage"], {})
-    return {GPU_KEY: _exact(charged.get(GPU_KEY, "0"))}
+    return {GPU_KEY: elasticteams.exact(charged.get(GPU_KEY, "0"))}
 
 
 def preempted_for(row: sqlite3.Row) -> Key | None:
@@ -236,9 +220,3 @@ def _append(row: sqlite3.Row, event: str, **fields) -> str:
 
 def _event(event: str, **fields) -> dict:
     return {"event": event, "at": clock.now(), **{k: v for k, v in fields.items() if v is not None}}
-
-
-def _exact(text) -> Fraction | int:
-    """A quantity as the policy adds it up: an int when whole (GPUs always are), else a Fraction."""
-    value = Quantity(str(text)).as_fraction()
-    return value.numerator if value.denominator == 1 else value
