@@ -62,7 +62,9 @@ print("{MARK}" + json.dumps({{"name": gpu_job.name, "final": gpu_job.wait(timeou
     thread = threading.Thread(target=ann, daemon=True)
     thread.start()
     try:
-        job = wait_for("ann's one-GPU job Running", lambda: _running_gpu_job(hub), 240, hub.log)
+        job = wait_for(
+            "ann's one-GPU job Running", lambda: _running_gpu_job(hub) or _ended(thread, outcome), 240, hub.log
+        )
         assert job["owner"] == "ann" and job["gpus"] == 1, job
         balance = hub.quota("cat", "GET", "/namespaces/team-alpha/balance")
         assert balance.status_code == 200, balance.text
@@ -84,6 +86,15 @@ print("{MARK}" + json.dumps({{"name": gpu_job.name, "final": gpu_job.wait(timeou
     assert result["name"] == job["name"] and result["final"] == "Failed", result
     after = hub.quota("cat", "GET", "/namespaces/team-alpha/balance").json()["resources"][GPU]
     assert after["used"] == "0", after
+
+
+def _ended(thread: threading.Thread, outcome: dict) -> None:
+    """Fail at once, with what her cells printed, when ann's code ended before her job ran."""
+    if thread.is_alive():
+        return None
+    if "error" in outcome:
+        raise AssertionError(f"ann's section failed before her job was Running: {outcome['error']}")
+    raise AssertionError("ann's section ended before her job was Running; it printed:\n" + outcome["stdout"])
 
 
 def _running_gpu_job(hub) -> dict | None:
