@@ -377,6 +377,15 @@ class EstimateHandler(QuotaHandler):
         self.reply(await self.plan_slots.run(self.service.estimate, self.who, body))
 
 
+class ServeEstimateHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self):
+        body = self.json_body()
+        self.reply(await self.plan_slots.run(self.service.estimate_serve, self.who, body))
+
+
 class PlanHandler(QuotaHandler):
     @tornado.web.authenticated
     @authorized
@@ -550,6 +559,7 @@ ROUTES = [
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/replan", JobReplanHandler),
     (f"/namespaces/{_SEGMENT}/plan", PlanHandler),
     ("/estimate", EstimateHandler),
+    ("/estimate/serve", ServeEstimateHandler),
     ("/estimator/errors", EstimatorErrorsHandler),
     ("/models", ModelsHandler),
     ("/profiles", ProfilesHandler),

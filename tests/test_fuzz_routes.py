@@ -301,6 +301,7 @@ def test_job_submits(server, ns, body):
 )
 def test_estimates_and_plans(server, ns, body):
     send(server, "POST", "/estimate", body)
+    send(server, "POST", "/estimate/serve", body)
     send(server, "POST", f"/namespaces/{ns}/plan", body)
 
 

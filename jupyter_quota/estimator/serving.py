@@ -132,9 +132,7 @@ def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
         )
     kv = spec.num_kv_heads
     if (kv >= tp and kv % tp) or (kv < tp and tp % kv):
-        raise InvalidRequest(
-            f"tensor parallel {tp} and {spec.name}'s {kv} KV heads: one must divide the other"
-        )
+        raise InvalidRequest(f"tensor parallel {tp} and {spec.name}'s {kv} KV heads: one must divide the other")
 
 
 def _max_model_len(spec: ModelSpec, args: DeployArgs) -> int:
@@ -164,7 +162,9 @@ def _weights(spec: ModelSpec, args: DeployArgs, a: int, tp: int, notes: list[str
     per_weight = float(a)
     if spec.quant_bits:
         per_weight = spec.quant_bytes_per_weight
-        notes.append(f"{spec.quant_method.upper()} {spec.quant_bits}-bit checkpoint: {per_weight:.3f} bytes per linear weight")
+        notes.append(
+            f"{spec.quant_method.upper()} {spec.quant_bits}-bit checkpoint: {per_weight:.3f} bytes per linear weight"
+        )
     elif (args.vllm_quantization or args.sglang_quantization or "").lower().startswith("fp8"):
         per_weight = 1.0
         notes.append("fp8 weights (online quantization): 1 byte per linear weight")
@@ -341,4 +341,4 @@ def _transformers(spec, args, gpus, tp, gpu_memory, max_len, a, layout: KvLayout
 
 def _breakdown(weights, adapters, kv, activations, graphs, reserve) -> dict:
     values = (weights, adapters, kv, activations, graphs, reserve)
-    return {key: int(v) for key, v in zip(SERVE_KEYS, values)}
+    return {key: int(v) for key, v in zip(SERVE_KEYS, values, strict=True)}

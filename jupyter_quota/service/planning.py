@@ -34,6 +34,14 @@ class Planning:
         teams = self._learning_teams(who)
         return self.memory.estimate(request.args, request.gpus, model_size=request.model_size, teams=teams).to_json()
 
+    def estimate_serve(self, who: Identity, body) -> dict:
+        """GPU memory of a ``swift deploy`` argv and what its KV cache holds; any signed-in user may ask."""
+        from ..estimator.serving import DEFAULT_GPU_MEMORY, estimate_serve
+        from ..planner.request import parse_serve_request
+
+        request = parse_serve_request(body)
+        return estimate_serve(request.args, request.gpus, request.gpu_memory or DEFAULT_GPU_MEMORY).to_json()
+
     def _learning_teams(self, who: Identity) -> frozenset[str]:
         """Whose measured jobs correct ``who``'s estimates: their own teams' (an admin's too: the
         teams they are a member of), never another team's (issue 25)."""
