@@ -189,3 +189,42 @@ def test_older_names_are_translated_with_a_note():
     )
     assert args.infer_backend == "transformers" and args.extra == ()
     assert "--vllm_max_model_len" in args.to_argv() and any("pt is deprecated" in n for n in args.notes)
+
+
+# -- the serving planner (planner/serve.py) ------------------------------------------------------
+
+
+def test_plan_keeps_an_asked_context_and_quantizes_to_fit_a_small_leftover():
+    from jupyter_quota.planner.serve import plan_serve
+
+    plan = plan_serve(["--model", "Qwen/Qwen3-8B", "--vllm_max_model_len", "40960"], 1, 20 * GIB)
+    args = plan.recommended["args"]
+    assert "--vllm_quantization" in args and args[args.index("--vllm_max_model_len") + 1] == "40960"
+    assert any("fp8 weights" in n for n in plan.notes)
+    assert plan.rejected[0]["plan"]["quantization"] is None and plan.rejected[0]["reason"]
+
+
+def test_plan_lowers_the_context_for_an_asked_concurrency():
+    from jupyter_quota.planner.serve import plan_serve
+
+    plan = plan_serve(["--model", "Qwen/Qwen3-8B", "--vllm_max_num_seqs", "16"], 1, 24 * GIB)
+    est = plan.recommended["estimate"]
+    assert est["maxConcurrentSequences"] >= 16 and est["maxModelLen"] < 40960
+    assert any("max_model_len lowered from 40960" in n for n in plan.notes)
+
+
+def test_plan_without_gpus_serves_with_transformers_and_merges_one_adapter():
+    from jupyter_quota.planner.serve import plan_serve
+
+    cpu = plan_serve(["--model", "Qwen/Qwen2.5-0.5B-Instruct"], 0, 24 * GIB)
+    assert cpu.recommended["args"][-1] == "transformers" and cpu.recommended["gpus"] == 0
+    merged = plan_serve(["--model", "Qwen/Qwen3-8B", "--adapters", "out/checkpoint-10"], 1, 80 * GIB)
+    assert "--merge_lora" in merged.recommended["args"]
+
+
+def test_plan_says_nothing_fits_with_every_reason():
+    from jupyter_quota.planner.serve import plan_serve
+
+    plan = plan_serve(["--model", "Qwen/Qwen3-32B", "--vllm_max_num_seqs", "64"], 1, 24 * GIB)
+    assert plan.recommended is None and plan.rejected and all(r["reason"] for r in plan.rejected)
+    assert "nothing fits" in plan.notes[-1]
