@@ -175,6 +175,7 @@ def test_quantization_shrinks_the_weights():
         (["--vllm_tensor_parallel_size", "3"], "does not divide Qwen/Qwen3-8B's 32 attention heads"),
         (["--infer_backend", "lmdeploy"], "lmdeploy is not modelled"),
         (["--vllm_max_num_seqs", "0"], "at least 1"),
+        (["--adapters", "a", "b"], "serves one adapter"),
     ],
 )
 def test_bad_deploy_arguments_are_refused_with_what_to_do(argv, words):
@@ -228,3 +229,15 @@ def test_plan_says_nothing_fits_with_every_reason():
     plan = plan_serve(["--model", "Qwen/Qwen3-32B", "--vllm_max_num_seqs", "64"], 1, 24 * GIB)
     assert plan.recommended is None and plan.rejected and all(r["reason"] for r in plan.rejected)
     assert "nothing fits" in plan.notes[-1]
+
+
+def test_sglang_splits_a_sliding_window_model_pool_by_its_token_ratio():
+    """gpt-oss-20b: 12 full + 12 window layers; the full layers' tokens T solve
+    T x 12 + 0.8 x T x 12 = the profiled tokens x 24 (set_num_tokens_hybrid_swa)."""
+    from jupyter_quota.estimator.kvcache import sglang_tokens
+
+    layout = kv_layout(resolve_model("openai/gpt-oss-20b"), 2)
+    profiled = 10 * GIB // layout.bytes_per_token
+    assert sglang_tokens(layout, 10 * GIB) == int(profiled * 24 / (12 + 0.8 * 12))
+    dense = kv_layout(resolve_model("Qwen/Qwen3-8B"), 2)
+    assert sglang_tokens(dense, 10 * GIB) == 10 * GIB // 147456

@@ -15,6 +15,9 @@ from .spec import ModelSpec
 
 #: vLLM's default tokens per KV block on CUDA (``CacheConfig.block_size``)
 VLLM_BLOCK_SIZE = 16
+#: SGLang's ``--swa-full-tokens-ratio`` default: a sliding-window layer's pool holds this many
+#: tokens per token of a full layer's pool
+SGLANG_SWA_RATIO = 0.8
 
 
 def cdiv(a: int, b: int) -> int:
@@ -96,9 +99,18 @@ def vllm_cache(
     )
 
 
-def sglang_tokens(layout: KvLayout, kv_bytes: int) -> int:
-    """SGLang's ``max_total_num_tokens``: KV memory // cell size, the cell being every layer's K and
-    V of one token (``ModelRunner.profile_max_num_token``); its sliding-window layers, where the
-    model has them, keep a pool of their own (SWAKVPool), not modelled: they are counted whole."""
+def sglang_tokens(layout: KvLayout, kv_bytes: int, swa_full_tokens_ratio: float = SGLANG_SWA_RATIO) -> int:
+    """SGLang's ``max_total_num_tokens``: KV memory // cell size, the cell being every attention
+    layer's K and V of one token (``ModelRunnerKVCacheMixin.profile_max_num_token`` and
+    ``get_cell_size_per_token``). A model with sliding-window layers then splits that memory so the
+    window layers' pool holds ``swa_full_tokens_ratio`` times the full layers' tokens
+    (``set_num_tokens_hybrid_swa``): the full layers' token count is returned, as SGLang's."""
     cell = layout.bytes_per_token
-    return max(0, kv_bytes // cell) if cell else 0
+    if not cell or kv_bytes <= 0:
+        return 0
+    tokens = kv_bytes // cell
+    if not (layout.sliding_layers and layout.full_layers):
+        return tokens
+    per_layer = layout.layer_bytes_per_token
+    denominator = per_layer * layout.full_layers + swa_full_tokens_ratio * per_layer * layout.sliding_layers
+    return int(tokens * cell / denominator)

@@ -107,6 +107,12 @@ def estimate_serve(
     if gpus < tp:
         raise InvalidRequest(f"tensor parallel {tp} needs {tp} GPUs, but {gpus} were given; give gpus >= {tp}")
     max_len = _max_model_len(spec, args)
+    if args.infer_backend == "vllm" and len(args.adapters) > 1 and not args.merge_lora:
+        # ms-swift's VllmEngine asserts 'Only one adapter is supported for now' (max_loras 1)
+        raise InvalidRequest(
+            f"--adapters: ms-swift's vLLM engine serves one adapter, {len(args.adapters)} were given; "
+            "give one, or merge them into the weights with --merge_lora true"
+        )
     dtype = args.torch_dtype or spec.torch_dtype
     a = _DTYPE_BYTES.get(dtype, 2)
     kv_bytes_elem = 1 if args.infer_backend == "sglang" and "fp8" in (args.sglang_kv_cache_dtype or "") else a
@@ -179,8 +185,9 @@ def _weights(spec: ModelSpec, args: DeployArgs, a: int, tp: int, notes: list[str
 
 def _adapters(spec: ModelSpec, args: DeployArgs, a: int, tp: int, notes: list[str]) -> int:
     """LoRA served unmerged: vLLM and SGLang pre-allocate A and B of ``max_lora_rank`` for every
-    linear of every layer, per adapter slot (vLLM's ``max_loras``, ms-swift sets one per adapter);
-    merged (``--merge_lora true``) they cost nothing."""
+    linear of every layer, per adapter slot (vLLM's ``max_loras``: ms-swift's VllmEngine serves one
+    adapter, ``max_loras=1``); merged (``--merge_lora true``: ms-swift merges on the CPU before it
+    starts the engine) they cost nothing."""
     if not args.adapters:
         return 0
     if args.merge_lora:
@@ -192,7 +199,7 @@ def _adapters(spec: ModelSpec, args: DeployArgs, a: int, tp: int, notes: list[st
     attention = (h + spec.num_heads * d) * 2 + (h + spec.num_kv_heads * d) * 2
     per_layer = attention + 3 * (h + width)
     rank = args.vllm_max_lora_rank
-    slots = len(args.adapters)
+    slots = 1 if args.infer_backend == "vllm" else len(args.adapters)
     notes.append(
         f"{slots} LoRA adapter(s) unmerged at rank {rank} (--vllm_max_lora_rank; an adapter of a higher "
         "rank is refused at load): A and B buffers for every linear of every layer"
