@@ -395,6 +395,15 @@ class PlanHandler(QuotaHandler):
         self.reply(await self.plan_slots.run(self.service.plan, self.who, namespace, body))
 
 
+class ServePlanHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, namespace):
+        body = self.json_body()
+        self.reply(await self.plan_slots.run(self.service.plan_serve, self.who, namespace, body))
+
+
 class MetricsHandler(QuotaHandler):
     """Prometheus text, for quota admins, or for a scraper that sends the scrape token
     (``Authorization: Bearer <JupyterQuota.metrics_token>``) and never signs in."""
@@ -558,6 +567,7 @@ ROUTES = [
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/logs", JobLogsHandler),
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/replan", JobReplanHandler),
     (f"/namespaces/{_SEGMENT}/plan", PlanHandler),
+    (f"/namespaces/{_SEGMENT}/plan/serve", ServePlanHandler),
     ("/estimate", EstimateHandler),
     ("/estimate/serve", ServeEstimateHandler),
     ("/estimator/errors", EstimatorErrorsHandler),

@@ -190,6 +190,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/namespaces/{namespace}/plan/serve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The best swift deploy that fits what the namespace has left
+         * @description Keeps the model, the adapters and what the arguments ask for (a context
+         *     `--vllm_max_model_len`, a concurrency `--vllm_max_num_seqs`) and chooses the rest for the
+         *     namespace's free GPUs (`gpusFree`, at most `gpus` when given) of its profile's `gpuMemory`:
+         *     vLLM with a tensor-parallel size that divides the attention heads, the memory fraction
+         *     from the budget, one adapter merged, fp8 weights when 16-bit ones leave too little KV
+         *     cache; transformers on CPU when no GPU is left. A context asked for is kept (quantizing
+         *     first, then shorter); otherwise the context is lowered until the concurrency fits. Each
+         *     rejected configuration carries its reason. Nothing is started.
+         */
+        post: operations["planServe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/estimate": {
         parameters: {
             query?: never;
@@ -914,6 +943,35 @@ export interface components {
             model: components["schemas"]["ModelSpec"];
             /** @description The swift deploy argv as estimated (4.x names) */
             args: string[];
+        };
+        ServePlanRequest: {
+            args: components["schemas"]["SwiftArgs"];
+            /** @description The most GPUs the server may take (default: all the namespace has free) */
+            gpus?: number;
+        };
+        ServePlan: {
+            /** @description The swift deploy argv to run (4.x names) */
+            args: string[];
+            /** @description GPUs it takes (0: transformers on CPU) */
+            gpus: number;
+            estimate: components["schemas"]["ServeEstimate"];
+        };
+        ServePlanResult: {
+            namespace: string;
+            /** @description One GPU's memory the plan fits (the profile's), a quantity */
+            gpuMemory: string;
+            gpusFree: number;
+            recommended: components["schemas"]["ServePlan"] | null;
+            rejected: {
+                plan: {
+                    tensorParallel?: number;
+                    maxModelLen?: number;
+                    quantization?: string | null;
+                };
+                reason: string;
+            }[];
+            /** @description What the plan changed from the request, and why */
+            notes: string[];
         };
         PlanRequest: {
             args: components["schemas"]["SwiftArgs"];
@@ -1736,6 +1794,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PlanResult"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    planServe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServePlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The recommended swift deploy (null when nothing fits), the rejected, notes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServePlanResult"];
                 };
             };
             400: components["responses"]["Error"];

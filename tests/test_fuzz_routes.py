@@ -303,6 +303,7 @@ def test_estimates_and_plans(server, ns, body):
     send(server, "POST", "/estimate", body)
     send(server, "POST", "/estimate/serve", body)
     send(server, "POST", f"/namespaces/{ns}/plan", body)
+    send(server, "POST", f"/namespaces/{ns}/plan/serve", body)
 
 
 @FUZZ

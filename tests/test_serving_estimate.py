@@ -241,3 +241,30 @@ def test_sglang_splits_a_sliding_window_model_pool_by_its_token_ratio():
     assert sglang_tokens(layout, 10 * GIB) == int(profiled * 24 / (12 + 0.8 * 12))
     dense = kv_layout(resolve_model("Qwen/Qwen3-8B"), 2)
     assert sglang_tokens(dense, 10 * GIB) == 10 * GIB // 147456
+
+
+def test_vllm_figures_match_a_logged_start():
+    """A public vLLM v1 start of Qwen2.5-7B-Instruct-AWQ (--max-model-len 32768) logged
+    'Available KV cache memory: 8.0 GiB', 'GPU KV cache size: 149,712 tokens' and 'Maximum
+    concurrency for 32,768 tokens per request: 4.57x' (docs/serving-estimate.md §5). From the
+    same memory (8.0 GiB, rounded to 0.01 GiB in the log) the arithmetic gives the same figures,
+    within that rounding."""
+    layout = kv_layout(resolve_model("Qwen/Qwen2.5-7B-Instruct-AWQ"), 2)
+    assert layout.bytes_per_token == 57344  # 28 layers x 4 KV heads x 128 x 2 x 2
+    low, high = (vllm_cache(layout, int(gib * GIB), 32768, 2048) for gib in (7.995, 8.005))
+    assert low.tokens <= 149712 <= high.tokens
+    assert f"{low.max_concurrency:.2f}" <= "4.57" <= f"{high.max_concurrency:.2f}"
+
+
+def test_published_kv_bytes_per_token():
+    """Figures people publish: Qwen3-8B 147,456 B (the issue), Llama-3.1-8B 128 KiB, Qwen3-30B-A3B
+    (and Qwen3-VL-30B-A3B) 96 KiB, Qwen3-VL-4B 144 KiB."""
+    published = {
+        "Qwen/Qwen3-8B": 147456,
+        "meta-llama/Llama-3.1-8B-Instruct": 128 * 1024,
+        "Qwen/Qwen3-30B-A3B": 96 * 1024,
+        "Qwen/Qwen3-VL-30B-A3B-Instruct": 96 * 1024,
+        "Qwen/Qwen3-VL-4B-Instruct": 144 * 1024,
+    }
+    for model, size in published.items():
+        assert kv_layout(resolve_model(model), 2).bytes_per_token == size, model

@@ -15,6 +15,7 @@ from ..jobspec import _parse_args  # the job body's own checks, shared
 ESTIMATE_FIELDS = ("args", "gpus", "modelSize")
 PLAN_FIELDS = ("args", "gpus", "modelSize")
 SERVE_FIELDS = ("args", "gpus", "gpuMemory")
+SERVE_PLAN_FIELDS = ("args", "gpus")
 
 
 @dataclass(frozen=True)
@@ -44,16 +45,15 @@ class ServeRequest:
     gpu_memory: int | None = None
 
 
-def parse_serve_request(body) -> ServeRequest:
-    """``{"args": [swift deploy args], "gpus"?: N, "gpuMemory"?: "80Gi"}``."""
+def parse_serve_request(body, fields: tuple = SERVE_FIELDS) -> ServeRequest:
+    """``{"args": [swift deploy args], "gpus"?: N, "gpuMemory"?: "80Gi"}`` (a plan's body takes
+    ``SERVE_PLAN_FIELDS``: its GPU memory is the namespace's)."""
     example = '{"args": ["--model", "Qwen/Qwen3-8B", "--infer_backend", "vllm"], "gpus": 1}'
     if not isinstance(body, dict):
         raise InvalidRequest(f"the body must be a JSON object like {example}")
-    unknown = sorted(set(body) - set(SERVE_FIELDS))
+    unknown = sorted(set(body) - set(fields))
     if unknown:
-        raise InvalidRequest(
-            f"unknown field(s) {', '.join(map(repr, unknown))}; the body takes {', '.join(SERVE_FIELDS)}"
-        )
+        raise InvalidRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; the body takes {', '.join(fields)}")
     if "args" not in body:
         raise InvalidRequest(f'"args" is required: the swift deploy arguments as a list, e.g. {example}')
     args = _parse_args(body["args"])

@@ -47,9 +47,9 @@ def plan_serve(args: DeployArgs | list[str], gpus_remaining: int, gpu_memory: in
     asked_len = asked.vllm_max_model_len or asked.sglang_context_length or asked.max_length
     want_len = asked_len or spec.max_position_embeddings or 4096
     want_seqs = asked.vllm_max_num_seqs if "vllm_max_num_seqs" in asked.explicit else DEFAULT_CONCURRENCY
-    # a context asked for is kept and the concurrency is what fits; otherwise the context is
-    # lowered (down to MIN_CONTEXT) until the concurrency asked for (or DEFAULT_CONCURRENCY) fits
-    target = 1 if asked_len else want_seqs
+    # a concurrency asked for (or, when neither is asked, DEFAULT_CONCURRENCY) must fit; a context
+    # asked for is kept as long as quantizing makes room, and lowered (to MIN_CONTEXT) only then
+    target = want_seqs if "vllm_max_num_seqs" in asked.explicit or not asked_len else 1
     rejected: list[dict] = []
     notes: list[str] = []
     fallback = None
