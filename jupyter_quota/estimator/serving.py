@@ -224,7 +224,7 @@ def _vllm(spec, args, gpus, tp, gpu_memory, max_len, a, layout: KvLayout, weight
     util = args.vllm_gpu_memory_utilization
     budget = int(util * gpu_memory)
     seqs = args.vllm_max_num_seqs
-    tokens = max(VLLM_BATCHED_TOKENS, 0)
+    tokens = VLLM_BATCHED_TOKENS
     activations = _activations(spec, tokens, seqs, a, tp)
     graphs = 0 if args.vllm_enforce_eager else CUDA_GRAPHS
     kv = budget - weights - adapters - activations - graphs - reserve
