@@ -377,6 +377,15 @@ class EstimateHandler(QuotaHandler):
         self.reply(await self.plan_slots.run(self.service.estimate, self.who, body))
 
 
+class ServeEstimateHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self):
+        body = self.json_body()
+        self.reply(await self.plan_slots.run(self.service.estimate_serve, self.who, body))
+
+
 class PlanHandler(QuotaHandler):
     @tornado.web.authenticated
     @authorized
@@ -384,6 +393,15 @@ class PlanHandler(QuotaHandler):
     async def post(self, namespace):
         body = self.json_body()
         self.reply(await self.plan_slots.run(self.service.plan, self.who, namespace, body))
+
+
+class ServePlanHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, namespace):
+        body = self.json_body()
+        self.reply(await self.plan_slots.run(self.service.plan_serve, self.who, namespace, body))
 
 
 class MetricsHandler(QuotaHandler):
@@ -549,7 +567,9 @@ ROUTES = [
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/logs", JobLogsHandler),
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/replan", JobReplanHandler),
     (f"/namespaces/{_SEGMENT}/plan", PlanHandler),
+    (f"/namespaces/{_SEGMENT}/plan/serve", ServePlanHandler),
     ("/estimate", EstimateHandler),
+    ("/estimate/serve", ServeEstimateHandler),
     ("/estimator/errors", EstimatorErrorsHandler),
     ("/models", ModelsHandler),
     ("/profiles", ProfilesHandler),

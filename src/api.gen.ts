@@ -190,6 +190,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/namespaces/{namespace}/plan/serve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The best swift deploy that fits what the namespace has left
+         * @description Keeps the model, the adapters and what the arguments ask for (a context
+         *     `--vllm_max_model_len`, a concurrency `--vllm_max_num_seqs`) and chooses the rest for the
+         *     namespace's free GPUs (`gpusFree`, at most `gpus` when given) of its profile's `gpuMemory`:
+         *     vLLM with a tensor-parallel size that divides the attention heads, the memory fraction
+         *     from the budget, one adapter merged, fp8 weights when 16-bit ones leave too little KV
+         *     cache; transformers on CPU when no GPU is left. A context asked for is kept (quantizing
+         *     first, then shorter); otherwise the context is lowered until the concurrency fits. Each
+         *     rejected configuration carries its reason. Nothing is started.
+         */
+        post: operations["planServe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/estimate": {
         parameters: {
             query?: never;
@@ -211,6 +240,35 @@ export interface paths {
          *     such an estimate says `approximate: true`.
          */
         post: operations["estimateMemory"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/estimate/serve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * GPU memory per GPU of a swift deploy command, and what its KV cache holds
+         * @description Takes the arguments of `swift deploy` (ms-swift 4.x names, e.g. `--model`, `--adapters`,
+         *     `--infer_backend`, `--vllm_gpu_memory_utilization`, `--vllm_max_model_len`,
+         *     `--vllm_tensor_parallel_size`, `--vllm_max_num_seqs`, `--vllm_max_lora_rank`,
+         *     `--sglang_mem_fraction_static`, `--quant_bits`; 2.x/3.x names are translated, with a note),
+         *     the GPUs and one GPU's memory; answers the memory each GPU holds (vLLM takes
+         *     `gpu_memory_utilization` of the GPU, SGLang `mem_fraction_static` plus its activations,
+         *     transformers what it uses), its breakdown, the KV bytes per token at the served dtype, and the
+         *     sequences of `maxModelLen` that fit at once (docs/serving-estimate.md). 400 for a context
+         *     longer than the model's, a memory fraction over 1, or a tensor-parallel size that does not
+         *     divide the attention heads. `refusal` says why the engine would refuse to start.
+         */
+        post: operations["estimateServe"];
         delete?: never;
         options?: never;
         head?: never;
@@ -835,6 +893,86 @@ export interface components {
             /** @description The parameter count of a model the estimator has no facts for (not in the catalog, no `config.json` in a local folder or hub cache), as in model names: `8B`, `0.5B`, `135M`, or total-active for a mixture of experts, `30B-A3B`. Used only when the model's facts are not found; the estimate is then `approximate`. Not an ms-swift argument. */
             modelSize?: string;
         };
+        ServeEstimateRequest: {
+            args: components["schemas"]["SwiftArgs"];
+            /** @description GPUs the server runs on (default: the tensor-parallel size); not an ms-swift argument */
+            gpus?: number;
+            /** @description One GPU's memory, a quantity (`80Gi`, the default; `24Gi`); not an ms-swift argument */
+            gpuMemory?: string;
+        };
+        /** @description Bytes per GPU of each part; they add up to peakBytesPerGpu */
+        ServeBreakdown: {
+            /** @description The model's weights on one rank, quantized as asked */
+            weights: number;
+            /** @description LoRA served unmerged: A and B buffers of max_lora_rank per adapter */
+            adapters: number;
+            /** @description The KV cache: what the engine pre-allocates (vLLM, SGLang) or what max_batch_size sequences grow to (transformers) */
+            kvCache: number;
+            /** @description Peak activations (vLLM: the profile run at max_num_batched_tokens) and the sampler's logits */
+            activations: number;
+            /** @description CUDA graphs of the decode batch sizes (0 with enforce_eager / disable_cuda_graph) */
+            cudaGraphs: number;
+            /** @description The runtime's own memory outside torch: CUDA context, workspaces, NCCL */
+            reserve: number;
+        };
+        ServeEstimate: {
+            /** @description Memory per GPU the server holds, in bytes (vLLM: gpu_memory_utilization x the GPU's memory) */
+            peakBytesPerGpu: number;
+            /** @description The same in GiB, rounded to 2 decimals */
+            peakGibPerGpu: number;
+            breakdown: components["schemas"]["ServeBreakdown"];
+            /** @description KV bytes per token on one rank at the served dtype: layers x kv_heads (per rank) x head_dim x 2 x dtype bytes */
+            kvCacheBytesPerToken: number;
+            /** @description Tokens the KV cache holds (vLLM's 'GPU KV cache size', SGLang's max_total_num_tokens) */
+            kvCacheTokens: number;
+            /** @description vLLM's KV blocks (16 tokens each); null for other backends */
+            kvCacheBlocks: number | null;
+            /** @description The context length served (asked for, or the model's) */
+            maxModelLen: number;
+            /** @description Sequences of maxModelLen that fit at once (vLLM: at most max_num_seqs; transformers: max_batch_size) */
+            maxConcurrentSequences: number;
+            /** @enum {string} */
+            backend: "vllm" | "sglang" | "transformers";
+            gpus: number;
+            tensorParallel: number;
+            /** @description One GPU's memory the estimate is for (a quantity) */
+            gpuMemory: string;
+            /** @description Why the engine would refuse to start (no KV cache left, or not one sequence of maxModelLen); null when it starts */
+            refusal: string | null;
+            assumptions: string[];
+            model: components["schemas"]["ModelSpec"];
+            /** @description The swift deploy argv as estimated (4.x names) */
+            args: string[];
+        };
+        ServePlanRequest: {
+            args: components["schemas"]["SwiftArgs"];
+            /** @description The most GPUs the server may take (default: all the namespace has free) */
+            gpus?: number;
+        };
+        ServePlan: {
+            /** @description The swift deploy argv to run (4.x names) */
+            args: string[];
+            /** @description GPUs it takes (0: transformers on CPU) */
+            gpus: number;
+            estimate: components["schemas"]["ServeEstimate"];
+        };
+        ServePlanResult: {
+            namespace: string;
+            /** @description One GPU's memory the plan fits (the profile's), a quantity */
+            gpuMemory: string;
+            gpusFree: number;
+            recommended: components["schemas"]["ServePlan"] | null;
+            rejected: {
+                plan: {
+                    tensorParallel?: number;
+                    maxModelLen?: number;
+                    quantization?: string | null;
+                };
+                reason: string;
+            }[];
+            /** @description What the plan changed from the request, and why */
+            notes: string[];
+        };
         PlanRequest: {
             args: components["schemas"]["SwiftArgs"];
             /**
@@ -930,6 +1068,10 @@ export interface components {
             fullAttentionInterval?: number;
             /** @description Weights of one linear-attention (Gated DeltaNet) layer's attention part */
             linearAttentionParams?: number;
+            /** @description Sliding-window attention: the window in tokens (0: none) */
+            slidingWindow?: number;
+            /** @description How many layers attend to the window only (Gemma 2/3, gpt-oss); serving caches only the window for them */
+            slidingWindowLayers?: number;
             /** @description parameter count */
             params: number;
             /** @description billions of parameters, rounded to 2 decimals */
@@ -1661,6 +1803,37 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
         };
     };
+    planServe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServePlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The recommended swift deploy (null when nothing fits), the rejected, notes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServePlanResult"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
     estimateMemory: {
         parameters: {
             query?: never;
@@ -1681,6 +1854,34 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Estimate"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+        };
+    };
+    estimateServe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ServeEstimateRequest"];
+            };
+        };
+        responses: {
+            /** @description The estimate */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServeEstimate"];
                 };
             };
             400: components["responses"]["Error"];

@@ -301,7 +301,9 @@ def test_job_submits(server, ns, body):
 )
 def test_estimates_and_plans(server, ns, body):
     send(server, "POST", "/estimate", body)
+    send(server, "POST", "/estimate/serve", body)
     send(server, "POST", f"/namespaces/{ns}/plan", body)
+    send(server, "POST", f"/namespaces/{ns}/plan/serve", body)
 
 
 @FUZZ

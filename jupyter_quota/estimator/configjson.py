@@ -121,6 +121,7 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
         eager_attention_only=qwen_vl,
         audio_params=_audio(config),
         **hybrid,
+        **_sliding_window(text, model_type, layers),
         **quant,
         **vis,
     )
@@ -142,6 +143,31 @@ def _linear_attention(text: dict, hidden: int) -> dict:
     if not every and isinstance(types, list) and "full_attention" in types:
         every = types.index("full_attention") + 1
     return {"full_attention_interval": every, "linear_attention_params": params} if every > 1 else {}
+
+
+def _sliding_window(text: dict, model_type: str, layers: int) -> dict:
+    """Which layers attend to a window only (what serving's KV cache keeps for them): transformers'
+    ``layer_types``, else each family's fixed pattern (Gemma 2 and gpt-oss alternate, starting with a
+    sliding layer; Gemma 3 has one full layer in ``sliding_window_pattern``), else every layer where
+    the config turns the window on (Mistral v0.1's ``sliding_window``; Qwen2's ``use_sliding_window``)."""
+    window = int(text.get("sliding_window") or 0)
+    if window <= 0:
+        return {}
+    types = text.get("layer_types")
+    if isinstance(types, list) and types:
+        count = sum(1 for t in types if t == "sliding_attention")
+    elif model_type in ("gemma2", "gpt_oss"):
+        count = (layers + 1) // 2
+    elif model_type.startswith("gemma3"):
+        pattern = int(text.get("sliding_window_pattern") or 6)
+        count = layers - layers // pattern
+    elif text.get("use_sliding_window") is False:
+        count = 0
+    elif model_type == "mistral" or text.get("use_sliding_window"):
+        count = layers
+    else:
+        count = 0
+    return {"sliding_window": window, "sliding_window_layers": count} if count and window < 10**7 else {}
 
 
 def quantization_fields(config: dict, text: dict) -> dict:

@@ -62,6 +62,10 @@ class ModelSpec:
     #: has full attention, the others a Gated DeltaNet of ``linear_attention_params`` weights
     full_attention_interval: int = 0
     linear_attention_params: int = 0
+    #: sliding-window attention: the window in tokens, and how many layers use it (the others
+    #: attend to the whole context); serving's KV cache keeps only the window for those layers
+    sliding_window: int = 0
+    sliding_window_layers: int = 0
 
     # -- parameter counts -----------------------------------------------------------------------
     @property

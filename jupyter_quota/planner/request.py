@@ -14,6 +14,8 @@ from ..jobspec import _parse_args  # the job body's own checks, shared
 
 ESTIMATE_FIELDS = ("args", "gpus", "modelSize")
 PLAN_FIELDS = ("args", "gpus", "modelSize")
+SERVE_FIELDS = ("args", "gpus", "gpuMemory")
+SERVE_PLAN_FIELDS = ("args", "gpus")
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,47 @@ def parse_estimate_request(body) -> SftRequest:
 def parse_plan_request(body) -> SftRequest:
     """``{"args": [...], "gpus"?: N, "modelSize"?: "8B"}``; ``gpus`` is the count the user had in mind (default 1)."""
     return _parse(body, PLAN_FIELDS, '{"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full"]}')
+
+
+@dataclass(frozen=True)
+class ServeRequest:
+    args: list
+    gpus: int | None
+    #: one GPU's memory in bytes (None: the estimator's default, 80 GiB)
+    gpu_memory: int | None = None
+
+
+def parse_serve_request(body, fields: tuple = SERVE_FIELDS) -> ServeRequest:
+    """``{"args": [swift deploy args], "gpus"?: N, "gpuMemory"?: "80Gi"}`` (a plan's body takes
+    ``SERVE_PLAN_FIELDS``: its GPU memory is the namespace's)."""
+    example = '{"args": ["--model", "Qwen/Qwen3-8B", "--infer_backend", "vllm"], "gpus": 1}'
+    if not isinstance(body, dict):
+        raise InvalidRequest(f"the body must be a JSON object like {example}")
+    unknown = sorted(set(body) - set(fields))
+    if unknown:
+        raise InvalidRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; the body takes {', '.join(fields)}")
+    if "args" not in body:
+        raise InvalidRequest(f'"args" is required: the swift deploy arguments as a list, e.g. {example}')
+    args = _parse_args(body["args"])
+    gpus = None if body.get("gpus") is None else parse_gpus(body["gpus"])
+    return ServeRequest(args, gpus, parse_gpu_memory(body.get("gpuMemory")))
+
+
+def parse_gpu_memory(value) -> int | None:
+    """A GPU's memory as a quantity (``80Gi``, ``24Gi``): from 1 GiB to 4 TiB."""
+    if value is None:
+        return None
+    from ..quantity import parse_quantity
+
+    if not isinstance(value, str):
+        raise InvalidRequest(f'"gpuMemory" must be a quantity string like "80Gi", got {value!r}')
+    try:
+        size = parse_quantity(value).value()
+    except (InvalidRequest, ValueError):
+        raise InvalidRequest(f'"gpuMemory" {value!r}: expected a quantity like "80Gi" or "24Gi"') from None
+    if not 2**30 <= size <= 2**42:
+        raise InvalidRequest(f'"gpuMemory" {value!r}: a GPU has from 1Gi to 4Ti of memory')
+    return int(size)
 
 
 def parse_gpus(value, what: str = '"gpus"') -> int:

@@ -161,6 +161,12 @@ class QuotaService:
     def estimate(self, who: Identity, body) -> dict:
         return self.planning.estimate(who, body)
 
+    def estimate_serve(self, who: Identity, body) -> dict:
+        return self.planning.estimate_serve(who, body)
+
+    def plan_serve(self, who: Identity, namespace: str, body) -> dict:
+        return self.planning.plan_serve(who, namespace, body)
+
     def plan(self, who: Identity, namespace: str, body) -> dict:
         return self.planning.plan(who, namespace, body)
 

@@ -34,6 +34,35 @@ class Planning:
         teams = self._learning_teams(who)
         return self.memory.estimate(request.args, request.gpus, model_size=request.model_size, teams=teams).to_json()
 
+    def estimate_serve(self, who: Identity, body) -> dict:
+        """GPU memory of a ``swift deploy`` argv and what its KV cache holds; any signed-in user may ask."""
+        from ..estimator.serving import DEFAULT_GPU_MEMORY, estimate_serve
+        from ..planner.request import parse_serve_request
+
+        request = parse_serve_request(body)
+        return estimate_serve(request.args, request.gpus, request.gpu_memory or DEFAULT_GPU_MEMORY).to_json()
+
+    def plan_serve(self, who: Identity, namespace: str, body) -> dict:
+        """The best ``swift deploy`` for what the namespace has left: its free GPUs (at most
+        ``gpus``, when given) of its profile's GPU memory."""
+        from ..planner import context_from_balance
+        from ..planner.request import SERVE_PLAN_FIELDS, parse_serve_request
+        from ..planner.serve import plan_serve
+
+        profile = self.profile_for(who, namespace)
+        request = parse_serve_request(body, SERVE_PLAN_FIELDS)
+        context = context_from_balance(
+            self.backend.balance(profile), profile, inventory=self.backend.inventory(), fit=self.plan_fit
+        )
+        gpus = context.gpus_remaining if request.gpus is None else min(request.gpus, context.gpus_remaining)
+        result = plan_serve(request.args, gpus, context.gpu_memory)
+        return {
+            "namespace": context.namespace,
+            "gpuMemory": f"{context.gpu_memory / 2**30:g}Gi",
+            "gpusFree": context.gpus_remaining,
+            **result.to_json(),
+        }
+
     def _learning_teams(self, who: Identity) -> frozenset[str]:
         """Whose measured jobs correct ``who``'s estimates: their own teams' (an admin's too: the
         teams they are a member of), never another team's (issue 25)."""
