@@ -304,13 +304,16 @@ class EventsHandler(QuotaHandler):
         self._closed_future = closed
         unsent = [0]
 
-        def sent(_future) -> None:
+        def sent(future) -> None:
             unsent[0] -= 1
+            if not future.cancelled() and future.exception() is not None and not closed.done():
+                closed.set_result(None)  # the client left: end the subscription
 
         def send(data: bytes) -> None:
             if closed.done() or self.request.connection.stream.closed():
                 raise tornado.iostream.StreamClosedError()
             if unsent[0] >= self.MAX_UNSENT:
+                closed.set_result(None)
                 self.finish()
                 raise tornado.iostream.StreamClosedError()
             unsent[0] += 1
