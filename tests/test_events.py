@@ -129,6 +129,20 @@ def test_a_job_the_backend_reports_changed_is_sent_once_with_its_teams_balance()
     assert all(len(heard) == 2 for heard in got["beta"])
 
 
+def test_a_submitted_job_the_backend_then_reports_as_it_is_is_sent_once():
+    backend = FakeBackend()
+    hub, got = hub_with_subscribers(backend)
+    hub.run_pass()
+    job = {"namespace": "team-alpha", "team": "alpha", "name": "new", "phase": "Pending"}
+    hub.job_changed(dict(job))  # the service's submit
+    backend.jobs.append({**job, "rev": 1})  # the ledger's row of it, seen by the next pass
+    backend.generation = 1
+    hub.run_pass()
+    hub.run_pass()
+    for heard in got["alpha"]:
+        assert [name for name, _ in parse(b"".join(heard))] == [JOB, BALANCE]
+
+
 def test_with_nobody_subscribed_a_pass_computes_nothing():
     backend = FakeBackend()
     hub = EventHub(backend.balance, backend.job_changes, lambda job: job)

@@ -46,7 +46,11 @@ _FINISHED = ("Succeeded", "Failed")
 
 def frame(event: str, data: dict) -> bytes:
     """One server-sent event: ``event:`` and a one-line JSON ``data:`` (json.dumps writes no newline)."""
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+    return text_frame(event, json.dumps(data))
+
+
+def text_frame(event: str, text: str) -> bytes:
+    return f"event: {event}\ndata: {text}\n\n".encode()
 
 
 class Subscription:
@@ -253,6 +257,10 @@ class EventHub:
     def _send_job(self, job: dict) -> bool:
         """Send the job unless it was sent as it is; True if it was sent."""
         key = (job["namespace"], job["name"])
+        try:
+            job = self._decorate(job)  # as the REST API shows it (told jobs already are: the same)
+        except Exception:  # its estimate could not be read: the job still goes out
+            self.log.exception("jupyter_quota: job %s/%s for its subscribers", *key)
         text = json.dumps(job, sort_keys=True)
         if self._sent_job.get(key) == text:
             return False
@@ -260,7 +268,7 @@ class EventHub:
             self._sent_job.pop(key, None)  # it changes no more, and a cursor reports no repeats
         else:
             self._sent_job[key] = text
-        self._deliver(job["team"], frame(JOB, self._decorate(job)))
+        self._deliver(job["team"], text_frame(JOB, text))
         return True
 
     def _send_balance(self, team: str) -> None:
