@@ -16,6 +16,7 @@ import json
 import sqlite3
 import sys
 
+import tornado.iostream
 import tornado.web
 from jupyter_server.auth.decorator import allow_unauthenticated, authorized
 from jupyter_server.base.handlers import APIHandler
@@ -25,6 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from .chargeback import chargeback_csv
 from .errors import BodyTooLarge, Forbidden, InvalidRequest, NotFound, QuotaError, ServiceUnavailable
 from .identity import identify
+from .service import events
 from .slots import WorkSlots
 from .statedir import storage_error
 
@@ -160,6 +162,16 @@ class QuotaHandler(APIHandler):
         """A weak ETag from what the answer depends on, set before it is made (``If-None-Match``)."""
         self.set_header("Etag", f'W/"{hashlib.sha256(version.encode()).hexdigest()[:32]}"')
 
+    def reply_unless_unchanged(self, payload: dict) -> None:
+        """200 with ``payload`` and its ETag, or 304 with no body when ``If-None-Match`` holds that
+        ETag. The ETag covers all but ``observedAt``: a balance only read again is unchanged."""
+        self.set_etag_header_for(json.dumps(_without_observed_at(payload), sort_keys=True))
+        if self.check_etag_header():
+            self.set_status(304)
+            self.finish()
+            return
+        self.reply(payload)
+
     def reply(self, payload: dict, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
@@ -230,6 +242,15 @@ class QuotaHandler(APIHandler):
         return [m for m in ("GET", "POST", "PUT", "DELETE") if getattr(cls, m.lower()) is not unimplemented]
 
 
+def _without_observed_at(value):
+    """A balance, or the namespaces with theirs, less the time it was read."""
+    if isinstance(value, dict):
+        return {k: _without_observed_at(v) for k, v in value.items() if k != "observedAt"}
+    if isinstance(value, list):
+        return [_without_observed_at(v) for v in value]
+    return value
+
+
 def _depth(value) -> int:
     """How deeply lists and objects nest in a parsed body (iterative: no recursion to exhaust)."""
     deepest, stack = 0, [(value, 1)]
@@ -249,7 +270,7 @@ class NamespacesHandler(QuotaHandler):
     @api_call
     async def get(self):
         # Served from the backend's cache (tens of microseconds): cheaper inline than a thread hop.
-        self.reply(self.service.namespaces(self.who))
+        self.reply_unless_unchanged(self.service.namespaces(self.who))
 
 
 class BalanceHandler(QuotaHandler):
@@ -257,7 +278,63 @@ class BalanceHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self, namespace):
-        self.reply(self.service.balance(self.who, namespace))
+        self.reply_unless_unchanged(self.service.balance(self.who, namespace))
+
+
+class EventsHandler(QuotaHandler):
+    """``GET /events``: server-sent events for the caller's namespaces (``service/events.py``).
+
+    Authorised as ``GET /namespaces`` is (the same caller, the same teams). The stream starts
+    with each namespace's balance, then carries every change; a heartbeat comment keeps proxies
+    from closing it. A client too slow to read what it is sent is closed: it reconnects and
+    starts afresh from the balances.
+    """
+
+    #: frames a client may leave unread before it is closed
+    MAX_UNSENT = 256
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self):
+        self.set_header("Content-Type", "text/event-stream")
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")  # nginx in front of a hub: pass each event on
+        closed = asyncio.get_running_loop().create_future()
+        self._closed_future = closed
+        unsent = [0]
+
+        def sent(future) -> None:
+            unsent[0] -= 1
+            if not future.cancelled() and future.exception() is not None and not closed.done():
+                closed.set_result(None)  # the client left: end the subscription
+
+        def send(data: bytes) -> None:
+            if closed.done() or self.request.connection.stream.closed():
+                raise tornado.iostream.StreamClosedError()
+            if unsent[0] >= self.MAX_UNSENT:
+                closed.set_result(None)
+                self.finish()
+                raise tornado.iostream.StreamClosedError()
+            unsent[0] += 1
+            self.write(data)
+            self.flush().add_done_callback(sent)
+
+        subscription, balances = self.service.subscribe(self.who, send, asyncio.get_running_loop())
+        try:
+            send(f"retry: {events.RETRY_MS}\n\n".encode())
+            for balance in balances:
+                send(events.frame(events.BALANCE, balance))
+            await closed
+        except tornado.iostream.StreamClosedError:
+            pass
+        finally:
+            self.service.events.unsubscribe(subscription)
+
+    def on_connection_close(self) -> None:
+        future = getattr(self, "_closed_future", None)
+        if future is not None and not future.done():
+            future.set_result(None)
 
 
 class JobsHandler(QuotaHandler):
@@ -561,6 +638,7 @@ _SEGMENT = r"([^/]+)"
 #: (path below quota/v1, handler): the OpenAPI file documents exactly these.
 ROUTES = [
     ("/namespaces", NamespacesHandler),
+    ("/events", EventsHandler),
     (f"/namespaces/{_SEGMENT}/balance", BalanceHandler),
     (f"/namespaces/{_SEGMENT}/jobs", JobsHandler),
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}", JobHandler),

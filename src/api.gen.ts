@@ -11,8 +11,41 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller's team namespaces, each with its balance */
+        /**
+         * The caller's team namespaces, each with its balance
+         * @description The answer's `ETag` covers everything in it but the balances' `observedAt`: send it back
+         *     as `If-None-Match` and an unchanged answer is 304 with no body.
+         */
         get: operations["listNamespaces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Server-sent events of the caller's namespaces' balances and jobs, as they change
+         * @description A `text/event-stream` (an `EventSource` in a browser) that stays open. It starts with a
+         *     `balance` event for each of the caller's namespaces (those `GET /namespaces` lists), then
+         *     sends one whenever a namespace's balance or one of its jobs changes: `event: balance`
+         *     with `data:` the JSON of `GET /namespaces/{namespace}/balance`, or `event: job` with
+         *     `data:` a `Job` as `GET .../jobs/{name}` answers it. A submit or cancel is sent at once;
+         *     changes the backend makes (a job that ends) within about a second. The caller is
+         *     authorised as for `GET /namespaces`: no event of another team is ever sent. A comment
+         *     line (`: heartbeat`) every 15 s keeps proxies from closing the stream; `retry:` says how
+         *     long a client waits before reconnecting, and a reconnected stream starts afresh with the
+         *     balances. A client that leaves many events unread is closed, and reconnects.
+         */
+        get: operations["streamEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -30,7 +63,12 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Hard, used and remaining per quota resource, requests and limits apart */
+        /**
+         * Hard, used and remaining per quota resource, requests and limits apart
+         * @description The answer's `ETag` covers everything in it but `observedAt`: send it back as
+         *     `If-None-Match` and an unchanged balance is 304 with no body. `GET /events` pushes each
+         *     change instead.
+         */
         get: operations["getBalance"];
         put?: never;
         post?: never;
@@ -1563,10 +1601,39 @@ export interface operations {
             /** @description Only the caller's namespaces (all of them for an admin) */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["NamespaceList"];
+                };
+            };
+            /** @description Nothing changed since the `If-None-Match` ETag (no body) */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            403: components["responses"]["Error"];
+        };
+    };
+    streamEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream (it does not end while the caller reads it) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
                 };
             };
             403: components["responses"]["Error"];
@@ -1586,11 +1653,19 @@ export interface operations {
             /** @description The namespace's balance, from the backend's cache */
             200: {
                 headers: {
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Balance"];
                 };
+            };
+            /** @description Nothing changed since the `If-None-Match` ETag (no body) */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             403: components["responses"]["Error"];
             404: components["responses"]["Error"];

@@ -6,8 +6,9 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
+import { ConditionalGet } from './conditional';
 import { IQuotaClient } from './model';
-import { QuotaApiError, requestAPI } from './request';
+import { requestAPI } from './request';
 import {
   chargebackCsvUrl,
   chargebackPath,
@@ -41,8 +42,9 @@ import {
 export class QuotaClient implements IQuotaClient, IUsageClient {
   constructor(readonly serverSettings: ServerConnection.ISettings) {}
 
+  /** `GET namespaces`, conditional: an unchanged answer is a bodiless 304 (`ConditionalGet`). */
   namespaces(): Promise<INamespaceList> {
-    return this._get<INamespaceList>('namespaces');
+    return this._conditional.get<INamespaceList>('namespaces');
   }
 
   /** A page of the namespace's jobs, newest first (the first page unless `page` says). */
@@ -168,36 +170,8 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
    * `If-None-Match`: an unchanged list is a bodiless 304, and the last list is
    * kept, so a poll reads only what changed.
    */
-  async increases(): Promise<IIncreaseList> {
-    const url = URLExt.join(
-      this.serverSettings.baseUrl,
-      'quota',
-      'v1',
-      'increases'
-    );
-    const last = this._increases;
-    const init = last ? { headers: { 'If-None-Match': last.etag } } : {};
-    let response: Response;
-    try {
-      response = await ServerConnection.makeRequest(
-        url,
-        init,
-        this.serverSettings
-      );
-    } catch (error) {
-      throw new QuotaApiError(0, 'NetworkError', String(error));
-    }
-    if (response.status === 304 && last) {
-      return last.list;
-    }
-    const text = await response.text();
-    const body = text ? JSON.parse(text) : null;
-    if (!response.ok) {
-      throw QuotaApiError.fromResponse(response, body);
-    }
-    const etag = response.headers.get('ETag');
-    this._increases = etag ? { etag, list: body } : null;
-    return body as IIncreaseList;
+  increases(): Promise<IIncreaseList> {
+    return this._conditional.get<IIncreaseList>('increases');
   }
 
   /** `POST increases/{name}/approve|deny` (admins; never their own request). */
@@ -227,7 +201,24 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
     );
   }
 
-  private _increases: { etag: string; list: IIncreaseList } | null = null;
+  /** Where the model's push subscribes (`GET events`; an `EventSource` sends no header, so the token rides in the query). */
+  eventsUrl(): string {
+    const url = URLExt.join(
+      this.serverSettings.baseUrl,
+      'quota',
+      'v1',
+      'events'
+    );
+    const token = this.serverSettings.token;
+    return token ? `${url}?token=${encodeURIComponent(token)}` : url;
+  }
+
+  private get _conditional(): ConditionalGet {
+    this._reads ??= new ConditionalGet(this.serverSettings);
+    return this._reads;
+  }
+
+  private _reads: ConditionalGet | null = null;
 
   private _get<T>(endPoint: string): Promise<T> {
     return requestAPI<T>(endPoint, this.serverSettings);

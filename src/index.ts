@@ -17,6 +17,7 @@ import { showBalanceDialog } from './balancedialog';
 import { QuotaClient } from './client';
 import { ADMIN_PANEL_ID, QuotaAdminPanel } from './components/AdminPanel';
 import { QuotaSidebar } from './components/Sidebar';
+import { PushSubscription } from './events';
 import { quotaIcon } from './icons';
 import { QuotaModel } from './model';
 import { ProfileEditor } from './profileeditor';
@@ -62,7 +63,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
     console.log('JupyterLab extension jupyter-quota is activated!');
     const serverSettings = app.serviceManager.serverSettings;
     const client = new QuotaClient(serverSettings);
-    const model = new QuotaModel({ client });
+    // Changes pushed over one EventSource; polls (conditional) only when it cannot be held.
+    const model = new QuotaModel({
+      client,
+      push: handlers =>
+        new PushSubscription({
+          url: client.eventsUrl(),
+          create: url => new EventSource(url, { withCredentials: true }),
+          handlers
+        })
+    });
     let tailLines = 200;
 
     const sidebar = new QuotaSidebar({

@@ -1,8 +1,10 @@
 /**
  * The sidebar's model: the user's namespaces, their balances and jobs, and who
- * the user is, polled from the REST API with `@lumino/polling` (backing off on
- * errors, on standby while the page is hidden). Views only read it and listen
- * to `changed`.
+ * the user is. Changes are pushed (`GET events`, `events.ts`) while the push is
+ * held; otherwise, and for the first read after the push is (re)gained, they
+ * are polled from the REST API with `@lumino/polling` (backing off on errors,
+ * on standby while the page is hidden; `GET namespaces` is conditional, so an
+ * unchanged poll is a bodiless 304). Views only read it and listen to `changed`.
  *
  * It imports nothing from JupyterLab at run time, so it is unit-tested in
  * plain Node with a fake client.
@@ -12,9 +14,11 @@ import { IDisposable } from '@lumino/disposable';
 import { IPoll, Poll } from '@lumino/polling';
 import { ISignal, Signal } from '@lumino/signaling';
 
+import { IPushHandlers, IPushSubscription } from './events';
 import { balanceLine } from './quantity';
 import {
   IApiError,
+  IBalance,
   IIdentity,
   IJob,
   IJobList,
@@ -74,6 +78,11 @@ export namespace QuotaModel {
     standby?: Poll.Standby | (() => boolean | Poll.Standby);
     /** Start polling at once (default true). */
     auto?: boolean;
+    /**
+     * Subscribe to pushed changes (`PushSubscription` on `GET events`); while
+     * the push is held the model does not poll. None: it always polls.
+     */
+    push?: (handlers: IPushHandlers) => IPushSubscription;
   }
 }
 
@@ -91,6 +100,17 @@ export class QuotaModel implements IDisposable {
       name: 'jupyter-quota:QuotaModel#balance',
       standby: options.standby ?? 'when-hidden'
     });
+    this._push =
+      options.push?.({
+        balance: balance => this._onBalance(balance),
+        job: job => this._onJob(job),
+        held: held => this._onHeld(held)
+      }) ?? null;
+  }
+
+  /** True while changes are pushed to the model (no polls then). */
+  get pushHeld(): boolean {
+    return this._push?.held ?? false;
   }
 
   /** Emitted after every poll, successful or not, and after a job change. */
@@ -225,6 +245,7 @@ export class QuotaModel implements IDisposable {
     if (this.isDisposed) {
       return;
     }
+    this._forced = true; // read even while the push is held (the Refresh command)
     await this._poll.refresh();
     // The tick rejects only when the model is disposed meanwhile.
     await this._poll.tick.catch(() => undefined);
@@ -236,7 +257,7 @@ export class QuotaModel implements IDisposable {
    */
   async submit(namespace: string, request: IJobRequest): Promise<IJob> {
     const job = await this._client.submit(namespace, request);
-    void this.refresh();
+    this._refreshUnlessPushed();
     return job;
   }
 
@@ -245,7 +266,7 @@ export class QuotaModel implements IDisposable {
    */
   async cancel(namespace: string, name: string): Promise<IJob> {
     const job = await this._client.cancel(namespace, name);
-    void this.refresh();
+    this._refreshUnlessPushed();
     return job;
   }
 
@@ -281,6 +302,7 @@ export class QuotaModel implements IDisposable {
     if (this.isDisposed) {
       return;
     }
+    this._push?.dispose();
     // Stopping clears the scheduled timer, which disposing alone leaves behind.
     void this._poll.stop();
     this._poll.dispose();
@@ -292,6 +314,11 @@ export class QuotaModel implements IDisposable {
    * Rethrows so that the poll backs off.
    */
   private async _fetch(): Promise<void> {
+    const held = this.pushHeld;
+    if (held && this._synced && !this._forced) {
+      return; // the push carries every change: nothing to ask
+    }
+    this._forced = false;
     try {
       if (!this._identity) {
         this._identity = await this._client.identity();
@@ -308,6 +335,7 @@ export class QuotaModel implements IDisposable {
       this._jobs = new Map(list.namespaces.map((ns, i) => [ns.name, jobs[i]]));
       this._error = null;
       this._fetchedAt = Date.now();
+      this._synced = held;
     } catch (error) {
       this._error = asModelError(error);
       throw error;
@@ -317,7 +345,61 @@ export class QuotaModel implements IDisposable {
     }
   }
 
+  /** After a submit or cancel: the push brings the change, else read now. */
+  private _refreshUnlessPushed(): void {
+    if (!(this.pushHeld && this._synced)) {
+      void this.refresh();
+    }
+  }
+
+  /** A pushed balance replaces its namespace's (a namespace not read yet waits for the read). */
+  private _onBalance(balance: IBalance): void {
+    const i = this._namespaces.findIndex(n => n.name === balance.namespace);
+    if (i < 0) {
+      return;
+    }
+    this._namespaces = this._namespaces.map((ns, j) =>
+      j === i ? { ...ns, balance } : ns
+    );
+    this._pushed();
+  }
+
+  /** A pushed job replaces its entry in its namespace's list, or comes first when new. */
+  private _onJob(job: IJob): void {
+    const list = this._jobs.get(job.namespace);
+    if (!list) {
+      return;
+    }
+    const i = list.jobs.findIndex(j => j.name === job.name);
+    const jobs =
+      i < 0
+        ? [job, ...list.jobs]
+        : list.jobs.map((j, k) => (k === i ? job : j));
+    this._jobs = new Map(this._jobs).set(job.namespace, { ...list, jobs });
+    this._pushed();
+  }
+
+  /** Gained: read everything once (what changed while polling), then only listen. Lost: poll. */
+  private _onHeld(held: boolean): void {
+    this._synced = false;
+    if (held) {
+      void this._poll.refresh();
+    }
+    this._changed.emit();
+  }
+
+  private _pushed(): void {
+    this._error = null;
+    this._fetchedAt = Date.now();
+    this._generation++;
+    this._changed.emit();
+  }
+
   private _client: IQuotaClient;
+  private _push: IPushSubscription | null;
+  /** A read completed while the push was held: later polls are skipped. */
+  private _synced = false;
+  private _forced = false;
   private _poll: Poll;
   private _interval: number;
   private _statusNamespace = '';

@@ -18,6 +18,7 @@ import tornado.web
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+from tornado.iostream import StreamClosedError
 
 from ..errors import Forbidden, QuotaError, ServiceUnavailable
 from ..handlers import API_PREFIX, QuotaHandler, api_call
@@ -26,6 +27,8 @@ from ..handlers import API_PREFIX, QuotaHandler, api_call
 _RELAYED_HEADERS = ("Allow", "Content-Disposition", "Etag", "Retry-After")
 #: the caller's request headers the service needs (a conditional read: ``GET increases``)
 _FORWARDED_HEADERS = ("If-None-Match",)
+#: the one route relayed as a stream (server-sent events), not as one answer
+STREAM_PATH = "/events"
 #: what a client is told to wait when the service does not answer (the hub restarts it)
 RETRY_AFTER_SECONDS = 10
 #: the largest answer relayed (tornado's own client limit, which failed past it as a dropped connection)
@@ -75,6 +78,9 @@ class ForwardHandler(QuotaHandler):
             )
         local = url_path_join(self.base_url, *API_PREFIX)
         rest = self.request.uri[len(local) :]  # "/namespaces/...?query", still percent-encoded
+        if self.request.method == "GET" and rest.split("?", 1)[0].rstrip("/") == STREAM_PATH:
+            await self._relay_stream(settings, rest)
+            return
         body = bytes(self.request.body) if self.request.method in ("POST", "PUT") else None
         received, dropped = bytearray(), [0]
 
@@ -122,6 +128,52 @@ class ForwardHandler(QuotaHandler):
             self.finish()
             return
         self.finish(bytes(received), set_content_type=answer.headers.get("Content-Type", "application/json"))
+
+    async def _relay_stream(self, settings, rest: str) -> None:
+        """``GET /events``: each chunk passed on as it arrives, never held (no size limit, no
+        request timeout: the service's heartbeats keep it alive). When the client leaves, the
+        next chunk (a heartbeat at the latest) finds its stream closed and ends the relay."""
+        started, gone = [False], [False]
+
+        def on_header(line: str) -> None:
+            if line.startswith("HTTP/"):
+                self.set_status(int(line.split()[1]))
+            elif ":" in line:
+                name, _, value = line.partition(":")
+                if name.strip().lower() in ("content-type", "cache-control", "retry-after"):
+                    self.set_header(name.strip(), value.strip())
+
+        def on_chunk(chunk: bytes) -> None:
+            if gone[0] or self.request.connection.stream.closed():
+                gone[0] = True
+                raise StreamClosedError()  # tornado's client closes the upstream connection
+            started[0] = True
+            self.write(chunk)
+            self.flush()
+
+        request = HTTPRequest(
+            settings.service_url + "/".join(API_PREFIX) + rest,
+            headers={"Authorization": f"token {settings.token}", "Accept": "text/event-stream"},
+            connect_timeout=settings.connect_timeout,
+            request_timeout=0,  # none: the stream lasts as long as the client stays
+            follow_redirects=False,
+            header_callback=on_header,
+            streaming_callback=on_chunk,
+        )
+        client = AsyncHTTPClient(force_instance=True, max_body_size=2**62)  # its own: closed with the stream
+        try:
+            answer = await client.fetch(request, raise_error=False)
+        except (OSError, HTTPClientError) as e:
+            if started[0] or gone[0]:
+                return
+            raise self._unavailable(settings, e) from None
+        finally:
+            client.close()
+        if gone[0] or answer.code != 599 or started[0]:
+            if not self._finished and not self.request.connection.stream.closed():
+                self.finish()
+            return
+        raise self._unavailable(settings, answer.error)
 
     def _unavailable(self, settings, cause) -> ServiceUnavailable:
         self.log.warning("jupyter_quota: the quota service at %s did not answer: %s", settings.service_url, cause)

@@ -24,6 +24,7 @@ from ..profiles import TeamProfile
 from ..ticker import Ticker
 from ..times import Clock, system_clock
 from .effective import EffectiveQuota
+from .events import EventHub
 from .increases import PAGE_SIZE, Increases
 from .jobs import Jobs
 from .planning import Planning
@@ -66,6 +67,14 @@ class QuotaService:
             job_list_limit=config.job_list_limit,
             log_tail_lines=config.log_tail_lines,
         )
+        #: balance and job changes pushed to ``GET /events`` subscribers (service/events.py)
+        self.events = EventHub(
+            lambda team: self.balance_of(self.registry.get(team)),
+            lambda teams, cursor: backend.job_changes([registry.get(t) for t in teams], cursor),
+            lambda job: self.memory.decorate(self.registry.get(job["team"]), job),
+            log=self.log,
+        )
+        self.effective.on_write = self.events.changed  # increases decided or expired, windows, edits
         #: follows the profiles' time windows (service/windows.py); tests wait on its passes
         self.window_timer: Ticker | None = None
         # The local backend schedules across teams (elastic quota): it reads their effective quotas.
@@ -99,9 +108,11 @@ class QuotaService:
         except Exception:  # the server must start (a read-only state dir); the next start records it
             self.log.exception("jupyter_quota: recording the shared estimator corrections in the audit log failed")
         self.stalled.start()
+        self.events.start()
 
     def close(self) -> None:
         """Stop in the reverse order of :meth:`start`."""
+        self.events.close()
         self.stalled.close()
         if self.window_timer is not None:
             self.window_timer.close()
@@ -142,6 +153,14 @@ class QuotaService:
 
     def balance(self, who: Identity, namespace: str) -> dict:
         return self.backend.balance(self.profile_for(who, namespace))
+
+    def subscribe(self, who: Identity, send, loop):
+        """``GET /events``: ``who``'s teams (as ``GET /namespaces`` lists them) and their balances
+        now; ``send(frame)`` then gets each change of those teams (``EventHub``) until
+        ``events.unsubscribe``."""
+        profiles = self.registry.teams_of(who)
+        subscription = self.events.subscribe([p.team for p in profiles], send, loop)
+        return subscription, [self.balance_of(p) for p in profiles]
 
     def identity(self, who: Identity) -> dict:
         return {
@@ -185,7 +204,9 @@ class QuotaService:
     # -- jobs (``service/jobs.py``) -------------------------------------------------------------------
 
     def submit(self, who: Identity, namespace: str, body) -> dict:
-        return self.jobs.submit(who, namespace, body)
+        job = self.jobs.submit(who, namespace, body)
+        self.events.job_changed(job)
+        return job
 
     def list_jobs(self, who: Identity, namespace: str, limit=None, token=None) -> dict:
         return self.jobs.list_jobs(who, namespace, limit, token)
@@ -197,7 +218,9 @@ class QuotaService:
         return self.jobs.logs(who, namespace, name, tail_lines)
 
     def cancel(self, who: Identity, namespace: str, name: str) -> dict:
-        return self.jobs.cancel(who, namespace, name)
+        job = self.jobs.cancel(who, namespace, name)
+        self.events.job_changed(job)
+        return job
 
     # -- metrics ------------------------------------------------------------------------------
 
@@ -255,6 +278,7 @@ class QuotaService:
 
         profile = self.registry.put(team, body, before_store=before_store)
         self.backend.track([profile.namespace])  # usage is recorded from the team's first day
+        self.events.changed(profile.team)  # now stored: the next balance reads it
         return profile.to_json()
 
     # -- temporary increases and the audit log ---------------------------------------------------

@@ -16,6 +16,7 @@ import json
 import logging
 import sqlite3
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from .. import increases
@@ -42,6 +43,8 @@ class EffectiveQuota:
         self._lock = threading.Lock()
         self._store = None
         self._cache: tuple | None = None  # ((connection, data_version, writes), approved rows)
+        #: called with a team after its effective quota is written (``EventHub.changed``)
+        self.on_write: Callable[[str], object] = lambda team: None
 
     # -- what the others read ----------------------------------------------------------------------
 
@@ -111,10 +114,12 @@ class EffectiveQuota:
         ResourceQuota; nothing on the local backend)."""
         now = self.clock() if now is None else now
         self.backend.apply_profile(self.of(self.registry.get(team), now, increase_extras))
+        self.on_write(team)
 
     def write_profile(self, profile: TeamProfile, now: float | None = None) -> None:
         """As :meth:`write`, for a profile in hand (a window's pass, an admin's edit before it is stored)."""
         self.backend.apply_profile(self.of(profile, now))
+        self.on_write(profile.team)
 
     # -- the increases in force --------------------------------------------------------------------
 

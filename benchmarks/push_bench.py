@@ -1,0 +1,245 @@
+#!/usr/bin/env python
+"""Push at scale: N open ``GET /events`` subscriptions on one quota service, submit → event latency.
+
+    python benchmarks/push_bench.py [--subscribers 2000] [--teams 100] [--submits 20]
+
+The quota service (``hubservice.app``: the same handlers and ``QuotaService`` a hub runs, local
+backend, ``--teams`` teams) runs in a process of its own. Its callers are simulated users
+``u0``..``uN-1``, user i in team i mod ``--teams``, identified by their token alone (a stand-in for
+the hub's token check, which this benchmark leaves out). This process opens one event stream per
+user (asyncio sockets, one event loop), waits until each has its first balance, then submits
+``--submits`` jobs, each into the next team, and times, for every subscriber of that team, from
+just before the POST is sent to the moment that subscriber has the job's ``event: job``.
+It also checks that no subscriber heard of a team not its own.
+
+Prints p50/p99/max of those latencies over every (submit, subscriber) pair, the service's RSS
+before and after the subscriptions and per subscription, and how many balances the service
+computed for the submits (one per team per change, whatever the number of subscribers). The
+client shares the machine's cores with the service. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from quota_testing import FAKE_TRAINER, free_port  # noqa: E402
+
+PREFIX = "/services/jupyter-quota/"
+
+SERVICE = textwrap.dedent(
+    """
+    import json, logging, sys
+    from jupyter_server.auth.identity import IdentityProvider
+    from tornado.ioloop import IOLoop
+    from traitlets.config import Config
+    from jupyter_quota.config import JupyterQuota
+    from jupyter_quota.hubservice.app import make_app
+    from jupyter_quota.hubservice.identity import HubUser
+    from jupyter_quota.service.app import build_service
+
+    port, state, teams, trainer = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+
+    class TokenIsUser(IdentityProvider):
+        # "token u17": user u17 of group g{17 % teams}, as a hub's token check would answer
+        async def get_user(self, handler):
+            scheme, _, name = handler.request.headers.get("Authorization", "").partition(" ")
+            if scheme != "token" or not name.startswith("u"):
+                return None
+            handler._token_authenticated = True
+            group = f"g{int(name[1:]) % teams:03d}"
+            return HubUser({"kind": "user", "name": name, "groups": [group], "admin": False, "scopes": []})
+
+        def is_token_authenticated(self, handler):
+            return True
+
+    c = Config()
+    c.JupyterQuota.state_dir = state
+    c.JupyterQuota.job_command = [sys.executable, trainer]
+    c.JupyterQuota.inventory = {"gpus": 0, "cpu": "10000", "memory": "10000Gi"}
+    c.JupyterQuota.profiles = [
+        {"team": f"t{i:03d}", "namespace": f"team-{i:03d}", "groups": [f"g{i:03d}"],
+         "hard": {"requests.cpu": "100", "limits.memory": "100Gi"}}
+        for i in range(teams)
+    ]
+    service = build_service(JupyterQuota(config=c), log=logging.getLogger("bench"))
+    service.start()
+
+    import tornado.web
+
+    class Computations(tornado.web.RequestHandler):
+        def get(self):
+            self.finish({"balances": service.events.balance_computations, "subscribers": len(service.events.fanout)})
+
+    app = make_app(service, TokenIsUser(), "PREFIX", logging.getLogger("bench"))
+    app.add_handlers(".*$", [(r"/bench/computations", Computations)])
+    app.listen(port, address="127.0.0.1")
+    print("ready", flush=True)
+    IOLoop.current().start()
+    """
+).replace("PREFIX", PREFIX)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+class Subscriber:
+    """One event stream: the team it belongs to, and when each job event arrived."""
+
+    def __init__(self, user: int, team: int):
+        self.user, self.team = user, team
+        self.first = asyncio.Event()
+        self.jobs: dict[str, float] = {}
+        self.foreign = 0
+        self.waiters: dict[str, asyncio.Event] = {}
+
+    async def run(self, port: int) -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
+        writer.write(
+            f"GET {PREFIX}quota/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: token u{self.user}\r\nAccept: text/event-stream\r\n\r\n".encode()
+        )
+        await writer.drain()
+        event = None
+        while True:
+            line = await reader.readline()
+            if not line:
+                return
+            text = line.decode().rstrip("\r\n")
+            if text.startswith("event: "):
+                event = text[7:]
+            elif text.startswith("data: ") and event:
+                data = json.loads(text[6:])
+                if data.get("namespace") != f"team-{self.team:03d}":
+                    self.foreign += 1
+                if event == "balance":
+                    self.first.set()
+                elif event == "job" and data["name"] not in self.jobs:
+                    self.jobs[data["name"]] = time.perf_counter()
+                    waiter = self.waiters.get(data["name"])
+                    if waiter:
+                        waiter.set()
+                event = None
+
+
+async def post(port: int, user: int, team: int, name: str) -> int:
+    small = {"cpu": "10m", "memory": "16Mi"}
+    job = {"name": name, "args": ["--exit", "0"], "resources": {"requests": small, "limits": small}}
+    body = json.dumps(job).encode()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        f"POST {PREFIX}quota/v1/namespaces/team-{team:03d}/jobs HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: token u{user}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n".encode()
+        + body
+    )
+    await writer.drain()
+    status = int((await reader.readline()).split()[1])
+    await reader.read()
+    writer.close()
+    return status
+
+
+async def get_json(port: int, path: str) -> dict:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+    await writer.drain()
+    raw = await reader.read()
+    writer.close()
+    return json.loads(raw.split(b"\r\n\r\n", 1)[1])
+
+
+def percentile(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int) -> None:
+    before = rss_kib(pid)
+    subs = [Subscriber(i, i % teams) for i in range(subscribers)]
+    t0 = time.perf_counter()
+    tasks = []
+    for i in range(0, subscribers, 100):  # in batches: the listen backlog is 128
+        batch = subs[i : i + 100]
+        tasks += [asyncio.ensure_future(s.run(port)) for s in batch]
+        await asyncio.wait_for(asyncio.gather(*(s.first.wait() for s in batch)), 120)
+    opened = time.perf_counter() - t0
+    after = rss_kib(pid)
+    print(f"{subscribers} subscriptions over {teams} teams open in {opened:.1f} s")
+    print(
+        f"service RSS: {before / 1024:.1f} MiB before, {after / 1024:.1f} MiB after: "
+        f"{(after - before) / subscribers:.1f} KiB per subscription"
+    )
+    computed_before = (await get_json(port, "/bench/computations"))["balances"]
+    latencies, answered = [], []
+    for k in range(submits):
+        team = k % teams
+        name = f"push-bench-{k}"
+        members = [s for s in subs if s.team == team]
+        for s in members:
+            s.waiters[name] = asyncio.Event()
+        sent = time.perf_counter()
+        status = await post(port, team, team, name)  # user `team` is in team `team`
+        answered.append((time.perf_counter() - sent) * 1000)
+        if status != 201:
+            print(f"submit {name}: HTTP {status}")
+            continue
+        await asyncio.wait_for(asyncio.gather(*(s.waiters[name].wait() for s in members)), 60)
+        latencies += [s.jobs[name] - sent for s in members]
+    computed = (await get_json(port, "/bench/computations"))["balances"] - computed_before
+    ms = [x * 1000 for x in latencies]
+    print(
+        f"submit -> job event, {len(ms)} deliveries ({submits} submits x {subscribers // teams} subscribers): "
+        f"p50 {statistics.median(ms):.1f} ms, p99 {percentile(ms, 0.99):.1f} ms, max {max(ms):.1f} ms"
+    )
+    print(f"the submit's own answer (201) took: p50 {statistics.median(answered):.1f} ms, max {max(answered):.1f} ms")
+    print(f"balances computed for the {submits} submits: {computed} (a periodic sweep adds one per subscribed team)")
+    print(f"events of another team heard: {sum(s.foreign for s in subs)}")
+    for t in tasks:
+        t.cancel()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--subscribers", type=int, default=2000)
+    parser.add_argument("--teams", type=int, default=100)
+    parser.add_argument("--submits", type=int, default=20)
+    args = parser.parse_args()
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.subscribers * 2 + 256)), hard))
+    with tempfile.TemporaryDirectory(prefix="push-bench-") as tmp:
+        port = free_port()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SERVICE, str(port), str(Path(tmp) / "state"), str(args.teams), str(FAKE_TRAINER)],
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        try:
+            if proc.stdout.readline().strip() != b"ready":
+                raise SystemExit("the service did not start")
+            asyncio.run(bench(port, proc.pid, args.subscribers, args.teams, args.submits))
+        finally:
+            proc.terminate()
+            proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()
