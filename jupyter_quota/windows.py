@@ -76,6 +76,21 @@ class Window:
     def is_open(self, now: datetime) -> bool:
         return any(start <= now < end for start, end in self.occurrences(now))
 
+    def between(self, since: datetime, until: datetime) -> list[tuple[datetime, datetime]]:
+        """Its [start, end) intervals in UTC within [since, until), clipped, in order."""
+        tz = ZoneInfo(self.timezone)
+        day = since.astimezone(tz).date() - timedelta(days=1)  # one that starts the day before may run on
+        last = until.astimezone(tz).date()
+        found = []
+        while day <= last:
+            if day.weekday() in self.days:
+                start, end = self._interval(day, tz)
+                start, end = max(start, since), min(end, until)
+                if start < end:
+                    found.append((start, end))
+            day += timedelta(days=1)
+        return found
+
 
 def parse_windows(entries) -> list[Window]:
     """A profile's ``windows`` list, checked; :class:`InvalidRequest` names the bad field."""
@@ -87,6 +102,23 @@ def parse_windows(entries) -> list[Window]:
         if names.count(name) > 1:
             raise InvalidRequest(f"windows: the name {shown(name)} is used twice; each window needs its own name")
     return parsed
+
+
+def parse_hours(days, hours, timezone, names: tuple[str, str, str]) -> Window:
+    """Weekly hours given as three settings (``days``, ``hours`` as ``HH:MM-HH:MM``, ``timezone``),
+    as a window; :class:`InvalidRequest` names the setting (``names``) that is wrong."""
+    start, _, end = hours.partition("-") if isinstance(hours, str) else ("", "", "")
+    if not (_CLOCK.fullmatch(start.strip()) and _CLOCK.fullmatch(end.strip())):
+        raise InvalidRequest(f'{names[1]} must be "HH:MM-HH:MM", 24-hour, such as "09:00-18:00", not {shown(hours)}')
+    return Window(
+        name=names[1],
+        days=_days(list(days) if isinstance(days, list | tuple) else days, names[0]),
+        start=_clock(start.strip(), names[1]),
+        end=_clock(end.strip(), names[1]),
+        timezone=_timezone(timezone, names[2]),
+        extra=(),
+        on_close=ON_CLOSE_FINISH,
+    )
 
 
 def open_windows(profile, now: datetime) -> list[Window]:
