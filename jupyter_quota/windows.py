@@ -19,6 +19,7 @@ Entry points: :func:`parse_windows` (validation, with messages naming the field)
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import re
@@ -147,6 +148,37 @@ def next_change(profile, now: datetime) -> datetime | None:
         if {w.name for w in windows if w.is_open(edge)} != current:
             return edge
     return None
+
+
+class Timeline:
+    """A profile's open windows over ``[since, until)``, worked out once (a replay asks at every
+    pass): ``open_at`` and ``next_change`` answer as ``open_windows`` and ``next_change`` do,
+    with times as epoch seconds (past ``until`` they are not to be relied on)."""
+
+    def __init__(self, profile, since: datetime, until: datetime):
+        self.windows = _windows(profile)
+        # a day either side: an interval open at ``since`` began before it, one may end after ``until``
+        lo, hi = _utc(since) - timedelta(days=2), _utc(until) + timedelta(days=2)
+        spans = [(w.name, int(a.timestamp()), int(b.timestamp())) for w in self.windows for a, b in w.between(lo, hi)]
+        edges = sorted({t for _, a, b in spans for t in (a, b)} | {int(lo.timestamp())})
+        #: each edge where the open set changes, and the open set from there (names, profile order)
+        self.edges: list[int] = []
+        self.sets: list[tuple[str, ...]] = []
+        for edge in edges:
+            opened = {name for name, a, b in spans if a <= edge < b}
+            names = tuple(w.name for w in self.windows if w.name in opened)
+            if not self.sets or names != self.sets[-1]:
+                self.edges.append(edge)
+                self.sets.append(names)
+
+    def open_at(self, now: int) -> tuple[str, ...]:
+        """The names of the windows open at ``now``, in the profile's order."""
+        return self.sets[max(0, bisect.bisect_right(self.edges, now) - 1)]
+
+    def next_change(self, now: int) -> int | None:
+        """The first instant after ``now`` when the open set changes."""
+        i = bisect.bisect_right(self.edges, now)
+        return self.edges[i] if i < len(self.edges) else None
 
 
 def _windows(profile) -> list[Window]:
