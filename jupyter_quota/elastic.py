@@ -291,7 +291,7 @@ class Cohort:
             found = True  # all of them fit (``_within_set``'s first case), without a list
         else:
             found = job.key in self._within_set(team, [*self._protected(job), job])
-        if not any(r.namespace == job.namespace for r in self.reserved):
+        if not self._holds_for(job.namespace):
             self._seen[job.key] = (job, self._changes.get(job.namespace, 0), found, None)
         return found
 
@@ -302,11 +302,15 @@ class Cohort:
             seen is None
             or seen[0] is not job
             or seen[1] != self._changes.get(job.namespace, 0)
-            or any(r.namespace == job.namespace for r in self.reserved)
+            or self._holds_for(job.namespace)
         ):
             return None
         self._seen[job.key] = seen
         return seen
+
+    def _holds_for(self, namespace: str) -> bool:
+        """Whether anything is held for a waiting job of ``namespace``."""
+        return bool(self.reserved) and any(r.namespace == namespace for r in self.reserved)
 
     def borrowed_now(self) -> dict[object, bool]:
         out = {}
@@ -336,7 +340,9 @@ class Cohort:
         """
         without = [j for j in without if not j.preempting]
         gone = {id(j) for j in without}
-        held = [r for r in self._held(job) if id(r) not in gone]
+        held = [r for r in self._held(job) if id(r) not in gone] if self.reserved else []
+        if not without and not held:
+            return self._fits_now(job, planned)
         changed: dict[str, dict[str, Fraction]] = {}  # namespace -> its usage, where it differs
         for j, sign in [*((j, -1) for j in without), *((r, 1) for r in held)]:
             used = changed.setdefault(j.namespace, dict(self.used.get(j.namespace, {})))
@@ -351,6 +357,26 @@ class Cohort:
         if _worse(self._team_excess(team, before), self._team_excess(team, after)):
             return False
         cohort = self._cohort_excess(changed)
+        mine_before, mine_after = self._lent(team, before), self._lent(team, after)
+        cohort_after = {k: cohort[k] - mine_before[k] + mine_after[k] for k in self.keys}
+        return not _worse(cohort, cohort_after)
+
+    def _fits_now(self, job: Job, planned: bool) -> bool:
+        """``_feasible`` with nothing set aside and nothing held (most checks): the same checks
+        on the kept sums, without copies."""
+        leaving = () if planned else self.leaving.values()
+        for k in self.keys:
+            machine = self.total[k] + job.usage.get(k, ZERO)
+            for j in leaving:
+                machine += j.usage.get(k, ZERO)
+            if machine > self.capacity[k]:
+                return False
+        team = self.teams.get(job.namespace) or Team(job.namespace, {})
+        before = self.used.get(job.namespace) or dict.fromkeys(self.keys, ZERO)
+        after = self._with(before, job)
+        if _worse(self._team_excess(team, before), self._team_excess(team, after)):
+            return False
+        cohort = self._cohort_excess({})
         mine_before, mine_after = self._lent(team, before), self._lent(team, after)
         cohort_after = {k: cohort[k] - mine_before[k] + mine_after[k] for k in self.keys}
         return not _worse(cohort, cohort_after)
@@ -450,8 +476,9 @@ class Cohort:
                 if job.priority != priority.BEST_EFFORT:
                     candidates += [j for j in live.values() if j.priority == priority.BEST_EFFORT]
                 continue
-            team = self.teams.get(namespace) or Team(namespace, {})
-            if _le(self.used[namespace], team.nominal, team.nominal):
+            team = self.teams.get(namespace)
+            nominal = team.nominal if team is not None else {}
+            if not live or _le(self.used[namespace], nominal, nominal):
                 continue  # all of its jobs run within its quota (``_within_set``'s first case)
             borrowed = self.borrowed_in(namespace)
             candidates += [j for j in live.values() if borrowed[j.key]]
@@ -564,7 +591,10 @@ class Cohort:
 
 def _worse(before: dict, after: dict) -> bool:
     """Whether an excess grew past zero or past what it already was."""
-    return any(after[k] > max(ZERO, before[k]) for k in after)
+    for k, value in after.items():  # noqa: SIM110 (a loop, not any(): the innermost check)
+        if value > ZERO and value > before[k]:
+            return True
+    return False
 
 
 def _sum(jobs: Iterable[Job], keys: tuple) -> dict[str, Fraction]:
@@ -581,7 +611,10 @@ def _add(a: dict, b: dict, keys: tuple) -> dict[str, Fraction]:
 
 def _le(used: dict, limit: dict, limited: dict) -> bool:
     """``used <= limit`` on every resource ``limited`` names (others are not limited)."""
-    return all(used.get(k, ZERO) <= limit.get(k, ZERO) for k in limited if k in used)
+    for k in limited:  # noqa: SIM110 (a loop, not all(): the innermost check)
+        if k in used and used[k] > limit.get(k, ZERO):
+            return False
+    return True
 
 
 def _show(amounts: dict, keys: tuple) -> str:

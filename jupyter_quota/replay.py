@@ -217,7 +217,8 @@ class _Replay:
         self.borrowed: dict[str, dict[object, bool]] = {}  # namespace -> its jobs running borrowed, as of the last pass
         self.rates = {p.namespace: (0.0, 0.0) for p in profiles}  # GPUs held, GPUs borrowed
         self.rated_since = dict.fromkeys(self.rates, since)
-        self.touched: set[str] = set()  # namespaces whose running jobs changed since the last pass
+        self.stale: set[str] = set()  # namespaces whose running jobs changed since the last pass
+        self.touched: set[str] = set()  # namespaces whose rates change now
 
     def _arrivals(self, records) -> list[_Live]:
         durations: dict[str, list[int]] = {}
@@ -267,6 +268,9 @@ class _Replay:
             last = now
             index = self._events(now, index)
             self._pass(now)
+            for namespace in self.touched:
+                self._rate(namespace, now)
+            self.touched.clear()
         for live in self.pending.values():
             self.results[live.team].waiting += 1
         return Result(self.since, self.until, self.capacity, self.results, self.passes, self.unknown)
@@ -321,8 +325,8 @@ class _Replay:
         self.cohort.remove(live.job)
         del self.running[key], self.held[namespace][key]
         self.borrowed.get(namespace, {}).pop(key, None)
-        self._rate(namespace, now)
-        self.touched.add(namespace)  # its borrowing is worked out again at the next pass
+        self.touched.add(namespace)
+        self.stale.add(namespace)  # its borrowing is worked out again at the next pass
 
     def _admit(self, live: _Live, teams: Mapping[str, elastic.Team]) -> bool:
         """The admission of ``backends/local/admission.py``, on GPUs."""
@@ -343,7 +347,7 @@ class _Replay:
         self.passes += 1
         teams = self._teams(now)
         if teams is not self.cohort.teams:
-            self.touched.update(self.held)  # every team's borrowing may change with its quota
+            self.stale.update(self.held)  # every team's borrowing may change with its quota
         for key, live in self.pending.items():
             live.job.nominated = key in self.nominated
         plan = self._decide(teams, [j.job for j in self.pending.values()])
@@ -361,7 +365,7 @@ class _Replay:
                 live.ends = now + live.left
                 self.running[d.key] = live
                 self.held[live.job.namespace][d.key] = live
-                self.touched.add(live.job.namespace)
+                self.stale.add(live.job.namespace)
                 heapq.heappush(self.ends, (live.ends, d.key))
             elif d.action == elastic.PREEMPT:
                 live = self.running[d.key]
@@ -370,16 +374,16 @@ class _Replay:
                 live.ends = None
                 heapq.heappush(self.gone, (now + self.grace, d.key))
                 self.results[live.team].preemptions += 1
-                self.touched.add(live.job.namespace)
+                self.stale.add(live.job.namespace)
             elif d.reason == "WaitingForPreemption":
                 self.nominated.add(d.key)
             else:
                 self.nominated.discard(d.key)
-        for namespace in self.touched:  # as of this pass, as the backend marks its running jobs
-            if self.may_borrow:
+        if self.may_borrow:  # as of this pass, as the backend marks its running jobs
+            for namespace in self.stale:
                 self.borrowed[namespace] = dict(self.cohort.borrowed_in(namespace))
-            self._rate(namespace, now)
-        self.touched.clear()
+        self.touched |= self.stale
+        self.stale.clear()
 
     def _decide(self, teams: dict[str, elastic.Team], pending: list[elastic.Job]) -> elastic.Plan:
         """One pass of the scheduler on the kept cohort (a test compares it with ``elastic.decide``)."""
