@@ -109,9 +109,17 @@ def replay(
     until: int,
     pass_seconds: int = PASS_SECONDS,
     grace: int = GRACE_SECONDS,
+    aligned: bool = False,
 ) -> Result:
-    """Replay the records submitted in ``[since, until)`` under ``profiles`` on ``capacity`` GPUs."""
-    return _Replay(records, list(profiles), capacity, since, until, pass_seconds, grace).run()
+    """Replay the records submitted in ``[since, until)`` under ``profiles`` on ``capacity`` GPUs.
+
+    A pass runs at the first event at least ``pass_seconds`` after the last pass; ``aligned``:
+    at the first multiple of ``pass_seconds`` after ``since`` at or after an event, as a loop that
+    wakes on a fixed clock does (a job waits for the next tick).
+    """
+    replayer = _Replay(records, list(profiles), capacity, since, until, pass_seconds, grace)
+    replayer.aligned = aligned
+    return replayer.run()
 
 
 def capacity_curve(
@@ -207,6 +215,7 @@ class _Replay:
         #: without borrowing limits or windows no job can run over its team's quota: none borrows
         self.may_borrow = bool(self.windowed) or any(p.borrowingLimit for p in profiles)
         self._last_now = since
+        self.aligned = False  # passes on the clock's pass_seconds ticks from since (``replay``)
         self._teams_key: tuple | None = None
         self._teams_at: dict[str, elastic.Team] = {}
         #: the scheduler's running jobs, kept between passes (a pass costs what changed)
@@ -259,7 +268,11 @@ class _Replay:
                 self._advance(last, self.until)
                 break
             # one pass per pass_seconds at most, as the backend's loop: events in between wait for it
-            now = max(nxt, last + self.pass_seconds) if self.passes else nxt
+            if self.aligned:
+                now = self.since - (self.since - nxt) // self.pass_seconds * self.pass_seconds  # the tick at or after
+                now = max(now, last + self.pass_seconds) if self.passes else now
+            else:
+                now = max(nxt, last + self.pass_seconds) if self.passes else nxt
             now = min(now, self.until)
             if now >= self.until:
                 self._advance(last, self.until)
