@@ -84,7 +84,7 @@ def history(rng: random.Random, teams: list[TeamProfile], jobs: int) -> list[Job
 def test_the_kept_cohort_decides_every_pass_as_elastic_decide_from_scratch(seed):
     rng = random.Random(seed)
     teams = profiles(rng, 12)
-    records = history(rng, teams, 900)
+    records = history(rng, teams, 700)
     capacity = int(0.7 * sum(replay.gpus_of(p) for p in teams))
     checked = Checked(records, teams, capacity, START, START + DAYS * 86400, replay.PASS_SECONDS, replay.GRACE_SECONDS)
     result = checked.run()
