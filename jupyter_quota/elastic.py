@@ -123,7 +123,8 @@ class Cohort:
     (``set_teams``). A caller that steps the scheduler (the replay) keeps one between passes and
     so pays per pass for what changed, not for every running job; ``decide`` makes one per pass.
     Its passes decide as ``decide`` would from the same running and pending jobs (a test replays
-    generated histories both ways and compares every decision).
+    generated histories both ways and compares every decision), given that a job keeps its key,
+    priority, usage and order (what a pass works out for a pending job is kept by its key).
     """
 
     def __init__(self, teams: dict[str, Team], capacity: dict[str, Fraction], running: Iterable[Job] = ()):
