@@ -10,7 +10,8 @@ that keeps the machine ``--busy`` (default 70 %) on average. Measured:
 
 1. the history as the CSV parser reads it (``history.parse_csv``),
 2. ``GET /recommendations``' work: every team's rows (``recommend.recommend_team``),
-3. one replay of the month through ``elastic.decide`` (``replay.replay``),
+3. one replay of the month through the scheduler's passes (``replay.replay``: one kept
+   ``elastic.Cohort``, whose passes ``tests/test_replay_incremental.py`` checks against ``elastic.decide``),
 4. with ``--curve``, the capacity curve (a replay at each of 8 cluster sizes).
 
 Prints wall seconds and, beside them, this process's CPU seconds (on a shared machine the wall

@@ -9,6 +9,7 @@ that caused the refusals. ``running`` alone, from start to end, is what the quot
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -34,12 +35,26 @@ class Step:
             if end > start:
                 yield start, end, value
 
-    def share_above(self, level: float) -> float:
-        """The share of the time the value is above ``level`` (0 for an empty span)."""
-        total = self.until - self.times[0] if self.times else 0
-        if total <= 0:
+    def share_above(self, level: float, spans: Iterable[tuple[int, int]] | None = None) -> float:
+        """The share of the time the value is above ``level``: of all of it, or of ``spans``
+        (``[start, end)`` pairs that do not overlap, such as working hours); 0 for no time."""
+        if not self.times:
             return 0.0
-        return sum(e - s for s, e, v in self.segments() if v > level + 1e-9) / total
+        if spans is None:
+            spans = [(self.times[0], self.until)]
+        ends = (*self.times[1:], self.until)
+        total = above = 0
+        for start, end in spans:
+            start, end = max(start, self.times[0]), min(end, self.until)
+            if end <= start:
+                continue
+            total += end - start
+            i = bisect.bisect_right(self.times, start) - 1
+            while i < len(self.times) and self.times[i] < end:
+                if self.values[i] > level + 1e-9:
+                    above += min(end, ends[i]) - max(start, self.times[i])
+                i += 1
+        return above / total if total > 0 else 0.0
 
     def mean_below(self, level: float) -> float:
         """The time-average of ``min(value, level)``."""

@@ -114,58 +114,109 @@ class Plan:
 
 def decide(teams: dict[str, Team], capacity: dict[str, Fraction], running: list[Job], pending: list[Job]) -> Plan:
     """One pass: a decision per pending job (START or WAIT) and PREEMPT for running jobs."""
-    state = _State(teams, capacity, running)
-    decisions = state.close_windows()
-    ordered = sorted(pending, key=lambda j: (-priority.rank(j.priority), not j.nominated, j.order))
-    for job in ordered:  # what was reclaimed for a job is held for it from the start of the pass
-        if job.nominated and state.guaranteed(job):
-            state.reserved.append(job)
-    borrowers = []
-    for job in ordered:
-        if state.guaranteed(job):
-            decisions.append(state.place(job))
-        else:
-            borrowers.append(job)
-    decisions += [state.place(job) for job in borrowers]
-    return Plan(decisions + state.preempted, state.borrowed_now)
+    return Cohort(teams, capacity, running).decide(pending)
 
 
-class _State:
-    """Usage per team and in all, kept current as the pass admits, reserves and preempts."""
+class Cohort:
+    """The running jobs and what they use, per team and in all, kept current as passes admit,
+    reserve and preempt, and as the caller says what ended (``remove``) or which quotas hold now
+    (``set_teams``). A caller that steps the scheduler (the replay) keeps one between passes and
+    so pays per pass for what changed, not for every running job; ``decide`` makes one per pass.
+    Its passes decide as ``decide`` would from the same running and pending jobs (a test replays
+    generated histories both ways and compares every decision), given that a job keeps its key,
+    priority, usage and order (what a pass works out for a pending job is kept by its key).
+    """
 
-    def __init__(self, teams: dict[str, Team], capacity: dict[str, Fraction], running: list[Job]):
+    def __init__(self, teams: dict[str, Team], capacity: dict[str, Fraction], running: Iterable[Job] = ()):
         self.teams = teams
         self.capacity = capacity
         self.keys = tuple(capacity)
-        self.running = list(running)
-        #: guaranteed jobs waiting for preempted jobs to end: what they need is held for them
+        #: guaranteed jobs waiting for preempted jobs to end: what they need is held for them (a pass)
         self.reserved: list[Job] = []
         self.preempted: list[Decision] = []
-        # Kept current as jobs start and are preempted, so a check costs the teams, not the jobs:
-        self.by_ns: dict[str, list[Job]] = {}  # running jobs (being preempted too) by namespace
-        self.used: dict[str, dict[str, Fraction]] = {}  # what they use, less those being preempted
+        # Kept current as jobs start, are preempted and end, so a check costs the teams, not the jobs:
+        self.live: dict[str, dict[int, Job]] = {}  # running jobs not being preempted, by namespace
+        self.used: dict[str, dict[str, Fraction]] = {}  # what they use
+        self.used_firm: dict[str, dict[str, Fraction]] = {}  # what their high and normal jobs use
         self.total = dict.fromkeys(self.keys, ZERO)  # the same, over every namespace
-        self.leaving: list[Job] = []  # being preempted: they hold what they use until they end
+        self.leaving: dict[int, Job] = {}  # being preempted: they hold what they use until they end
         #: each team's part of the cohort's excess (``_lent``) at its kept usage, and their sum:
-        #: made at the first feasibility check of the pass (many passes make none), then kept
-        #: current by ``_count``, so a check costs the teams it changes, not every team
+        #: made at the first feasibility check (many passes make none), then kept current by
+        #: ``_count``, so a check costs the teams it changes, not every team
         self.lent: dict[str, dict[str, Fraction]] | None = None
         self.lent_total: dict[str, Fraction] = {}
+        #: namespace -> whether each of its live jobs runs borrowed; dropped when its jobs change
+        self._borrowed: dict[str, dict[object, bool]] = {}
+        #: namespace -> how many times its live jobs changed; what was worked out for a pending job
+        #: of the namespace holds while that count and the teams do, and nothing is held for the
+        #: namespace's waiting jobs (``_recall``): job key -> (job, count, guaranteed, its WAIT for
+        #: quota or None), of this pass and of the one before
+        self._changes: dict[str, int] = {}
+        self._seen: dict[object, tuple] = {}
+        self._seen_before: dict[object, tuple] = {}
+        #: the teams whose jobs a closed window may preempt
+        self._closing = [(ns, t) for ns, t in teams.items() if t.on_close == "preempt"]
         for job in running:
-            self.by_ns.setdefault(job.namespace, []).append(job)
-            if job.preempting:
-                self.leaving.append(job)
+            self.add(job)
+
+    def add(self, job: Job) -> None:
+        """A running job (one being preempted holds what it uses until ``remove``)."""
+        if job.preempting:
+            self.leaving[id(job)] = job
+        else:
+            self.live.setdefault(job.namespace, {})[id(job)] = job
+            self._count(job, 1)
+
+    def remove(self, job: Job) -> None:
+        """A running job ended, or a preempted one is gone."""
+        if self.leaving.pop(id(job), None) is None:
+            del self.live[job.namespace][id(job)]
+            self._count(job, -1)
+
+    def set_teams(self, teams: dict[str, Team]) -> None:
+        """The teams' settings from now on (a window opened or closed)."""
+        if teams is not self.teams:
+            self.teams = teams
+            self.lent = None
+            self._borrowed.clear()
+            self._seen.clear()
+            self._closing = [(ns, t) for ns, t in teams.items() if t.on_close == "preempt"]
+
+    def decide(self, pending: list[Job]) -> Plan:
+        """One pass over the running jobs kept and ``pending``; it applies its own START and
+        PREEMPT decisions to the cohort. The plan's ``borrowed`` reads the cohort when first read."""
+        self.reserved, self.preempted = [], []
+        self._seen_before, self._seen = self._seen, {}
+        decisions = self.close_windows()
+        ordered = sorted(pending, key=lambda j: (-priority.rank(j.priority), not j.nominated, j.order))
+        for job in ordered:  # what was reclaimed for a job is held for it from the start of the pass
+            if job.nominated and self.guaranteed(job):
+                self.reserved.append(job)
+        borrowers = []
+        for job in ordered:
+            if self.guaranteed(job):
+                decisions.append(self.place(job))
             else:
-                self._count(job, 1)
+                borrowers.append(job)
+        decisions += [self.place(job) for job in borrowers]
+        return Plan(decisions + self.preempted, self.borrowed_now)
+
+    def borrowed_in(self, namespace: str) -> dict[object, bool]:
+        """The namespace's live jobs -> whether each runs on borrowed quota (do not change it)."""
+        found = self._borrowed.get(namespace)
+        if found is None:
+            team = self.teams.get(namespace) or Team(namespace, {})
+            live = self._live(namespace)
+            within = self._within_set(team, live)
+            found = self._borrowed[namespace] = {j.key: j.key not in within for j in live}
+        return found
 
     # -- the pass ------------------------------------------------------------------------------
 
     def close_windows(self) -> list[Decision]:
         """``onClose: preempt``: jobs over a shrunk nominal quota are preempted."""
         decisions = []
-        for namespace, team in self.teams.items():
-            if team.on_close != "preempt":
-                continue
+        for namespace, team in self._closing:
             mine = sorted(self._live(namespace), key=lambda j: (-priority.rank(j.priority), j.order))
             while mine and not self._team_within(team, mine):
                 victim = mine.pop()  # lowest priority, newest
@@ -185,13 +236,17 @@ class _State:
         self.reserved = [r for r in self.reserved if r is not job]
         team = self.teams.get(job.namespace) or Team(job.namespace, {})
         best_effort = job.priority == priority.BEST_EFFORT
+        seen = self._recall(job)
+        if seen is not None and seen[3] is not None:  # it waited for quota, and nothing it counts changed
+            return self._wait(job, reasons.WAITING_FOR_QUOTA, seen[3])
         if not self._fits_team(team, job):
-            return self._wait(job, reasons.WAITING_FOR_QUOTA, self._quota_message(team, job))
+            message = self._quota_message(team, job)
+            if seen is not None:
+                self._seen[job.key] = (*seen[:3], message)
+            return self._wait(job, reasons.WAITING_FOR_QUOTA, message)
         if self._feasible(job, planned=False):
-            self.running.append(job)
-            self.by_ns.setdefault(job.namespace, []).append(job)
-            self._count(job, 1)
-            return Decision(job.key, START, borrowed=job.key not in self._within_set(team, self._all(job.namespace)))
+            self.add(job)
+            return Decision(job.key, START, borrowed=self._runs_borrowed(team, job))
         if not self.guaranteed(job):
             what = "borrow" if best_effort else "use"
             return self._wait(
@@ -229,16 +284,39 @@ class _State:
         """Whether ``job`` is within its team's nominal quota beside the team's jobs it may not
         preempt, placed as ``_within_set`` places them (so a newer best-effort job of the team,
         borrowing, does not take an older one's guarantee)."""
+        seen = self._recall(job)
+        if seen is not None:
+            return seen[2]
         team = self.teams.get(job.namespace) or Team(job.namespace, {})
-        return job.key in self._within_set(team, [*self._protected(job), job])
+        if _le(self._with(self._protected_sum(job), job), team.nominal, team.nominal):
+            found = True  # all of them fit (``_within_set``'s first case), without a list
+        else:
+            found = job.key in self._within_set(team, [*self._protected(job), job])
+        if not self._holds_for(job.namespace):
+            self._seen[job.key] = (job, self._changes.get(job.namespace, 0), found, None)
+        return found
+
+    def _recall(self, job: Job) -> tuple | None:
+        """What was worked out for ``job`` (``_seen``) if it still holds, else None."""
+        seen = self._seen.get(job.key) or self._seen_before.get(job.key)
+        if (
+            seen is None
+            or seen[0] is not job
+            or seen[1] != self._changes.get(job.namespace, 0)
+            or self._holds_for(job.namespace)
+        ):
+            return None
+        self._seen[job.key] = seen
+        return seen
+
+    def _holds_for(self, namespace: str) -> bool:
+        """Whether anything is held for a waiting job of ``namespace``."""
+        return bool(self.reserved) and any(r.namespace == namespace for r in self.reserved)
 
     def borrowed_now(self) -> dict[object, bool]:
         out = {}
-        for namespace in self.by_ns:
-            team = self.teams.get(namespace) or Team(namespace, {})
-            within = self._within_set(team, self._live(namespace))
-            for j in self._live(namespace):
-                out[j.key] = j.key not in within
+        for namespace in self.live:
+            out.update(self.borrowed_in(namespace))
         return out
 
     # -- checks ---------------------------------------------------------------------------------
@@ -246,10 +324,10 @@ class _State:
     def _fits_team(self, team: Team, job: Job) -> bool:
         """Within the nominal quota (high, normal: counting the team's own non-best-effort jobs),
         or within nominal plus borrowing limit (best-effort: counting all its jobs)."""
+        asked = self._with(self._protected_sum(job), job)  # a best-effort job's protected: all
         if job.priority == priority.BEST_EFFORT:
-            limit = _add(team.nominal, team.borrowing_limit, self.keys)
-            return _le(_sum([*self._all(job.namespace, job), job], self.keys), limit, team.nominal)
-        return _le(_sum([*self._protected(job), job], self.keys), team.nominal, team.nominal)
+            return _le(asked, _add(team.nominal, team.borrowing_limit, self.keys), team.nominal)
+        return _le(asked, team.nominal, team.nominal)
 
     def _feasible(self, job: Job, planned: bool, without: Iterable[Job] = ()) -> bool:
         """Whether ``job`` can run beside the running jobs (less ``without``) and what is held for
@@ -263,7 +341,9 @@ class _State:
         """
         without = [j for j in without if not j.preempting]
         gone = {id(j) for j in without}
-        held = [r for r in self._held(job) if id(r) not in gone]
+        held = [r for r in self._held(job) if id(r) not in gone] if self.reserved else []
+        if not without and not held:
+            return self._fits_now(job, planned)
         changed: dict[str, dict[str, Fraction]] = {}  # namespace -> its usage, where it differs
         for j, sign in [*((j, -1) for j in without), *((r, 1) for r in held)]:
             used = changed.setdefault(j.namespace, dict(self.used.get(j.namespace, {})))
@@ -282,6 +362,26 @@ class _State:
         cohort_after = {k: cohort[k] - mine_before[k] + mine_after[k] for k in self.keys}
         return not _worse(cohort, cohort_after)
 
+    def _fits_now(self, job: Job, planned: bool) -> bool:
+        """``_feasible`` with nothing set aside and nothing held (most checks): the same checks
+        on the kept sums, without copies."""
+        leaving = () if planned else self.leaving.values()
+        for k in self.keys:
+            machine = self.total[k] + job.usage.get(k, ZERO)
+            for j in leaving:
+                machine += j.usage.get(k, ZERO)
+            if machine > self.capacity[k]:
+                return False
+        team = self.teams.get(job.namespace) or Team(job.namespace, {})
+        before = self.used.get(job.namespace) or dict.fromkeys(self.keys, ZERO)
+        after = self._with(before, job)
+        if _worse(self._team_excess(team, before), self._team_excess(team, after)):
+            return False
+        cohort = self._cohort_excess({})
+        mine_before, mine_after = self._lent(team, before), self._lent(team, after)
+        cohort_after = {k: cohort[k] - mine_before[k] + mine_after[k] for k in self.keys}
+        return not _worse(cohort, cohort_after)
+
     def _machine(self, without: list[Job], held: list[Job], planned: bool) -> dict[str, Fraction]:
         """What the machine must hold: the running jobs less ``without``, and each hold less what
         the jobs preempted for it still hold (those count themselves until they end, unless
@@ -290,7 +390,7 @@ class _State:
         for j in without:
             for k in self.keys:
                 total[k] -= j.usage.get(k, ZERO)
-        leaving = [] if planned else self.leaving
+        leaving = () if planned else self.leaving.values()
         for j in leaving:
             for k in self.keys:
                 total[k] += j.usage.get(k, ZERO)
@@ -344,11 +444,17 @@ class _State:
         return out
 
     def _count(self, job: Job, sign: int) -> None:
+        self._borrowed.pop(job.namespace, None)
+        self._changes[job.namespace] = self._changes.get(job.namespace, 0) + 1
         used = self.used.setdefault(job.namespace, dict.fromkeys(self.keys, ZERO))
+        firm = self.used_firm.setdefault(job.namespace, dict.fromkeys(self.keys, ZERO))
+        best_effort = job.priority == priority.BEST_EFFORT
         for k in self.keys:
             amount = sign * job.usage.get(k, ZERO)
             used[k] += amount
             self.total[k] += amount
+            if not best_effort:
+                firm[k] += amount
         team = self.teams.get(job.namespace)
         if team is not None and self.lent is not None:
             before, after = self.lent[job.namespace], self._lent(team, used)
@@ -358,23 +464,25 @@ class _State:
 
     def _mark(self, victim: Job, preemptor) -> None:
         """``victim`` is being preempted (for ``preemptor``, if any): it holds until it ends."""
-        victim.preempting, victim.preempted_for = True, preemptor
+        del self.live[victim.namespace][id(victim)]
         self._count(victim, -1)
-        self.leaving.append(victim)
+        victim.preempting, victim.preempted_for = True, preemptor
+        self.leaving[id(victim)] = victim
 
     def _victims(self, job: Job) -> list[Job] | None:
         """The fewest newest reclaimable jobs whose end lets ``job`` run; None if none do."""
         candidates = []
-        for namespace in self.by_ns:
-            other = self.teams.get(namespace) or Team(namespace, {})
-            live = self._live(namespace)
-            within = self._within_set(other, live)
-            for j in live:
-                own = namespace == job.namespace
-                if (own and job.priority != priority.BEST_EFFORT and j.priority == priority.BEST_EFFORT) or (
-                    not own and j.key not in within
-                ):
-                    candidates.append(j)
+        for namespace, live in self.live.items():
+            if namespace == job.namespace:
+                if job.priority != priority.BEST_EFFORT:
+                    candidates += [j for j in live.values() if j.priority == priority.BEST_EFFORT]
+                continue
+            team = self.teams.get(namespace)
+            nominal = team.nominal if team is not None else {}
+            if not live or _le(self.used[namespace], nominal, nominal):
+                continue  # all of its jobs run within its quota (``_within_set``'s first case)
+            borrowed = self.borrowed_in(namespace)
+            candidates += [j for j in live.values() if borrowed[j.key]]
         chosen: list[Job] = []
         for victim in sorted(candidates, key=lambda j: -j.order):
             chosen.append(victim)
@@ -409,7 +517,7 @@ class _State:
     # -- views ----------------------------------------------------------------------------------
 
     def _live(self, namespace: str) -> list[Job]:
-        return [j for j in self.by_ns.get(namespace, ()) if not j.preempting]
+        return list(self.live.get(namespace, {}).values())
 
     def _all(self, namespace: str, job: Job | None = None) -> list[Job]:
         """The team's running jobs (less those being preempted) and what is held for its waiting
@@ -426,6 +534,31 @@ class _State:
             for r in self.reserved
             if r is not job and not (r.namespace == job.namespace and priority.rank(r.priority) < rank)
         ]
+
+    def _runs_borrowed(self, team: Team, job: Job) -> bool:
+        """Whether ``job``, just started, runs past its team's nominal quota (``_within_set`` on
+        ``_all``, without a list where all of them fit)."""
+        mine = dict(self.used.get(job.namespace) or dict.fromkeys(self.keys, ZERO))
+        for r in self.reserved:
+            if r.namespace == job.namespace:
+                mine = self._with(mine, r)
+        if _le(mine, team.nominal, team.nominal):
+            return False
+        return job.key not in self._within_set(team, self._all(job.namespace))
+
+    def _protected_sum(self, job: Job) -> dict[str, Fraction]:
+        """What ``_protected(job)`` uses, from the kept sums and the holds."""
+        best_effort = job.priority == priority.BEST_EFFORT
+        kept = (self.used if best_effort else self.used_firm).get(job.namespace)
+        total = dict(kept) if kept is not None else dict.fromkeys(self.keys, ZERO)
+        if self.reserved:
+            for r in self._held(job):
+                if r.namespace == job.namespace and (best_effort or r.priority != priority.BEST_EFFORT):
+                    total = self._with(total, r)
+        return total
+
+    def _with(self, amounts: dict[str, Fraction], job: Job) -> dict[str, Fraction]:
+        return {k: amounts[k] + job.usage.get(k, ZERO) for k in self.keys}
 
     def _protected(self, job: Job) -> list[Job]:
         """The team's jobs ``job`` may not preempt: all of them for a best-effort job, else its
@@ -453,13 +586,16 @@ class _State:
         )
 
     def _cohort_message(self, job: Job) -> str:
-        used = _sum((j for j in self.running if not j.preempting), self.keys)
+        used = self.total
         return f"the machine has {_show(self.capacity, self.keys)}, running jobs use {_show(used, self.keys)}"
 
 
 def _worse(before: dict, after: dict) -> bool:
     """Whether an excess grew past zero or past what it already was."""
-    return any(after[k] > max(ZERO, before[k]) for k in after)
+    for k, value in after.items():  # noqa: SIM110 (a loop, not any(): the innermost check)
+        if value > ZERO and value > before[k]:
+            return True
+    return False
 
 
 def _sum(jobs: Iterable[Job], keys: tuple) -> dict[str, Fraction]:
@@ -476,7 +612,10 @@ def _add(a: dict, b: dict, keys: tuple) -> dict[str, Fraction]:
 
 def _le(used: dict, limit: dict, limited: dict) -> bool:
     """``used <= limit`` on every resource ``limited`` names (others are not limited)."""
-    return all(used.get(k, ZERO) <= limit.get(k, ZERO) for k in limited if k in used)
+    for k in limited:  # noqa: SIM110 (a loop, not all(): the innermost check)
+        if k in used and used[k] > limit.get(k, ZERO):
+            return False
+    return True
 
 
 def _show(amounts: dict, keys: tuple) -> str:

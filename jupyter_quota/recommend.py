@@ -11,16 +11,20 @@ Here the signal is a team's **demand** (``demand.py``: concurrent requested GPUs
 running plus waiting plus refused), a step function, so the weighted percentile is exact: each
 piece of the step function weighs the integral of ``2^((t - until) / halfLife)`` over its span.
 The recommended hard quota is the target rounded up to what a quota is set in (whole GPUs,
-tenths of a core, whole GiB).
+tenths of a core, whole GiB). How often demand exceeded the current quota is a share of the
+**working hours** (``Settings.working``: Monday to Friday, 09:00-18:00 UTC by default), when
+people wait for their jobs; nights and weekends would dilute a weekday peak.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from . import demand as demand_mod
+from . import windows
 from .history import JobRecord
 from .quantity import Quantity
 
@@ -31,6 +35,22 @@ PERCENTILE, LOWER_PERCENTILE, UPPER_PERCENTILE = 0.9, 0.5, 0.95
 MARGIN = 0.15
 HALF_LIFE_HOURS = 168.0
 WINDOW_DAYS = 28
+#: The hours exceededShare counts, by default (``c.Recommendations.working_*``).
+WORKING_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri")
+WORKING_HOURS = "09:00-18:00"
+WORKING_TIMEZONE = "UTC"
+WORKING_NAMES = ("Recommendations.working_days", "Recommendations.working_hours", "Recommendations.working_timezone")
+
+
+def working_hours(
+    days: Iterable[str] = WORKING_DAYS, hours: str = WORKING_HOURS, timezone: str = WORKING_TIMEZONE
+) -> windows.Window | None:
+    """The working hours as a window (``hours`` ``HH:MM-HH:MM``; an end at or before the start runs
+    past midnight, ``00:00-00:00`` is the whole day); ``hours`` empty: every hour counts (None).
+    :class:`InvalidRequest` names the setting that is wrong."""
+    if hours == "":
+        return None
+    return windows.parse_hours(list(days), hours, timezone, WORKING_NAMES)
 
 
 @dataclass(frozen=True)
@@ -41,6 +61,8 @@ class Settings:
     margin: float = MARGIN
     half_life_hours: float = HALF_LIFE_HOURS
     window_days: float = WINDOW_DAYS
+    #: the hours exceededShare counts (None: every hour)
+    working: windows.Window | None = field(default_factory=working_hours)
 
 
 @dataclass(frozen=True)
@@ -80,6 +102,10 @@ def recommend_team(
     # VPA's confidence: the history's length in days (at least an hour: the first sample)
     confidence = max((until - max(first, since)) / 86400, 1 / 24)
     waits = sorted(r.wait(until) for r in records if since <= r.submitted < until)
+    spans = None  # every hour counts
+    if settings.working is not None:
+        moments = (datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(until, UTC))
+        spans = [(int(a.timestamp()), int(b.timestamp())) for a, b in settings.working.between(*moments)]
     wait_p90 = _plain_percentile(waits, 0.9)
     rows = []
     for res in resources(gpu_resource, hard):
@@ -94,7 +120,9 @@ def recommend_team(
         lower = p50 * factor * (1 + 0.001 / confidence) ** -2
         upper = p95 * factor * (1 + 1 / confidence)
         current = _units(hard.get(res.key), res.scale)
-        exceeded = asked.share_above(current * res.scale) if current is not None else None
+        exceeded = None
+        if current is not None and spans != []:  # a window without working hours judges nothing
+            exceeded = asked.share_above(current * res.scale, spans)
         idle = None
         if current:
             idle = 1 - held.mean_below(current * res.scale) / (current * res.scale)
@@ -176,8 +204,11 @@ def _quantity(units: float, res: Resource) -> str:
 def _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, settings) -> str:
     days = round((until - since) / 86400)
     parts = [f"in the last {days} days {team}"]
-    if current is not None:
-        parts.append(f"needed more than {_number(current)} {res.unit} {round(100 * exceeded)}% of the time")
+    hours = "the time" if settings.working is None else f"working hours ({describe_hours(settings.working)})"
+    if current is not None and exceeded is None:
+        parts.append(f"had no {hours} to judge its quota of {_number(current)} {res.unit} by")
+    elif current is not None:
+        parts.append(f"needed more than {_number(current)} {res.unit} {round(100 * exceeded)}% of {hours}")
     else:
         parts.append(f"has no quota on {res.key}")
     words = " ".join(parts)
@@ -187,6 +218,16 @@ def _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, 
         f"half-life {_number(settings.half_life_hours)} h) is {_number(round(p90, 2))} {res.unit}, "
         f"plus {round(100 * settings.margin)}% margin: {_number(round(target, 2))}"
     )
+
+
+def describe_hours(window: windows.Window) -> str:
+    """``Mon-Fri 09:00-18:00 UTC``, ``Mon, Wed 20:00-08:00 Europe/Paris``."""
+    days = sorted(window.days)
+    if len(days) > 2 and days == list(range(days[0], days[-1] + 1)):
+        named = f"{windows.DAYS[days[0]]}-{windows.DAYS[days[-1]]}"
+    else:
+        named = ", ".join(windows.DAYS[d] for d in days)
+    return f"{named} {window.start:%H:%M}-{window.end:%H:%M} {window.timezone}"
 
 
 def show_duration(seconds: float) -> str:

@@ -109,9 +109,17 @@ def replay(
     until: int,
     pass_seconds: int = PASS_SECONDS,
     grace: int = GRACE_SECONDS,
+    aligned: bool = False,
 ) -> Result:
-    """Replay the records submitted in ``[since, until)`` under ``profiles`` on ``capacity`` GPUs."""
-    return _Replay(records, list(profiles), capacity, since, until, pass_seconds, grace).run()
+    """Replay the records submitted in ``[since, until)`` under ``profiles`` on ``capacity`` GPUs.
+
+    A pass runs at the first event at least ``pass_seconds`` after the last pass; ``aligned``:
+    at the first multiple of ``pass_seconds`` after ``since`` at or after an event, as a loop that
+    wakes on a fixed clock does (a job waits for the next tick).
+    """
+    replayer = _Replay(records, list(profiles), capacity, since, until, pass_seconds, grace)
+    replayer.aligned = aligned
+    return replayer.run()
 
 
 def capacity_curve(
@@ -199,16 +207,27 @@ class _Replay:
         self.live: dict[str, dict[int, _Live]] = {}  # namespace -> its admitted, unfinished jobs
         self.gone: list[tuple[int, int]] = []  # (when its grace ends, key): preempted, holding its GPUs
         self.ends: list[tuple[int, int]] = []  # (when, key) of running jobs
-        self.borrowed: dict[int, bool] = {}
         self.nominated: set[int] = set()
         self.passes = 0
         self.windowed = [p for p in profiles if p.windows]
+        span = (datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(until, UTC))
+        self.timelines = [windows.Timeline(p, *span) for p in self.windowed]  # worked out once
         #: without borrowing limits or windows no job can run over its team's quota: none borrows
         self.may_borrow = bool(self.windowed) or any(p.borrowingLimit for p in profiles)
         self._last_now = since
+        self.aligned = False  # passes on the clock's pass_seconds ticks from since (``replay``)
         self._teams_key: tuple | None = None
         self._teams_at: dict[str, elastic.Team] = {}
-        self._rates_now: dict[str, tuple[float, float]] | None = None
+        #: the scheduler's running jobs, kept between passes (a pass costs what changed)
+        self.cohort = elastic.Cohort(self._teams(since), {GPU: capacity})
+        # Use and borrowing are integrated per team by rates that change only at a pass or an end:
+        self.team_of = {p.namespace: p.team for p in profiles}
+        self.held: dict[str, dict[int, _Live]] = {p.namespace: {} for p in profiles}  # running, by namespace
+        self.borrowed: dict[str, dict[object, bool]] = {}  # namespace -> its jobs running borrowed, as of the last pass
+        self.rates = {p.namespace: (0.0, 0.0) for p in profiles}  # GPUs held, GPUs borrowed
+        self.rated_since = dict.fromkeys(self.rates, since)
+        self.stale: set[str] = set()  # namespaces whose running jobs changed since the last pass
+        self.touched: set[str] = set()  # namespaces whose rates change now
 
     def _arrivals(self, records) -> list[_Live]:
         durations: dict[str, list[int]] = {}
@@ -216,6 +235,7 @@ class _Replay:
             if r.started is not None and r.finished is not None:
                 durations.setdefault(r.team, []).append(r.finished - r.started)
         medians = {t: sorted(d)[len(d) // 2] for t, d in durations.items()}
+        amounts: dict[float, int | Fraction] = {}  # GPUs as recorded -> as the scheduler counts them
         out = []
         for order, r in enumerate(sorted(records, key=lambda r: r.submitted)):
             if not self.since <= r.submitted < self.until:
@@ -228,8 +248,11 @@ class _Replay:
                 work = medians.get(r.team, 3600)
             else:
                 work = (r.finished if r.finished is not None else self.until) - r.started
-            gpus = Fraction(r.gpus).limit_denominator(1000)
-            usage = {GPU: int(gpus) if gpus.denominator == 1 else gpus}
+            gpus = amounts.get(r.gpus)
+            if gpus is None:
+                exact = Fraction(r.gpus).limit_denominator(1000)
+                gpus = amounts[r.gpus] = int(exact) if exact.denominator == 1 else exact
+            usage = {GPU: gpus}
             level = r.priority if r.priority in priority.PRIORITIES else priority.NORMAL
             live = _Live(elastic.Job(order, profile.namespace, level, usage, order), r.team, max(1, work), r.submitted)
             if r.started is not None:
@@ -245,7 +268,11 @@ class _Replay:
                 self._advance(last, self.until)
                 break
             # one pass per pass_seconds at most, as the backend's loop: events in between wait for it
-            now = max(nxt, last + self.pass_seconds) if self.passes else nxt
+            if self.aligned:
+                now = self.since - (self.since - nxt) // self.pass_seconds * self.pass_seconds  # the tick at or after
+                now = max(now, last + self.pass_seconds) if self.passes else now
+            else:
+                now = max(nxt, last + self.pass_seconds) if self.passes else nxt
             now = min(now, self.until)
             if now >= self.until:
                 self._advance(last, self.until)
@@ -254,6 +281,9 @@ class _Replay:
             last = now
             index = self._events(now, index)
             self._pass(now)
+            for namespace in self.touched:
+                self._rate(namespace, now)
+            self.touched.clear()
         for live in self.pending.values():
             self.results[live.team].waiting += 1
         return Result(self.since, self.until, self.capacity, self.results, self.passes, self.unknown)
@@ -272,25 +302,21 @@ class _Replay:
         return min(candidates) if candidates else None
 
     def _next_window(self, now: int) -> int | None:
-        moment = datetime.fromtimestamp(now, UTC)
-        edges = [windows.next_change(p, moment) for p in self.windowed]
-        edges = [int(e.timestamp()) for e in edges if e is not None]
+        edges = [e for e in (t.next_change(now) for t in self.timelines) if e is not None]
         return min(edges) if edges else None
 
     def _events(self, now: int, index: int) -> int:
         self._last_now = now
-        self._rates_now = None
         while self.ends and self.ends[0][0] <= now:
             _, key = heapq.heappop(self.ends)
             live = self.running.get(key)
             if live is not None and not live.job.preempting and live.ends is not None and live.ends <= now:
-                del self.running[key]
                 del self.live[live.job.namespace][key]
-                self.borrowed.pop(key, None)
+                self._stop(live, now)
         while self.gone and self.gone[0][0] <= now:
             _, key = heapq.heappop(self.gone)
-            live = self.running.pop(key)
-            self.borrowed.pop(key, None)
+            live = self.running[key]
+            self._stop(live, now)
             live.job.preempting, live.job.preempted_for = False, None
             self.pending[key] = live
         teams = self._teams(now)
@@ -305,6 +331,15 @@ class _Replay:
             else:
                 result.refused += 1
         return index
+
+    def _stop(self, live: _Live, now: int) -> None:
+        """A running job ended, or a preempted one is gone: it holds no GPUs from ``now``."""
+        namespace, key = live.job.namespace, live.job.key
+        self.cohort.remove(live.job)
+        del self.running[key], self.held[namespace][key]
+        self.borrowed.get(namespace, {}).pop(key, None)
+        self.touched.add(namespace)
+        self.stale.add(namespace)  # its borrowing is worked out again at the next pass
 
     def _admit(self, live: _Live, teams: Mapping[str, elastic.Team]) -> bool:
         """The admission of ``backends/local/admission.py``, on GPUs."""
@@ -324,11 +359,11 @@ class _Replay:
             return
         self.passes += 1
         teams = self._teams(now)
+        if teams is not self.cohort.teams:
+            self.stale.update(self.held)  # every team's borrowing may change with its quota
         for key, live in self.pending.items():
             live.job.nominated = key in self.nominated
-        plan = elastic.decide(
-            teams, {GPU: self.capacity}, [j.job for j in self.running.values()], [j.job for j in self.pending.values()]
-        )
+        plan = self._decide(teams, [j.job for j in self.pending.values()])
         for d in plan.decisions:
             if d.action == elastic.START:
                 self.nominated.discard(d.key)
@@ -342,6 +377,8 @@ class _Replay:
                         result.recorded_waits.append(live.recorded_wait)
                 live.ends = now + live.left
                 self.running[d.key] = live
+                self.held[live.job.namespace][d.key] = live
+                self.stale.add(live.job.namespace)
                 heapq.heappush(self.ends, (live.ends, d.key))
             elif d.action == elastic.PREEMPT:
                 live = self.running[d.key]
@@ -350,23 +387,47 @@ class _Replay:
                 live.ends = None
                 heapq.heappush(self.gone, (now + self.grace, d.key))
                 self.results[live.team].preemptions += 1
+                self.stale.add(live.job.namespace)
             elif d.reason == "WaitingForPreemption":
                 self.nominated.add(d.key)
             else:
                 self.nominated.discard(d.key)
-        if self.may_borrow:
-            self.borrowed = {k: v for k, v in plan.borrowed.items() if k in self.running}
-        self._rates_now = None
+        if self.may_borrow:  # as of this pass, as the backend marks its running jobs
+            for namespace in self.stale:
+                self.borrowed[namespace] = dict(self.cohort.borrowed_in(namespace))
+        self.touched |= self.stale
+        self.stale.clear()
+
+    def _decide(self, teams: dict[str, elastic.Team], pending: list[elastic.Job]) -> elastic.Plan:
+        """One pass of the scheduler on the kept cohort (a test compares it with ``elastic.decide``)."""
+        self.cohort.set_teams(teams)
+        return self.cohort.decide(pending)
+
+    def _rate(self, namespace: str, now: int) -> None:
+        """The team's use and borrowing so far at the rates that held, and its rates from ``now``."""
+        result = self.results[self.team_of[namespace]]
+        used, borrowed = self.rates[namespace]
+        dt = now - self.rated_since[namespace]
+        result.gpu_seconds += used * dt
+        result.borrowed_gpu_seconds += borrowed * dt
+        self.rated_since[namespace] = now
+        flags = self.borrowed.get(namespace, {})
+        used = borrowed = 0.0
+        for key, live in self.held[namespace].items():
+            gpus = float(live.job.usage[GPU])
+            used += gpus
+            if flags.get(key):
+                borrowed += gpus
+        self.rates[namespace] = (used, borrowed)
 
     def _advance(self, start: int, end: int) -> None:
-        """Integrate use, borrowing and quota over ``[start, end)`` (rates kept by ``_rates``)."""
+        """The quotas over ``[start, end)``; at the end, use and borrowing up to ``until``."""
+        if end == self.until:
+            for namespace in self.rates:
+                self._rate(namespace, end)
         dt = end - start
         if dt <= 0:
             return
-        for team, (used, borrowed) in self._rates().items():
-            result = self.results[team]
-            result.gpu_seconds += used * dt
-            result.borrowed_gpu_seconds += borrowed * dt
         if self.windowed or end == self.until:  # without windows the quotas never change: once, at the end
             span = dt if self.windowed else self.until - self.since
             teams = self._teams(start)
@@ -374,19 +435,6 @@ class _Replay:
                 nominal = teams[result.namespace].nominal.get(GPU)
                 if nominal:
                     result.quota_gpu_seconds += float(nominal) * span
-
-    def _rates(self) -> dict[str, tuple[float, float]]:
-        """Per team: GPUs running and GPUs borrowed now; made again only after a pass or an end."""
-        if self._rates_now is None:
-            rates: dict[str, list[float]] = {}
-            for key, live in self.running.items():
-                gpus = float(live.job.usage[GPU])
-                rate = rates.setdefault(live.team, [0.0, 0.0])
-                rate[0] += gpus
-                if self.borrowed.get(key):
-                    rate[1] += gpus
-            self._rates_now = {t: (u, b) for t, (u, b) in rates.items()}
-        return self._rates_now
 
     def _teams(self, now: int) -> dict[str, elastic.Team]:
         """Each team's elastic settings at ``now`` (cached while no window opens or closes)."""
@@ -396,10 +444,7 @@ class _Replay:
         return self._teams_at
 
     def _window_key(self, now: int):
-        if not self.windowed:
-            return ()
-        moment = datetime.fromtimestamp(now, UTC)
-        return tuple(tuple(w.name for w in windows.open_windows(p, moment)) for p in self.windowed)
+        return tuple(t.open_at(now) for t in self.timelines)
 
 
 def _teams(profiles, now: int) -> dict[str, elastic.Team]:

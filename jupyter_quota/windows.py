@@ -19,6 +19,7 @@ Entry points: :func:`parse_windows` (validation, with messages naming the field)
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import re
@@ -76,6 +77,21 @@ class Window:
     def is_open(self, now: datetime) -> bool:
         return any(start <= now < end for start, end in self.occurrences(now))
 
+    def between(self, since: datetime, until: datetime) -> list[tuple[datetime, datetime]]:
+        """Its [start, end) intervals in UTC within [since, until), clipped, in order."""
+        tz = ZoneInfo(self.timezone)
+        day = since.astimezone(tz).date() - timedelta(days=1)  # one that starts the day before may run on
+        last = until.astimezone(tz).date()
+        found = []
+        while day <= last:
+            if day.weekday() in self.days:
+                start, end = self._interval(day, tz)
+                start, end = max(start, since), min(end, until)
+                if start < end:
+                    found.append((start, end))
+            day += timedelta(days=1)
+        return found
+
 
 def parse_windows(entries) -> list[Window]:
     """A profile's ``windows`` list, checked; :class:`InvalidRequest` names the bad field."""
@@ -87,6 +103,23 @@ def parse_windows(entries) -> list[Window]:
         if names.count(name) > 1:
             raise InvalidRequest(f"windows: the name {shown(name)} is used twice; each window needs its own name")
     return parsed
+
+
+def parse_hours(days, hours, timezone, names: tuple[str, str, str]) -> Window:
+    """Weekly hours given as three settings (``days``, ``hours`` as ``HH:MM-HH:MM``, ``timezone``),
+    as a window; :class:`InvalidRequest` names the setting (``names``) that is wrong."""
+    start, _, end = hours.partition("-") if isinstance(hours, str) else ("", "", "")
+    if not (_CLOCK.fullmatch(start.strip()) and _CLOCK.fullmatch(end.strip())):
+        raise InvalidRequest(f'{names[1]} must be "HH:MM-HH:MM", 24-hour, such as "09:00-18:00", not {shown(hours)}')
+    return Window(
+        name=names[1],
+        days=_days(list(days) if isinstance(days, list | tuple) else days, names[0]),
+        start=_clock(start.strip(), names[1]),
+        end=_clock(end.strip(), names[1]),
+        timezone=_timezone(timezone, names[2]),
+        extra=(),
+        on_close=ON_CLOSE_FINISH,
+    )
 
 
 def open_windows(profile, now: datetime) -> list[Window]:
@@ -115,6 +148,37 @@ def next_change(profile, now: datetime) -> datetime | None:
         if {w.name for w in windows if w.is_open(edge)} != current:
             return edge
     return None
+
+
+class Timeline:
+    """A profile's open windows over ``[since, until)``, worked out once (a replay asks at every
+    pass): ``open_at`` and ``next_change`` answer as ``open_windows`` and ``next_change`` do,
+    with times as epoch seconds (past ``until`` they are not to be relied on)."""
+
+    def __init__(self, profile, since: datetime, until: datetime):
+        self.windows = _windows(profile)
+        # a day either side: an interval open at ``since`` began before it, one may end after ``until``
+        lo, hi = _utc(since) - timedelta(days=2), _utc(until) + timedelta(days=2)
+        spans = [(w.name, int(a.timestamp()), int(b.timestamp())) for w in self.windows for a, b in w.between(lo, hi)]
+        edges = sorted({t for _, a, b in spans for t in (a, b)} | {int(lo.timestamp())})
+        #: each edge where the open set changes, and the open set from there (names, profile order)
+        self.edges: list[int] = []
+        self.sets: list[tuple[str, ...]] = []
+        for edge in edges:
+            opened = {name for name, a, b in spans if a <= edge < b}
+            names = tuple(w.name for w in self.windows if w.name in opened)
+            if not self.sets or names != self.sets[-1]:
+                self.edges.append(edge)
+                self.sets.append(names)
+
+    def open_at(self, now: int) -> tuple[str, ...]:
+        """The names of the windows open at ``now``, in the profile's order."""
+        return self.sets[max(0, bisect.bisect_right(self.edges, now) - 1)]
+
+    def next_change(self, now: int) -> int | None:
+        """The first instant after ``now`` when the open set changes."""
+        i = bisect.bisect_right(self.edges, now)
+        return self.edges[i] if i < len(self.edges) else None
 
 
 def _windows(profile) -> list[Window]:

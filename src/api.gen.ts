@@ -1431,7 +1431,7 @@ export interface components {
             upper: string;
             /** @description The weighted percentile of demand (Recommendations.percentile), before the margin */
             demandP90: string;
-            /** @description Share of the window when demand was over the current quota */
+            /** @description Share of the window's working hours (Recommendations.working_days, working_hours, working_timezone: Mon-Fri 09:00-18:00 UTC by default; every hour when working_hours is empty) when demand was over the current quota; null when the quota does not limit the resource or the window holds no working hours */
             exceededShare: number | null;
             /** @description Share of the current quota that running jobs left unused */
             idleShare: number | null;

@@ -68,3 +68,33 @@ def test_an_old_config_name_still_sets_a_subsystem_setting_and_its_checks_still_
         JupyterQuota(config=Config({"JupyterQuota": {"max_open_increases": 0}}))
     with pytest.raises(ValueError, match="not a valid Kueue name"):
         JupyterQuota(config=Config({"JupyterQuota": {"kueue_queue": "Team_Queue"}}))
+
+
+def test_the_readme_lists_every_recommendations_setting():
+    """``c.Recommendations.*`` is its own section: the README's settings line names each trait."""
+    from jupyter_quota.service.recommendations import Recommendations
+
+    text = README.read_text()
+    start = text.index("Settings (`c.Recommendations.*`):")
+    paragraph = text[start : text.index("\n\n", start)]
+    listed = set(re.findall(r"`(\w+)` \(", paragraph))
+    assert listed == set(Recommendations.class_own_traits(config=True))
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("working_hours", "9-18", r'Recommendations\.working_hours must be "HH:MM-HH:MM", 24-hour'),
+        ("working_days", ["Mon", "Caturday"], r'Recommendations\.working_days: unknown day "Caturday"'),
+        ("working_timezone", "Mars/Base", r"Recommendations\.working_timezone must be an IANA timezone name"),
+    ],
+)
+def test_working_hours_that_do_not_parse_are_refused_at_start_naming_the_setting(setting, value, message):
+    from traitlets.config import Config
+
+    from jupyter_quota.service.recommendations import Recommendations
+
+    with pytest.raises(ValueError, match=message):
+        Recommendations(JupyterQuota(config=Config({"Recommendations": {setting: value}})), None, None)
+    every_hour = Recommendations(JupyterQuota(config=Config({"Recommendations": {"working_hours": ""}})), None, None)
+    assert every_hour.settings.working is None

@@ -54,12 +54,44 @@ def test_the_generated_teams_differ_as_designed(recorded):
     assert row_of(recorded, "idle")["idleShare"] > 0.95
 
 
-def test_a_quota_below_demand_shows_how_often_demand_exceeded_it_in_words(recorded):
+def test_a_quota_below_demand_shows_how_often_demand_exceeded_it_in_working_hours_in_words(recorded):
     row = row_of(recorded, "deadline", hard="3")
-    # the deadline peak (7 GPUs) runs Thursday and Friday 08-20: 24 of 168 hours a week
-    assert 0.12 < row["exceededShare"] < 0.18
+    # the deadline peak (7 GPUs) runs Thursday and Friday 08-20 UTC: 18 of the 45 working hours
+    # (Monday to Friday 09-18 UTC) a week
+    assert row["exceededShare"] == pytest.approx(18 / 45, abs=0.02)
     share = round(100 * row["exceededShare"])
-    assert row["explanation"].startswith(f"in the last 28 days deadline needed more than 3 GPUs {share}% of the time; ")
+    assert row["explanation"].startswith(
+        f"in the last 28 days deadline needed more than 3 GPUs {share}% of working hours (Mon-Fri 09:00-18:00 UTC); "
+    )
+
+
+@pytest.mark.parametrize(
+    ("hours", "timezone", "share", "words"),
+    [
+        # every hour: 24 of 168 hours a week
+        ("", "UTC", 24 / 168, "of the time; "),
+        # 09-18 in New York (UTC-5 in November) is 14-23 UTC: the peak covers 6 of its 9 hours
+        ("09:00-18:00", "America/New_York", 12 / 45, "of working hours (Mon-Fri 09:00-18:00 America/New_York); "),
+    ],
+)
+def test_working_hours_are_configured_hours_in_a_timezone_or_every_hour(recorded, hours, timezone, share, words):
+    settings = recommend.Settings(working=recommend.working_hours(hours=hours, timezone=timezone))
+    mine = [r for r in recorded if r.team == "deadline"]
+    (row,) = recommend.recommend_team(
+        "deadline", "team-deadline", {gen.GPU: "3"}, "nvidia.com/gpu", mine, SINCE, gen.UNTIL, settings
+    )
+    assert row["exceededShare"] == pytest.approx(share, abs=0.02)
+    assert f"needed more than 3 GPUs {round(100 * row['exceededShare'])}% {words}" in row["explanation"]
+
+
+def test_a_window_without_working_hours_judges_no_share():
+    saturday = gen.START + 5 * 86400
+    records = [JobRecord("a", "u", saturday, saturday, saturday + 7200, 4.0)]
+    (row,) = recommend.recommend_team(
+        "a", "team-a", {gen.GPU: "2"}, "nvidia.com/gpu", records, saturday, saturday + 86400
+    )
+    assert row["exceededShare"] is None
+    assert "a had no working hours (Mon-Fri 09:00-18:00 UTC) to judge its quota of 2 GPUs by;" in row["explanation"]
 
 
 def test_bounds_widen_when_the_history_is_short(recorded):

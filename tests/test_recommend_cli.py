@@ -58,7 +58,7 @@ def test_recommend_from_a_csv_history_prints_the_rest_body_and_reports_teams_wit
 def test_the_recommend_table_explains_each_row_in_words(files):
     table = quota("recommend", "--history", str(files / "jobs.csv"), "--config", str(files / "config.py")).stdout
     assert (
-        "deadline requests.nvidia.com/gpu: in the last 28 days deadline needed more than 10 GPUs 0% of the time"
+        "deadline requests.nvidia.com/gpu: in the last 28 days deadline needed more than 10 GPUs 0% of working hours"
         in table
     )
     assert "teams in the history with no profile (left out): ghost (1 jobs)" in table

@@ -184,3 +184,38 @@ def test_elastic_fields_round_trip_in_the_profile_json():
     }
     data = TeamProfile(team="x", **fields).to_json()
     assert {k: data[k] for k in fields} == fields
+
+
+def test_a_timeline_answers_as_open_windows_and_next_change_do_across_daylight_saving():
+    from jupyter_quota.windows import Timeline
+
+    p = TeamProfile(
+        team="beta",
+        windows=[
+            {**NIGHTS, "timezone": "Europe/Paris"},
+            {**WEEKEND, "timezone": "Europe/Paris"},
+            {
+                **NIGHTS,
+                "name": "late",
+                "days": ["Wed"],
+                "start": "18:00",
+                "end": "23:00",
+                "timezone": "America/New_York",
+            },
+        ],
+    )
+    since, until = (
+        datetime(2026, 10, 20, 5, 7, tzinfo=UTC),
+        datetime(2026, 11, 6, tzinfo=UTC),
+    )  # Paris and New York change
+    timeline = Timeline(p, since, until)
+    now, checked = since, 0
+    while now < until:
+        t = int(now.timestamp())
+        assert timeline.open_at(t) == tuple(names(p, now)), now
+        expected = next_change(p, now)
+        if expected is not None and expected < until:
+            assert timeline.next_change(t) == int(expected.timestamp()), now
+            checked += 1
+        now += timedelta(minutes=17)
+    assert checked > 1000

@@ -47,9 +47,10 @@ def add_commands(sub) -> None:
         description="For each team and quota resource: the recommended hard quota (the P90 of the "
         "team's demand, recent days weighing more, plus a safety margin, as the Kubernetes VPA "
         "recommender sizes a container), its lower and upper bound (wider when the history is "
-        "short), how often demand exceeded the current quota, how much of it sat idle, and the p90 "
-        "queue wait. Demand is running plus waiting plus refused requests. Settings: "
-        "c.Recommendations.half_life_hours, percentile, margin, window_days.",
+        "short), how often demand exceeded the current quota in working hours, how much of it sat "
+        "idle, and the p90 queue wait. Demand is running plus waiting plus refused requests. Settings: "
+        "c.Recommendations.half_life_hours, percentile, margin, window_days, working_days, "
+        "working_hours, working_timezone.",
         epilog=EPILOG,
         formatter_class=formatter,
     )

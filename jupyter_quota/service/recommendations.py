@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 
-from traitlets import Float, Int
+from traitlets import Float, Int, List, Unicode, validate
 from traitlets.config import Configurable
 
 from .. import history, recommend, replay, usage
@@ -44,6 +44,31 @@ class Recommendations(Configurable):
         200_000, help="Most jobs one replay may take; a larger one is refused (400). Default: 200,000."
     ).tag(config=True)
     max_replay_days = Float(92, help="Longest window one replay may cover, in days. Default: 92.").tag(config=True)
+    working_days = List(
+        Unicode(),
+        list(recommend.WORKING_DAYS),
+        help="The days whose working hours exceededShare counts (Mon ... Sun). Default: Mon to Fri.",
+    ).tag(config=True)
+    working_hours = Unicode(
+        recommend.WORKING_HOURS,
+        help='The hours of those days exceededShare counts, "HH:MM-HH:MM" (an end at or before the start '
+        'runs past midnight; "00:00-00:00" is the whole day); "": every hour of every day. Default: 09:00-18:00.',
+    ).tag(config=True)
+    working_timezone = Unicode(
+        recommend.WORKING_TIMEZONE, help="The IANA timezone working hours are read in. Default: UTC."
+    ).tag(config=True)
+
+    @validate("working_days", "working_hours", "working_timezone")
+    def _check_working(self, proposal):
+        given = {n: getattr(self, n) for n in ("working_days", "working_hours", "working_timezone")}
+        given[proposal["trait"].name] = proposal["value"]
+        try:  # days and timezone are checked even where every hour counts
+            recommend.working_hours(
+                given["working_days"], given["working_hours"] or "00:00-00:00", given["working_timezone"]
+            )
+        except InvalidRequest as e:
+            raise ValueError(e.message) from None
+        return proposal["value"]
 
     def __init__(self, config, registry, backend, **kwargs):
         super().__init__(parent=config, **kwargs)
@@ -54,7 +79,8 @@ class Recommendations(Configurable):
 
     @property
     def settings(self) -> recommend.Settings:
-        return recommend.Settings(self.percentile, self.margin, self.half_life_hours, self.window_days)
+        working = recommend.working_hours(self.working_days, self.working_hours, self.working_timezone)
+        return recommend.Settings(self.percentile, self.margin, self.half_life_hours, self.window_days, working)
 
     # -- recommendations -------------------------------------------------------------------------
 
