@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from . import demand as demand_mod
 from .history import JobRecord
 from .quantity import Quantity
+from .times import rfc3339
 
 GIB = 2**30
 #: VPA's defaults (``recommender.go``: targetCPUPercentile, lowerBoundCPUPercentile,
@@ -31,6 +32,8 @@ PERCENTILE, LOWER_PERCENTILE, UPPER_PERCENTILE = 0.9, 0.5, 0.95
 MARGIN = 0.15
 HALF_LIFE_HOURS = 168.0
 WINDOW_DAYS = 28
+#: The most points a row's ``series`` has: a plot of the window, not a record of it.
+SERIES_POINTS = 400
 
 
 @dataclass(frozen=True)
@@ -73,8 +76,10 @@ def recommend_team(
     since: int,
     until: int,
     settings: Settings = Settings(),
+    series: bool = False,
 ) -> list[dict]:
-    """The team's rows (``GET /recommendations``) from its records over ``[since, until)``."""
+    """The team's rows (``GET /recommendations``) from its records over ``[since, until)``;
+    with ``series``, each row also has its demand and what ran over time (``demand_series``)."""
     records = list(records)
     first = min((r.submitted for r in records), default=until)
     # VPA's confidence: the history's length in days (at least an hour: the first sample)
@@ -114,7 +119,25 @@ def recommend_team(
                 "explanation": _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, settings),
             }
         )
+        if series:
+            rows[-1]["series"] = demand_series(asked, held, res, current, since, until)
     return rows
+
+
+def demand_series(asked, held, res: Resource, current: float | None, since: int, until: int) -> dict:
+    """A row's plot: the peak demand and the peak of what ran in each bucket (whole hours, at
+    most ``SERIES_POINTS`` of them), in the row's unit, beside the current quota."""
+    hours = max(1, math.ceil((until - since) / 3600 / SERIES_POINTS))
+    bucket = hours * 3600
+    count = max(1, math.ceil((until - since) / bucket))
+    return {
+        "since": rfc3339(since),
+        "step": bucket,
+        "unit": res.unit,
+        "quota": current,
+        "demand": [round(v / res.scale, 3) for v in demand_mod.peaks(asked, since, bucket, count)],
+        "held": [round(v / res.scale, 3) for v in demand_mod.peaks(held, since, bucket, count)],
+    }
 
 
 def weighted_percentiles(step: demand_mod.Step, half_life: float, percentiles: Iterable[float]) -> list[float]:

@@ -167,8 +167,8 @@ class QuotaService:
     def replan(self, who: Identity, namespace: str, name: str) -> dict:
         return self.planning.replan(who, namespace, name)
 
-    def recommendations(self, who: Identity) -> dict:
-        return self.recommender.recommendations(who)
+    def recommendations(self, who: Identity, series: bool = False) -> dict:
+        return self.recommender.recommendations(who, series=series)
 
     def replay(self, who: Identity, body) -> dict:
         return self.recommender.replay(who, body)
