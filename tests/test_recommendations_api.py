@@ -128,3 +128,20 @@ async def test_series_true_adds_each_rows_demand_over_time_and_plain_rows_stay_a
 async def test_series_other_than_true_or_false_is_a_400(seeded, api):
     status, refused = await api("GET", "recommendations", user="bea", params={"series": "yes"})
     assert status == 400 and "series must be true or false" in refused["message"], refused
+
+
+async def test_a_profile_edit_such_as_an_applied_recommendation_is_audited_and_a_refused_one_is_not(seeded, api):
+    alpha = seeded[0].to_json()
+    old = alpha["hard"]["requests.nvidia.com/gpu"]
+    status, refused = await api(
+        "PUT", "profiles", "alpha", user="ada", body={**alpha, "hard": {"requests.nvidia.com/gpu": "lots"}}
+    )
+    assert status == 400, refused
+    applied = {**alpha, "hard": {**alpha["hard"], "requests.nvidia.com/gpu": "3"}}
+    status, saved = await api("PUT", "profiles", "alpha", user="ada", body=applied)
+    assert status == 200, saved
+    _, log = await api("GET", "audit", user="ada")
+    edits = [e for e in log["entries"] if e["action"] == "profile.replaced"]
+    assert [(e["who"], e["target"], e["detail"]) for e in edits] == [
+        ("ada", "profile/alpha", f"hard requests.nvidia.com/gpu {old} -> 3")
+    ]
