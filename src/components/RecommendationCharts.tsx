@@ -142,7 +142,7 @@ export function CapacityChart(props: ICapacityChartProps): JSX.Element {
       data={props.points}
       width={props.width}
       height={props.width ? 170 : undefined}
-      margin={{ top: 8, right: 8, bottom: 0, left: 0 }}
+      margin={{ top: 8, right: 8, bottom: 14, left: 0 }}
     >
       <CartesianGrid strokeDasharray="2 3" />
       <XAxis
@@ -155,7 +155,7 @@ export function CapacityChart(props: ICapacityChartProps): JSX.Element {
         label={{
           value: 'GPUs',
           position: 'insideBottomRight',
-          offset: -2,
+          offset: -12,
           fill: 'var(--jp-ui-font-color2)'
         }}
       />
