@@ -7,6 +7,7 @@
 
 import * as React from 'react';
 import {
+  Area,
   CartesianGrid,
   ComposedChart,
   Legend,
@@ -20,6 +21,8 @@ import {
 
 import { ICapacityPoint, IDemandPoint } from '../recommendations';
 import { THEMED_AXIS } from './charts';
+
+const CHART_HEIGHT = 170;
 
 export interface IDemandChartProps {
   points: IDemandPoint[];
@@ -39,7 +42,7 @@ export function DemandChart(props: IDemandChartProps): JSX.Element {
     <ComposedChart
       data={points}
       width={props.width}
-      height={props.width ? 170 : undefined}
+      height={props.width ? CHART_HEIGHT : undefined}
       margin={{ top: 8, right: 8, bottom: 0, left: 0 }}
     >
       <CartesianGrid vertical={false} strokeDasharray="2 3" />
@@ -69,6 +72,15 @@ export function DemandChart(props: IDemandChartProps): JSX.Element {
         wrapperClassName="jp-QuotaUsage-tooltip"
       />
       <Legend iconSize={8} />
+      <Area
+        dataKey="held"
+        name="Running"
+        type="stepAfter"
+        stroke="none"
+        fill="var(--jp-brand-color3)"
+        fillOpacity={0.8}
+        isAnimationActive={false}
+      />
       <Line
         dataKey="demand"
         name="Demand (peak)"
@@ -77,14 +89,7 @@ export function DemandChart(props: IDemandChartProps): JSX.Element {
         stroke="var(--jp-brand-color1)"
         isAnimationActive={false}
       />
-      <Line
-        dataKey="held"
-        name="Running"
-        type="stepAfter"
-        dot={false}
-        stroke="var(--jp-ui-font-color3)"
-        isAnimationActive={false}
-      />
+
       {quota !== null && (
         <ReferenceLine
           y={quota}
@@ -112,19 +117,9 @@ export function DemandChart(props: IDemandChartProps): JSX.Element {
     </ComposedChart>
   );
   return (
-    <div
-      className="jp-QuotaUsage-chart jp-QuotaRecommend-demandChart"
-      role="img"
-      aria-label={props.label}
-    >
-      {props.width ? (
-        chart
-      ) : (
-        <ResponsiveContainer width="100%" height={170}>
-          {chart}
-        </ResponsiveContainer>
-      )}
-    </div>
+    <ChartBox className="jp-QuotaRecommend-demandChart" {...props}>
+      {chart}
+    </ChartBox>
   );
 }
 
@@ -141,7 +136,7 @@ export function CapacityChart(props: ICapacityChartProps): JSX.Element {
     <ComposedChart
       data={props.points}
       width={props.width}
-      height={props.width ? 170 : undefined}
+      height={props.width ? CHART_HEIGHT : undefined}
       margin={{ top: 8, right: 8, bottom: 14, left: 0 }}
     >
       <CartesianGrid strokeDasharray="2 3" />
@@ -184,16 +179,30 @@ export function CapacityChart(props: ICapacityChartProps): JSX.Element {
     </ComposedChart>
   );
   return (
+    <ChartBox className="jp-QuotaRecommend-capacityChart" {...props}>
+      {chart}
+    </ChartBox>
+  );
+}
+
+/** A chart as an image for assistive technology, of a fixed width or its container's. */
+function ChartBox(props: {
+  className: string;
+  label: string;
+  width?: number;
+  children: React.ReactElement;
+}): JSX.Element {
+  return (
     <div
-      className="jp-QuotaUsage-chart jp-QuotaRecommend-capacityChart"
+      className={`jp-QuotaUsage-chart ${props.className}`}
       role="img"
       aria-label={props.label}
     >
       {props.width ? (
-        chart
+        props.children
       ) : (
-        <ResponsiveContainer width="100%" height={170}>
-          {chart}
+        <ResponsiveContainer width="100%" height={CHART_HEIGHT}>
+          {props.children}
         </ResponsiveContainer>
       )}
     </div>

@@ -52,7 +52,7 @@ def history_page(history_server, chromium_browser, open_page):
 
 def test_the_admin_sees_the_table_the_plot_and_the_curve_and_applies_a_recommendation(history_page, ui_output_dir):
     page = history_page.page
-    page.set_viewport_size({"width": 1600, "height": 1000})
+    page.set_viewport_size({"width": 1600, "height": 1250})
     rows = api(page, "GET", "recommendations")["body"]["recommendations"]
     mine = next(r for r in rows if r["team"] == TEAM and r["resource"] == GPU)
     if mine["current"] == mine["recommended"]:
@@ -89,7 +89,7 @@ def test_the_admin_sees_the_table_the_plot_and_the_curve_and_applies_a_recommend
     line.wait_for(timeout=60_000)
     capacity.locator(".recharts-line").first.wait_for()
     assert capacity.get_by_role("table", name="Capacity curve").locator("tbody tr").count() >= 2
-    section.scroll_into_view_if_needed()
+    section.evaluate("e => e.scrollIntoView({block: 'start'})")  # the table, the plot and the curve
     page.mouse.move(1, 1)  # no tooltip left open over the charts
     page.screenshot(path=ui_output_dir / "recommendations-admin.png")
     section.screenshot(path=ui_output_dir / "recommendations-table-plot.png")
