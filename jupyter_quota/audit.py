@@ -34,6 +34,10 @@ WINDOW_PREEMPTED = "window.preempted"
 #: once at the first start that has it; ``who`` is its ``approvedBy``, target ``correction/<family>/<regime>``.
 CORRECTION_SHARED = "estimator.correction.shared"
 
+#: An admin created or replaced a team's profile (``PUT /profiles/{team}``, the admin view's form
+#: and its Apply of a recommendation); target ``profile/<team>``, detail the ``hard`` keys it changed.
+PROFILE_REPLACED = "profile.replaced"
+
 FIELDS = ("id", "at", "who", "action", "target", "detail")
 
 

@@ -91,3 +91,16 @@ def demand(records: Iterable[JobRecord], since: int, until: int, amount: Amount,
             times.append(t)
             values.append(value)
     return Step(tuple(times), tuple(values), until)
+
+
+def peaks(step: Step, since: int, bucket: int, count: int) -> list[float]:
+    """The highest value of ``step`` in each of ``count`` buckets of ``bucket`` seconds from
+    ``since`` (a plot's points: a peak inside a bucket stays visible, as a mean would hide it)."""
+    out = [0.0] * count
+    for start, end, value in step.segments():
+        first = max(0, (start - since) // bucket)
+        last = min(count - 1, (end - 1 - since) // bucket)
+        for i in range(first, last + 1):
+            if value > out[i]:
+                out[i] = value
+    return out

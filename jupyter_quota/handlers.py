@@ -621,7 +621,10 @@ class RecommendationsHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self):
-        self.reply(await self.run(self.service.recommendations, self.who))
+        series = self.get_query_argument("series", "false")
+        if series not in ("true", "false"):
+            raise InvalidRequest(f"series must be true or false, not {series[:32]!r}")
+        self.reply(await self.run(self.service.recommendations, self.who, series == "true"))
 
 
 class ReplayHandler(QuotaHandler):

@@ -27,6 +27,7 @@ from . import demand as demand_mod
 from . import windows
 from .history import JobRecord
 from .quantity import Quantity
+from .times import rfc3339
 
 GIB = 2**30
 #: VPA's defaults (``recommender.go``: targetCPUPercentile, lowerBoundCPUPercentile,
@@ -40,6 +41,8 @@ WORKING_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri")
 WORKING_HOURS = "09:00-18:00"
 WORKING_TIMEZONE = "UTC"
 WORKING_NAMES = ("Recommendations.working_days", "Recommendations.working_hours", "Recommendations.working_timezone")
+#: The most points a row's ``series`` has: a plot of the window, not a record of it.
+SERIES_POINTS = 400
 
 
 def working_hours(
@@ -95,8 +98,10 @@ def recommend_team(
     since: int,
     until: int,
     settings: Settings = Settings(),
+    series: bool = False,
 ) -> list[dict]:
-    """The team's rows (``GET /recommendations``) from its records over ``[since, until)``."""
+    """The team's rows (``GET /recommendations``) from its records over ``[since, until)``;
+    with ``series``, each row also has its demand and what ran over time (``demand_series``)."""
     records = list(records)
     first = min((r.submitted for r in records), default=until)
     # VPA's confidence: the history's length in days (at least an hour: the first sample)
@@ -142,7 +147,25 @@ def recommend_team(
                 "explanation": _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, settings),
             }
         )
+        if series:
+            rows[-1]["series"] = demand_series(asked, held, res, current, since, until)
     return rows
+
+
+def demand_series(asked, held, res: Resource, current: float | None, since: int, until: int) -> dict:
+    """A row's plot: the peak demand and the peak of what ran in each bucket (whole hours, at
+    most ``SERIES_POINTS`` of them), in the row's unit, beside the current quota."""
+    hours = max(1, math.ceil((until - since) / 3600 / SERIES_POINTS))
+    bucket = hours * 3600
+    count = max(1, math.ceil((until - since) / bucket))
+    return {
+        "since": rfc3339(since),
+        "step": bucket,
+        "unit": res.unit,
+        "quota": current,
+        "demand": [round(v / res.scale, 3) for v in demand_mod.peaks(asked, since, bucket, count)],
+        "held": [round(v / res.scale, 3) for v in demand_mod.peaks(held, since, bucket, count)],
+    }
 
 
 def weighted_percentiles(step: demand_mod.Step, half_life: float, percentiles: Iterable[float]) -> list[float]:

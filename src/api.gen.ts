@@ -650,7 +650,9 @@ export interface paths {
          *     as the Kubernetes VPA recommender sizes a container. `lower` (P50) and `upper` (P95)
          *     widen while the history is short. Admins see every team (and `teamsWithoutProfile`); a
          *     user sees their own teams. The local backend reads its ledger (submission times: waits
-         *     count); other backends the usage store (jobs count from their start).
+         *     count); other backends the usage store (jobs count from their start). With
+         *     `series=true` each row also carries `series`, its demand and what ran over the window,
+         *     for a plot against the quota.
          */
         get: operations["getRecommendations"];
         put?: never;
@@ -1438,6 +1440,22 @@ export interface components {
             /** @description p90 of submission-to-start (never started - to the window's end); null without jobs */
             waitP90Seconds: number | null;
             explanation: string;
+            series?: components["schemas"]["DemandSeries"];
+        };
+        /** @description Only with `GET /recommendations?series=true`: the row's demand over the window, in buckets of `step` seconds from `since` (whole hours, at most 400) */
+        DemandSeries: {
+            /** Format: date-time */
+            since: string;
+            /** @description Seconds per bucket */
+            step: number;
+            /** @description GPUs, cores or GiB */
+            unit: string;
+            /** @description The current hard quota in `unit` (null when the quota does not limit it) */
+            quota: number | null;
+            /** @description The highest demand (running, waiting and refused) in each bucket, in `unit` */
+            demand: number[];
+            /** @description The highest amount running jobs held in each bucket, in `unit` */
+            held: number[];
         };
         RecommendationList: {
             recommendations: components["schemas"]["Recommendation"][];
@@ -2370,7 +2388,10 @@ export interface operations {
     };
     getRecommendations: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Add each row's `series` (default: false) */
+                series?: boolean;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2386,6 +2407,7 @@ export interface operations {
                     "application/json": components["schemas"]["RecommendationList"];
                 };
             };
+            400: components["responses"]["Error"];
             403: components["responses"]["Error"];
         };
     };

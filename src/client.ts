@@ -36,6 +36,9 @@ import {
   IProfile,
   IChargeback,
   IProfileList,
+  IRecommendationList,
+  IReplay,
+  IReplayRequest,
   IUsage
 } from './tokens';
 
@@ -135,6 +138,18 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
   /** `PUT profiles/{team}`: replace a team's profile (admins only); 400 with the validation message. */
   putProfile(team: string, profile: IProfile): Promise<IProfile> {
     return this._send<IProfile>(`profiles/${enc(team)}`, 'PUT', profile);
+  }
+
+  /** `GET recommendations[?series=true]`: hard quotas recommended from history (a member: their teams'). */
+  recommendations(series = false): Promise<IRecommendationList> {
+    return this._get<IRecommendationList>(
+      series ? 'recommendations?series=true' : 'recommendations'
+    );
+  }
+
+  /** `POST replay`: the history replayed under proposed profiles (admins); 429 while one runs. */
+  replay(request: IReplayRequest): Promise<IReplay> {
+    return this._send<IReplay>('replay', 'POST', request);
   }
 
   /** `GET usage`: resources used over a window, per team, user or job (and per bucket with `step`). */

@@ -138,3 +138,21 @@ export type IIncreaseList = Schemas['IncreaseList'];
 /** `GET audit`: the append-only audit log, oldest first (admins). */
 export type IAuditLog = Schemas['AuditLog'];
 export type IAuditEntry = Schemas['AuditEntry'];
+
+/** One row of `GET recommendations`: a team's resource, its quota now, the quota recommended, and why. */
+export type IRecommendation = Schemas['Recommendation'];
+
+/** `GET recommendations`: a row per team and quota resource (admins: every team). */
+export type IRecommendationList = Schemas['RecommendationList'];
+
+/** A row's demand and what ran over the window (`GET recommendations?series=true`). */
+export type IDemandSeries = Schemas['DemandSeries'];
+
+/** `POST replay`: the proposed profiles, and the window and cluster size to replay. */
+export type IReplayRequest = Schemas['ReplayRequest'];
+
+/** `POST replay`: per team waits, utilization, borrowing; with `curve`, the capacity curve. */
+export type IReplay = Schemas['Replay'];
+
+/** The replays at several cluster sizes: the worst p90 wait and the cost at each. */
+export type ICapacityCurve = Schemas['CapacityCurve'];

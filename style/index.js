@@ -3,3 +3,4 @@ import './sidebar.css';
 import './admin.css';
 import './usage.css';
 import './increases.css';
+import './recommendations.css';

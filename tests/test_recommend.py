@@ -7,6 +7,7 @@ import recommend_history as gen
 
 from jupyter_quota import demand, recommend
 from jupyter_quota.history import JobRecord
+from jupyter_quota.times import rfc3339
 
 SETTINGS = recommend.Settings()
 SINCE = gen.UNTIL - 28 * 86400
@@ -127,3 +128,44 @@ def test_the_weighted_percentile_weighs_recent_time_more():
     step = demand.demand(records, 0, 10 * 86400, lambda r: r.gpus)
     assert recommend.weighted_percentiles(step, 86400, [0.4, 0.6]) == [0.0, 4.0]
     assert recommend.weighted_percentiles(step, 1e9, [0.6, 0.95]) == [0.0, 4.0]  # no decay: 10% at 4
+
+
+def test_a_rows_series_shows_each_buckets_peak_of_demand_and_of_what_ran_beside_the_quota():
+    hour, t0 = 3600, 1_700_000_000 - 1_700_000_000 % 3600
+    records = [
+        # 2 GPUs asked 00:30, started 01:30, done 02:15: demand 2 from 00:30, held from 01:30
+        JobRecord("a", "u", t0 + hour // 2, t0 + 3 * hour // 2, t0 + 9 * hour // 4, 2.0),
+        # 3 GPUs asked for 10 minutes in the fourth hour and refused: a peak a mean would hide
+        JobRecord("a", "u", t0 + 3 * hour, t0 + 3 * hour, t0 + 3 * hour + 600, 3.0),
+    ]
+    (row,) = recommend.recommend_team(
+        "a", "team-a", {gen.GPU: "2"}, "nvidia.com/gpu", records, t0, t0 + 5 * hour, series=True
+    )
+    assert row["series"] == {
+        "since": rfc3339(t0),
+        "step": hour,
+        "unit": "GPUs",
+        "quota": 2.0,
+        "demand": [2.0, 2.0, 2.0, 3.0, 0.0],
+        "held": [0.0, 2.0, 2.0, 3.0, 0.0],
+    }
+    (plain,) = recommend.recommend_team("a", "team-a", {gen.GPU: "2"}, "nvidia.com/gpu", records, t0, t0 + 5 * hour)
+    assert "series" not in plain and plain == {k: v for k, v in row.items() if k != "series"}
+
+
+def test_a_series_of_four_weeks_has_at_most_400_points_of_whole_hours(recorded):
+    row = recommend.recommend_team(
+        "grow",
+        "team-grow",
+        {gen.GPU: "4"},
+        "nvidia.com/gpu",
+        [r for r in recorded if r.team == "grow"],
+        SINCE,
+        gen.UNTIL,
+        series=True,
+    )[0]
+    series = row["series"]
+    assert series["step"] == 2 * 3600 and len(series["demand"]) == len(series["held"]) == 28 * 12
+    # the peaks bound the percentile the row reports, and what ran never exceeds what was asked
+    assert max(series["demand"]) >= float(row["demandP90"])
+    assert all(h <= d for h, d in zip(series["held"], series["demand"], strict=True))

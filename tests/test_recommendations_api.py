@@ -108,3 +108,40 @@ async def test_a_second_replay_while_one_runs_is_a_429(seeded, api, recommender)
     finally:
         recommender._busy.release()
     assert (status, refused["reason"]) == (429, "TooManyRequests"), refused
+
+
+async def test_series_true_adds_each_rows_demand_over_time_and_plain_rows_stay_as_they_were(seeded, api):
+    status, plain = await api("GET", "recommendations", user="bea")
+    assert status == 200 and all("series" not in r for r in plain["recommendations"])
+    status, plotted = await api("GET", "recommendations", user="bea", params={"series": "true"})
+    assert status == 200, plotted
+    assert_matches("RecommendationList", plotted)
+    assert [{k: v for k, v in r.items() if k != "series"} for r in plotted["recommendations"]] == plain[
+        "recommendations"
+    ]
+    gpu = next(r for r in plotted["recommendations"] if r["resource"] == "requests.nvidia.com/gpu")
+    series = gpu["series"]
+    assert series["quota"] == float(gpu["current"]) and series["unit"] == "GPUs"
+    assert len(series["demand"]) == 28 * 12 and max(series["demand"]) > 0  # the seeded week shows
+
+
+async def test_series_other_than_true_or_false_is_a_400(seeded, api):
+    status, refused = await api("GET", "recommendations", user="bea", params={"series": "yes"})
+    assert status == 400 and "series must be true or false" in refused["message"], refused
+
+
+async def test_a_profile_edit_such_as_an_applied_recommendation_is_audited_and_a_refused_one_is_not(seeded, api):
+    alpha = seeded[0].to_json()
+    old = alpha["hard"]["requests.nvidia.com/gpu"]
+    status, refused = await api(
+        "PUT", "profiles", "alpha", user="ada", body={**alpha, "hard": {"requests.nvidia.com/gpu": "lots"}}
+    )
+    assert status == 400, refused
+    applied = {**alpha, "hard": {**alpha["hard"], "requests.nvidia.com/gpu": "3"}}
+    status, saved = await api("PUT", "profiles", "alpha", user="ada", body=applied)
+    assert status == 200, saved
+    _, log = await api("GET", "audit", user="ada")
+    edits = [e for e in log["entries"] if e["action"] == "profile.replaced"]
+    assert [(e["who"], e["target"], e["detail"]) for e in edits] == [
+        ("ada", "profile/alpha", f"hard requests.nvidia.com/gpu {old} -> 3")
+    ]

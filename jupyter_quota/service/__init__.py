@@ -192,8 +192,8 @@ class QuotaService:
     def replan(self, who: Identity, namespace: str, name: str) -> dict:
         return self.planning.replan(who, namespace, name)
 
-    def recommendations(self, who: Identity) -> dict:
-        return self.recommender.recommendations(who)
+    def recommendations(self, who: Identity, series: bool = False) -> dict:
+        return self.recommender.recommendations(who, series=series)
 
     def replay(self, who: Identity, body) -> dict:
         return self.recommender.replay(who, body)
@@ -276,9 +276,17 @@ class QuotaService:
             # the cluster gets the new profile with the team's increases in force on top
             self.effective.write_profile(p)
 
+        before = next((dict(p.hard) for p in self.registry.all() if p.team == team), {})
         profile = self.registry.put(team, body, before_store=before_store)
         self.backend.track([profile.namespace])  # usage is recorded from the team's first day
         self.events.changed(profile.team)  # now stored: the next balance reads it
+        audit.record(
+            self.config.state_dir,
+            who.name,
+            audit.PROFILE_REPLACED,
+            f"profile/{team}",
+            _hard_change(before, profile.hard),
+        )
         return profile.to_json()
 
     # -- temporary increases and the audit log ---------------------------------------------------
@@ -326,3 +334,13 @@ class QuotaService:
                 f'user "{who.name}" is not a quota admin: {what} for JupyterHub admins '
                 "and the users in JupyterQuota.admin_users"
             )
+
+
+def _hard_change(before: dict, after: dict) -> str:
+    """The ``hard`` keys a profile edit changed, in words: ``hard requests.nvidia.com/gpu 2 -> 3``."""
+    changed = [
+        f"{k} {before.get(k, 'none')} -> {after.get(k, 'none')}"
+        for k in sorted(set(before) | set(after))
+        if str(before.get(k)) != str(after.get(k))
+    ]
+    return "hard " + ", ".join(changed) if changed else "hard unchanged"

@@ -84,9 +84,9 @@ class Recommendations(Configurable):
 
     # -- recommendations -------------------------------------------------------------------------
 
-    def recommendations(self, who, records: list | None = None, until: int | None = None) -> dict:
+    def recommendations(self, who, records: list | None = None, until: int | None = None, series: bool = False) -> dict:
         """A row per team the caller may see and resource (admins: every team), from ``records``
-        or the backend's history of the last ``window_days``."""
+        or the backend's history of the last ``window_days``; ``series`` adds each row's plot."""
         if until is None and records is not None:  # a CSV's history ends with its last event
             until = max((max(r.submitted, r.started or 0, r.finished or 0) for r in records), default=None)
         until = int(time.time()) if until is None else until
@@ -100,7 +100,7 @@ class Recommendations(Configurable):
         rows = []
         for p in teams:
             rows += recommend.recommend_team(
-                p.team, p.namespace, p.hard, p.gpuResource, by_team.get(p.team, []), since, until, self.settings
+                p.team, p.namespace, p.hard, p.gpuResource, by_team.get(p.team, []), since, until, self.settings, series
             )
         known = {p.team for p in self.registry.all()}
         out = {"recommendations": rows}

@@ -2,18 +2,21 @@
  * The admin view's content (the panel is `AdminPanel.tsx`): every team's
  * balance (an admin's `GET namespaces` lists every team) with the temporary
  * increases it includes, their usage, top holders and stalled jobs, the
- * monthly chargeback, the estimator's accuracy, the profile form, the
- * increase requests to decide, and the audit log.
+ * monthly chargeback, the recommended quotas (with Apply) and the capacity
+ * curve, the estimator's accuracy, the profile form, the increase requests to
+ * decide, and the audit log.
  */
 
 import * as React from 'react';
 
 import { stalledLine } from '../jobs';
 import { QuotaModel } from '../model';
-import { ProfileEditor } from '../profileeditor';
+import { IProfileClient, ProfileEditor } from '../profileeditor';
+import { IRecommendationClient, IReplayClient } from '../recommendations';
 import { IEstimatorErrors } from '../tokens';
 import { IChargebackClient, IUsageClient } from '../usage';
 import { AdminUsage } from './AdminUsage';
+import { CapacityCurve } from './CapacityCurve';
 import { ChargebackView } from './ChargebackView';
 import { EstimatorErrors } from './EstimatorErrors';
 import { useModel, useNow } from './hooks';
@@ -25,13 +28,19 @@ import {
 import { useIncreases } from './Increases';
 import { PanelHeader } from './PanelHeader';
 import { ProfileForm } from './ProfileForm';
+import { RecommendationsSection } from './Recommendations';
 import { TeamBalances } from './TeamBalances';
 
 export interface IAdminViewProps {
   model: QuotaModel;
   editor: ProfileEditor;
-  /** Usage, chargeback, increase requests to decide, and the audit log. */
-  client: IUsageClient & IChargebackClient & IIncreaseAdminClient;
+  /** Usage, chargeback, recommendations and replays, increase requests to decide, and the audit log. */
+  client: IUsageClient &
+    IChargebackClient &
+    IRecommendationClient &
+    IReplayClient &
+    Pick<IProfileClient, 'putProfile'> &
+    IIncreaseAdminClient;
   /** Reads `GET estimator/errors` for the estimator accuracy section. */
   estimatorErrors: () => Promise<IEstimatorErrors>;
 }
@@ -70,6 +79,18 @@ export function AdminView(props: IAdminViewProps): JSX.Element {
       <StalledJobs model={model} />
       <AdminUsage model={model} client={props.client} />
       <ChargebackView client={props.client} />
+      <RecommendationsSection
+        client={client}
+        idPrefix="jp-QuotaAdmin-recommend"
+        apply={{
+          client,
+          stored: team => editor.profiles.find(p => p.team === team) ?? null,
+          onApplied: async () => {
+            await Promise.all([editor.load(), model.refresh()]);
+          }
+        }}
+      />
+      <CapacityCurve client={client} profiles={() => editor.profiles} />
       <section
         className="jp-QuotaSidebar-section"
         aria-labelledby="jp-QuotaAdmin-errorsTitle"

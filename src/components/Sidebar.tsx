@@ -18,10 +18,12 @@ import { PanelHeader } from './PanelHeader';
 import { IPlannerClient, PlannerForm } from './PlannerForm';
 import { UsageSection } from './UsageSection';
 import { IUsageClient } from '../usage';
+import { IRecommendationClient } from '../recommendations';
+import { RecommendationsSection } from './Recommendations';
 
 export interface ISidebarOptions {
   model: QuotaModel;
-  client: IPlannerClient & IUsageClient;
+  client: IPlannerClient & IUsageClient & IRecommendationClient;
   /** Temporary increase requests: ask, and see where they stand. */
   increases: IIncreaseClient;
   confirm: (title: string, body: string) => Promise<boolean>;
@@ -103,6 +105,10 @@ function SidebarContent(props: ISidebarOptions): JSX.Element {
           ))}
         </section>
         <UsageSection model={model} client={props.client} />
+        <RecommendationsSection
+          client={props.client}
+          idPrefix="jp-QuotaSidebar-recommend"
+        />
         <section
           className="jp-QuotaSidebar-section"
           aria-labelledby="jp-QuotaSidebar-jobsTitle"

@@ -65,6 +65,8 @@ class FakeAdminClient {
     profiles: [profile('alpha', '2'), profile('beta', '4')]
   }));
   putProfile = jest.fn(async (team: string, p: IProfile) => p);
+  recommendations = jest.fn(async () => ({ recommendations: [] }) as never);
+  replay = jest.fn();
 }
 
 async function setUp(client: FakeAdminClient) {
