@@ -127,18 +127,34 @@ export function capacityPoints(curve: ICapacityCurve): ICapacityPoint[] {
     }));
 }
 
-/** The curve's answer in words: how many GPUs keep every team's p90 wait within the target. */
+/** The curve's answer in words: how many GPUs keep every team's p90 wait within the target,
+ * and the jobs the teams' own quotas refuse there (waits count started jobs only, and no cluster
+ * size admits a job its team's quota refuses: jupyter_quota/replay.py). */
 export function capacityLine(curve: ICapacityCurve): string {
   const target = duration(curve.waitTargetSeconds);
   if (curve.gpusForWaitTarget === null) {
-    return `No cluster size tried keeps every team's p90 wait within ${target}.`;
+    const refused = Math.min(...curve.points.map(p => p.refused));
+    const note =
+      curve.points.length > 0 && refused > 0
+        ? ` At every size tried, at least ${jobs(refused)} refused by their teams' quotas.`
+        : '';
+    return `No cluster size tried keeps every team's p90 wait within ${target}.${note}`;
   }
   const point = curve.points.find(p => p.gpus === curve.gpusForWaitTarget);
   const cost =
     point && point.cost !== null
       ? ` (${formatCost(point.cost, curve.currency)} for the window)`
       : '';
-  return `${curve.gpusForWaitTarget} GPUs keep every team's p90 wait within ${target}${cost}.`;
+  const note =
+    point && point.refused > 0
+      ? ` ${jobs(point.refused, true)} still refused there by their teams' quotas, which more GPUs do not change.`
+      : '';
+  return `${curve.gpusForWaitTarget} GPUs keep every team's p90 wait within ${target}${cost}.${note}`;
+}
+
+function jobs(count: number, capital = false): string {
+  const verb = count === 1 ? 'job is' : 'jobs are';
+  return `${count} ${verb}`.replace(/^./, c => (capital ? c.toUpperCase() : c));
 }
 
 export function formatCost(cost: number, currency: string | null): string {

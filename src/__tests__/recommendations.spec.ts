@@ -109,6 +109,19 @@ describe('the capacity curve', () => {
     ]);
   });
 
+  it("says how many jobs the teams' quotas still refuse at the size it names", () => {
+    expect(capacityLine({ ...curve, gpusForWaitTarget: 4 })).toBe(
+      "4 GPUs keep every team's p90 wait within 1 h. 2 jobs are still refused there by their teams' quotas, which more GPUs do not change."
+    );
+    const everywhere = {
+      ...curve,
+      points: curve.points.map(p => ({ ...p, refused: p.refused + 1 }))
+    };
+    expect(capacityLine(everywhere)).toBe(
+      "No cluster size tried keeps every team's p90 wait within 1 h. At every size tried, at least 1 job is refused by their teams' quotas."
+    );
+  });
+
   it('names the fewest GPUs that meet it, without a price when none is set', () => {
     expect(capacityLine({ ...curve, gpusForWaitTarget: 8 })).toBe(
       "8 GPUs keep every team's p90 wait within 1 h."
