@@ -99,9 +99,12 @@ def recommend_team(
     until: int,
     settings: Settings = Settings(),
     series: bool = False,
+    waits_known: bool = True,
 ) -> list[dict]:
     """The team's rows (``GET /recommendations``) from its records over ``[since, until)``;
-    with ``series``, each row also has its demand and what ran over time (``demand_series``)."""
+    with ``series``, each row also has its demand and what ran over time (``demand_series``).
+    ``waits_known`` False: the records are usage spans (``history.from_spans``), each job submitted
+    when it started, so the wait is unknown (None, said in words) rather than 0."""
     records = list(records)
     first = min((r.submitted for r in records), default=until)
     # VPA's confidence: the history's length in days (at least an hour: the first sample)
@@ -111,7 +114,7 @@ def recommend_team(
     if settings.working is not None:
         moments = (datetime.fromtimestamp(since, UTC), datetime.fromtimestamp(until, UTC))
         spans = [(int(a.timestamp()), int(b.timestamp())) for a, b in settings.working.between(*moments)]
-    wait_p90 = _plain_percentile(waits, 0.9)
+    wait_p90 = _plain_percentile(waits, 0.9) if waits_known else None
     rows = []
     for res in resources(gpu_resource, hard):
         asked = demand_mod.demand(records, since, until, res.amount)
@@ -144,7 +147,9 @@ def recommend_team(
                 "exceededShare": None if exceeded is None else round(exceeded, 4),
                 "idleShare": None if idle is None else round(idle, 4),
                 "waitP90Seconds": None if wait_p90 is None else int(wait_p90),
-                "explanation": _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, settings),
+                "explanation": _explain(
+                    team, res, since, until, current, exceeded, wait_p90, p90, target, settings, waits_known
+                ),
             }
         )
         if series:
@@ -224,7 +229,7 @@ def _quantity(units: float, res: Resource) -> str:
     return f"{round(units * 1000)}m"
 
 
-def _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, settings) -> str:
+def _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, settings, waits_known=True) -> str:
     days = round((until - since) / 86400)
     parts = [f"in the last {days} days {team}"]
     hours = "the time" if settings.working is None else f"working hours ({describe_hours(settings.working)})"
@@ -235,7 +240,10 @@ def _explain(team, res, since, until, current, exceeded, wait_p90, p90, target, 
     else:
         parts.append(f"has no quota on {res.key}")
     words = " ".join(parts)
-    wait = "no jobs" if wait_p90 is None else show_duration(wait_p90)
+    if not waits_known:
+        wait = "not recorded (this history is usage spans: jobs that waited or were refused are not in its demand)"
+    else:
+        wait = "no jobs" if wait_p90 is None else show_duration(wait_p90)
     return (
         f"{words}; p90 wait {wait}; its demand's P{round(100 * settings.percentile)} (recent days weigh more, "
         f"half-life {_number(settings.half_life_hours)} h) is {_number(round(p90, 2))} {res.unit}, "

@@ -145,3 +145,30 @@ async def test_a_profile_edit_such_as_an_applied_recommendation_is_audited_and_a
     assert [(e["who"], e["target"], e["detail"]) for e in edits] == [
         ("ada", "profile/alpha", f"hard requests.nvidia.com/gpu {old} -> 3")
     ]
+
+
+class _SpansOnly:
+    """The backend as Kubernetes' is for history: usage spans, no job records (no submission times)."""
+
+    def __init__(self, backend):
+        self._backend = backend
+
+    def usage_spans(self, since, until, namespaces=None):
+        return self._backend.usage_spans(since, until, namespaces)
+
+    def __getattr__(self, name):
+        if name == "job_records":
+            raise AttributeError(name)
+        return getattr(self._backend, name)
+
+
+async def test_a_history_of_usage_spans_says_its_waits_are_not_recorded_instead_of_zero(
+    seeded, api, recommender, monkeypatch
+):
+    monkeypatch.setattr(recommender, "backend", _SpansOnly(recommender.backend))
+    status, out = await api("GET", "recommendations", user="ada")
+    assert status == 200, out
+    assert_matches("RecommendationList", out)
+    rows = out["recommendations"]
+    assert rows and all(r["waitP90Seconds"] is None for r in rows), rows
+    assert all("p90 wait not recorded (this history is usage spans" in r["explanation"] for r in rows), rows

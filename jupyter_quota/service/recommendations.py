@@ -92,15 +92,25 @@ class Recommendations(Configurable):
         until = int(time.time()) if until is None else until
         since = until - int(self.window_days * 86400)
         teams = self.registry.teams_of(who)
+        waits_known = True  # a CSV's and the local ledger's records carry submission times
         if records is None:
-            records = self._records(since, until, None if who.admin else {p.namespace for p in teams})
+            records, waits_known = self._history(since, until, None if who.admin else {p.namespace for p in teams})
         by_team: dict[str, list] = {}
         for r in records:
             by_team.setdefault(r.team, []).append(r)
         rows = []
         for p in teams:
             rows += recommend.recommend_team(
-                p.team, p.namespace, p.hard, p.gpuResource, by_team.get(p.team, []), since, until, self.settings, series
+                p.team,
+                p.namespace,
+                p.hard,
+                p.gpuResource,
+                by_team.get(p.team, []),
+                since,
+                until,
+                self.settings,
+                series,
+                waits_known,
             )
         known = {p.team for p in self.registry.all()}
         out = {"recommendations": rows}
@@ -189,8 +199,13 @@ class Recommendations(Configurable):
         return found or max(1, sum(replay.gpus_of(p) or 0 for p in profiles))
 
     def _records(self, since: int, until: int, namespaces) -> list:
+        return self._history(since, until, namespaces)[0]
+
+    def _history(self, since: int, until: int, namespaces) -> tuple[list, bool]:
+        """The backend's records, and whether they carry submission times (waits)."""
         backend = self.backend
         if hasattr(backend, "job_records"):
-            return backend.job_records(since, until, namespaces)
-        # other backends keep spans only: a job counts from its start (no waits)
-        return history.from_spans(backend.usage_spans(since, until, namespaces))
+            return backend.job_records(since, until, namespaces), True
+        # other backends (Kubernetes) keep usage spans only: a job counts from its start, so its
+        # wait, and demand that waited or was refused, are not known
+        return history.from_spans(backend.usage_spans(since, until, namespaces)), False
