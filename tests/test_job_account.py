@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
@@ -213,8 +214,12 @@ def test_cancel_kills_every_process_of_a_job_run_as_another_account(make_backend
     backend.submit(profile, whoami_job("tree", python, *spawn, env=[(RUN, run)]), owner=entry.pw_name)
     wait_log(backend, profile, "tree", "ready", timeout=60)
     supervisor = ledger_rows(make_backend.ledger_path)[0]["pid"]
-    procs = [p["pid"] for p in run_processes(run)]
-    assert len(procs) >= 4  # supervisor, main process, the SIGTERM-ignoring child, the setsid grandchild
+    # supervisor, main process, the SIGTERM-ignoring child, the setsid grandchild: all started by
+    # "ready", but a process between its setuid and its exec may not show its environment yet
+    deadline = time.monotonic() + 30
+    while len(procs := [p["pid"] for p in run_processes(run)]) < 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(procs) >= 4, procs
     assert {_uid(p) for p in procs if p != supervisor} == {entry.pw_uid} and _uid(supervisor) == 0
     backend.cancel(profile, "tree", by="admin")
     job = wait_for(backend, profile, "tree", phase_is("Succeeded", "Failed"), timeout=60)
