@@ -49,15 +49,7 @@ def parse_serve_request(body, fields: tuple = SERVE_FIELDS) -> ServeRequest:
     """``{"args": [swift deploy args], "gpus"?: N, "gpuMemory"?: "80Gi"}`` (a plan's body takes
     ``SERVE_PLAN_FIELDS``: its GPU memory is the namespace's)."""
     example = '{"args": ["--model", "Qwen/Qwen3-8B", "--infer_backend", "vllm"], "gpus": 1}'
-    if not isinstance(body, dict):
-        raise InvalidRequest(f"the body must be a JSON object like {example}")
-    unknown = sorted(set(body) - set(fields))
-    if unknown:
-        raise InvalidRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; the body takes {', '.join(fields)}")
-    if "args" not in body:
-        raise InvalidRequest(f'"args" is required: the swift deploy arguments as a list, e.g. {example}')
-    args = _parse_args(body["args"])
-    gpus = None if body.get("gpus") is None else parse_gpus(body["gpus"])
+    args, gpus = _args_and_gpus(body, fields, example, "swift deploy")
     return ServeRequest(args, gpus, parse_gpu_memory(body.get("gpuMemory")))
 
 
@@ -84,16 +76,22 @@ def parse_gpus(value, what: str = '"gpus"') -> int:
 
 
 def _parse(body, fields: tuple, example: str) -> SftRequest:
+    args, gpus = _args_and_gpus(body, fields, example, "swift sft")
+    return SftRequest(args, gpus, parse_model_size(body.get("modelSize")))
+
+
+def _args_and_gpus(body, fields: tuple, example: str, command: str) -> tuple:
+    """The checks every estimate and plan body shares: a JSON object of ``fields`` only, with
+    ``args`` (``command``'s arguments) and an optional ``gpus``."""
     if not isinstance(body, dict):
         raise InvalidRequest(f"the body must be a JSON object like {example}")
     unknown = sorted(set(body) - set(fields))
     if unknown:
         raise InvalidRequest(f"unknown field(s) {', '.join(map(repr, unknown))}; the body takes {', '.join(fields)}")
     if "args" not in body:
-        raise InvalidRequest(f'"args" is required: the swift sft arguments as a list, e.g. {example}')
+        raise InvalidRequest(f'"args" is required: the {command} arguments as a list, e.g. {example}')
     args = _parse_args(body["args"])
-    gpus = None if body.get("gpus") is None else parse_gpus(body["gpus"])
-    return SftRequest(args, gpus, parse_model_size(body.get("modelSize")))
+    return args, None if body.get("gpus") is None else parse_gpus(body["gpus"])
 
 
 def parse_model_size(value, what: str = '"modelSize"') -> str | None:
