@@ -84,7 +84,9 @@ def api(jp_fetch):
 
     async def call(method: str, *path: str, body=None, user: str | None = None, params=None):
         headers = {"X-Test-User": user} if user else {}
-        kwargs = {"method": method, "headers": headers, "raise_error": False}
+        # a bound for a hung server, not a pace: a replay or a capacity curve on a loaded CI
+        # machine takes longer than tornado's default 20 s
+        kwargs = {"method": method, "headers": headers, "raise_error": False, "request_timeout": 300}
         if body is not None:
             kwargs["body"] = body if isinstance(body, (str, bytes)) else json.dumps(body)
         elif method in ("POST", "PUT"):
