@@ -37,9 +37,12 @@ export interface paths {
          * @description A `text/event-stream` (an `EventSource` in a browser) that stays open. It starts with a
          *     `balance` event for each of the caller's namespaces (those `GET /namespaces` lists), then
          *     sends one whenever a namespace's balance or one of its jobs changes: `event: balance`
-         *     with `data:` the JSON of `GET /namespaces/{namespace}/balance`, or `event: job` with
-         *     `data:` a `Job` as `GET .../jobs/{name}` answers it. A submit or cancel is sent at once;
-         *     changes the backend makes (a job that ends) within about a second. The caller is
+         *     with `data:` the JSON of `GET /namespaces/{namespace}/balance`, `event: job` with
+         *     `data:` a `Job` as `GET .../jobs/{name}` answers it, or `event: increase` with `data:` an
+         *     `Increase` as `GET /increases` lists it (requested, decided or ended, by any process on
+         *     the same state). A submit or cancel is sent at once; changes the backend makes (a job
+         *     that ends) and increase requests within about a second; what nothing reports (a job's
+         *     `stalled` flag, read from its log's silence) within about ten. The caller is
          *     authorised as for `GET /namespaces`: no event of another team is ever sent. A comment
          *     line (`: heartbeat`) every 15 s keeps proxies from closing the stream; `retry:` says how
          *     long a client waits before reconnecting, and a reconnected stream starts afresh with the

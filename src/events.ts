@@ -2,7 +2,8 @@
  * Push, not poll: `GET {base_url}quota/v1/events` (server-sent events) held
  * open with an `EventSource`. Each `balance` event carries what
  * `GET .../balance` answers, each `job` event a job as `GET .../jobs/{name}`
- * answers it.
+ * answers it, each `increase` event a temporary increase request as
+ * `GET /increases` lists it (requested, decided or ended).
  *
  * The push counts as held once the stream has delivered its first event (the
  * server starts with each namespace's balance): a proxy that buffers the
@@ -16,11 +17,12 @@
  * plain Node with a fake `EventSource`.
  */
 
-import { IBalance, IJob } from './tokens';
+import { IBalance, IIncrease, IJob } from './tokens';
 
 /** The event names the server sends (`jupyter_quota/service/events.py`). */
 export const BALANCE_EVENT = 'balance';
 export const JOB_EVENT = 'job';
+export const INCREASE_EVENT = 'increase';
 
 /** `EventSource.CLOSED`: the browser will not reconnect by itself. */
 const CLOSED = 2;
@@ -39,6 +41,7 @@ export interface IEventSourceLike {
 export interface IPushHandlers {
   balance(balance: IBalance): void;
   job(job: IJob): void;
+  increase(increase: IIncrease): void;
   /** Called when the push is held (true) or lost (false). */
   held(held: boolean): void;
 }
@@ -114,6 +117,7 @@ export class PushSubscription implements IPushSubscription {
       });
     on(BALANCE_EVENT, data => handlers.balance(data as IBalance));
     on(JOB_EVENT, data => handlers.job(data as IJob));
+    on(INCREASE_EVENT, data => handlers.increase(data as IIncrease));
     source.addEventListener('error', () => {
       if (this._source !== source) {
         return;

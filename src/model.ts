@@ -104,6 +104,8 @@ export class QuotaModel implements IDisposable {
       options.push?.({
         balance: balance => this._onBalance(balance),
         job: job => this._onJob(job),
+        // The views that list requests read them again (`useIncreases`, the audit log).
+        increase: () => this._pushed(),
         held: held => this._onHeld(held)
       }) ?? null;
   }

@@ -15,7 +15,7 @@ from quota_testing import QUOTA_MODES
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from jupyter_quota.backends.base import JobChanges
-from jupyter_quota.service.events import BALANCE, HEARTBEAT_FRAME, JOB, EventHub, FanOut, frame
+from jupyter_quota.service.events import BALANCE, HEARTBEAT_FRAME, INCREASE, JOB, EventHub, FanOut, frame
 
 GPU = "requests.nvidia.com/gpu"
 
@@ -143,6 +143,51 @@ def test_a_submitted_job_the_backend_then_reports_as_it_is_is_sent_once():
         assert [name for name, _ in parse(b"".join(heard))] == [JOB, BALANCE]
 
 
+def test_a_stall_flag_read_at_the_sweep_is_sent_though_no_row_changed():
+    """A job's ``stalled`` is read from its log's silence, not from its row: the sweep finds it."""
+    backend = FakeBackend()
+    job = {"namespace": "team-alpha", "team": "alpha", "name": "quiet", "phase": "Running", "rev": 1}
+    backend.jobs.append(job)
+    backend.generation = 1
+    hub = EventHub(backend.balance, backend.job_changes, lambda job: job, poll_seconds=1, sweep_seconds=2)
+    heard: list[bytes] = []
+    hub.fanout.subscribe(["alpha"], heard.append)
+    hub._loop = ImmediateLoop()
+    hub.run_pass()  # the baseline
+    job["stalled"] = {"reason": "NoLogProgress", "since": "2026-12-01T00:00:00Z"}  # same rev
+    hub.run_pass()  # the sweep's pass
+    jobs = [data for name, data in parse(b"".join(heard)) if name == JOB]
+    assert [j["stalled"]["reason"] for j in jobs] == ["NoLogProgress"]
+    hub.run_pass()
+    hub.run_pass()  # the next sweep: unchanged, not sent again
+    assert [name for name, _ in parse(b"".join(heard))].count(JOB) == 1
+
+
+def test_an_increase_request_changed_anywhere_reaches_its_teams_subscribers_with_the_balance():
+    """The pass reads the requests changed since its cursor (the audit log), so a request another
+    process made or decided arrives too; only its team hears, and its balance is read again."""
+    backend = FakeBackend()
+    changed: list[tuple[int, dict]] = []
+
+    def increase_changes(cursor):
+        last = len(changed)
+        return last, ([] if cursor is None else [item for i, item in changed if i > cursor])
+
+    hub = EventHub(backend.balance, backend.job_changes, lambda job: job, increase_changes, sweep_seconds=1e9)
+    got = {"alpha": [], "beta": []}
+    for team, heard in got.items():
+        hub.fanout.subscribe([team], heard.append)
+    hub._loop = ImmediateLoop()
+    changed.append((1, {"name": "inc-1", "team": "beta", "phase": "Pending"}))  # before anyone came
+    hub.run_pass()
+    assert got == {"alpha": [], "beta": []}
+    changed.append((2, {"name": "inc-2", "team": "alpha", "phase": "Pending"}))
+    hub.run_pass()
+    events = parse(b"".join(got["alpha"]))
+    assert [(n, d.get("name")) for n, d in events] == [(INCREASE, "inc-2"), (BALANCE, None)]
+    assert got["beta"] == [], "no beta subscriber hears of alpha's request"
+
+
 def test_with_nobody_subscribed_a_pass_computes_nothing():
     backend = FakeBackend()
     hub = EventHub(backend.balance, backend.job_changes, lambda job: job)
@@ -225,6 +270,18 @@ async def test_the_stream_starts_with_the_balances_and_carries_a_submit(open_str
     assert status == 200
     await stream(lambda n, d: n == BALANCE and d["resources"][GPU]["used"] == "0")
     assert all(d.get("namespace") == "team-alpha" for _, d in _drain(stream.queue)), "no other team's events"
+
+
+async def test_an_increase_request_is_pushed_to_its_team(open_stream, api):
+    stream = await open_stream()
+    await stream(lambda n, d: n == BALANCE)
+    body = {"resources": {GPU: "1"}, "hours": 1, "reason": "a deadline"}
+    status, made = await api("POST", "namespaces", "team-alpha", "increases", body=body)
+    assert status == 201, made
+    _, pushed = await stream(lambda n, d: n == INCREASE)
+    status, listed = await api("GET", "increases")
+    assert pushed == listed["increases"][0], "the same JSON as GET /increases"
+    assert pushed["name"] == made["name"] and pushed["phase"] == "Pending"
 
 
 def _drain(queue: asyncio.Queue) -> list:

@@ -72,6 +72,7 @@ class QuotaService:
             lambda team: self.balance_of(self.registry.get(team)),
             lambda teams, cursor: backend.job_changes([registry.get(t) for t in teams], cursor),
             lambda job: self.memory.decorate(self.registry.get(job["team"]), job),
+            lambda cursor: self.increases.changed_since(cursor, self.clock()),
             log=self.log,
         )
         self.effective.on_write = self.events.changed  # increases decided or expired, windows, edits

@@ -27,9 +27,11 @@ from collections.abc import Callable, Iterable
 
 from ..ticker import Ticker
 
-#: event names (the ``event:`` line); the frontend's ``events.ts`` listens to the same two
+#: event names (the ``event:`` line); the frontend's ``events.ts`` listens to the same three
 BALANCE = "balance"
 JOB = "job"
+#: a temporary increase requested, decided or ended: the request as ``GET /increases`` lists it
+INCREASE = "increase"
 #: how often the pass asks the backend what changed while anyone subscribes (seconds)
 POLL_SECONDS = 1.0
 #: how often every subscribed team's balance is recomputed, for changes no job or write reports
@@ -126,7 +128,12 @@ class EventHub:
 
     ``balance(team)``: the team's balance as ``GET .../balance`` answers it;
     ``job_changes(teams, cursor)``: ``Backend.job_changes`` for those teams (a ``JobChanges``);
-    ``decorate(job)``: the job as the REST API shows it (its estimate beside it).
+    ``decorate(job)``: the job as the REST API shows it (its estimate beside it);
+    ``increase_changes(cursor)``: ``(cursor, requests changed since)`` (``Increases.changed_since``).
+
+    Every ``sweep_seconds`` the pass also reads every subscribed team's balance and live jobs, for
+    changes nothing reports: a job's ``stalled`` flag is read from its log's silence, and on
+    Kubernetes the API server updates a ResourceQuota's ``status.used`` by itself.
     """
 
     def __init__(
@@ -134,6 +141,7 @@ class EventHub:
         balance: Callable[[str], dict],
         job_changes: Callable[[list[str], object], object],
         decorate: Callable[[dict], dict],
+        increase_changes: Callable[[object], tuple[object, list[dict]]] | None = None,
         log: logging.Logger | None = None,
         poll_seconds: float = POLL_SECONDS,
         sweep_seconds: float = SWEEP_SECONDS,
@@ -142,6 +150,8 @@ class EventHub:
         self._balance = balance
         self._job_changes = job_changes
         self._decorate = decorate
+        self._increase_changes = increase_changes
+        self._increase_cursor = None
         self.log = log or logging.getLogger("jupyter_quota")
         self._poll = poll_seconds
         self._sweep_every = max(1, round(sweep_seconds / poll_seconds))
@@ -223,15 +233,19 @@ class EventHub:
             self._sent_balance.clear()
             self._sent_job.clear()
             self._cursor, self._baselined = None, False
+            self._increase_cursor = None
             return None
         for job in told:
             if job["team"] in teams:
                 self._send_job(job)
         dirty |= self._backend_job_changes(teams)
+        dirty |= self._send_increases(teams)
         self._passes_since_sweep += 1
         if self._passes_since_sweep >= self._sweep_every:
             self._passes_since_sweep = 0
             dirty |= teams
+            if not self._snapshots:  # a snapshot pass has just read every live job
+                self._sweep_live_jobs(teams)
         for team in sorted(dirty & teams):
             self._send_balance(team)
         for team in set(self._sent_balance) - teams:  # nobody hears it: a new subscriber starts afresh
@@ -253,6 +267,28 @@ class EventHub:
                 self._sent_job[(job["namespace"], job["name"])] = json.dumps(job, sort_keys=True)
             return set()
         return {job["team"] for job in jobs if self._send_job(job)}
+
+    def _sweep_live_jobs(self, teams: set[str]) -> None:
+        """Send the live jobs that read differently now though no row changed (a stall flag)."""
+        for job in self._job_changes(sorted(teams), None).jobs:
+            if job["team"] in teams and job.get("phase") not in _FINISHED:
+                self._send_job(job)
+
+    def _send_increases(self, teams: set[str]) -> set[str]:
+        """Send the increase requests changed since the last pass; the teams they belong to (their
+        balances may have changed too: an approval or an end raises or lowers the quota)."""
+        if self._increase_changes is None:
+            return set()
+        first = self._increase_cursor is None
+        self._increase_cursor, items = self._increase_changes(self._increase_cursor)
+        if first:  # the baseline: subscribers read the list when they came
+            return set()
+        sent = set()
+        for item in items:
+            if item["team"] in teams:
+                self._deliver(item["team"], frame(INCREASE, item))
+                sent.add(item["team"])
+        return sent
 
     def _send_job(self, job: dict) -> bool:
         """Send the job unless it was sent as it is; True if it was sent."""

@@ -167,6 +167,26 @@ class Increases:
             ).fetchone()[0]
         return f"{last}.{ended}"
 
+    def changed_since(self, cursor: int | None, now: float) -> tuple[int, list[dict]]:
+        """The requests an audit entry after ``cursor`` (an audit id) names, as the REST API shows
+        them, and the newest audit id: the event pass sends them to their teams, whichever process
+        made the change (``service/events.py``). ``None`` gives the newest id only (a baseline)."""
+        if not self.store.exists():
+            return cursor or 0, []
+        with self.store.read() as con:
+            last = con.execute("SELECT COALESCE(MAX(id), 0) FROM audit").fetchone()[0]
+            if cursor is None or last <= cursor:
+                return last, []
+            targets = con.execute(
+                "SELECT DISTINCT target FROM audit WHERE id > ? AND target LIKE 'increase/%' LIMIT ?",
+                (cursor, CHANGES_PER_PASS),
+            ).fetchall()
+            rows = [
+                con.execute(f"SELECT {_COLUMNS} FROM increases WHERE name = ?", (t[0].rsplit("/", 1)[-1],)).fetchone()
+                for t in targets
+            ]
+        return last, [increase_json(r, now) for r in rows if r is not None]  # None: archived since
+
     def next_expiry(self, now: float) -> float | None:
         if not self.store.exists():
             return None
@@ -391,6 +411,9 @@ def _comment(body) -> str:
         raise InvalidRequest(f"comment: {len(comment)} characters; at most {MAX_COMMENT_CHARS} are accepted")
     return comment.strip()
 
+
+#: requests one event pass sends at most (a pass after a long quiet reads no more than this)
+CHANGES_PER_PASS = 1000
 
 #: seconds between two expiry passes at most (requests another process approved are seen by then)
 EXPIRY_POLL = 30.0

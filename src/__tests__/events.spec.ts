@@ -5,6 +5,7 @@ import {
   BALANCE_EVENT,
   IEventSourceLike,
   IPushHandlers,
+  INCREASE_EVENT,
   JOB_EVENT,
   PushSubscription
 } from '../events';
@@ -81,6 +82,7 @@ function recorder(): IPushHandlers & { log: string[] } {
     log,
     balance: b => log.push(`balance ${b.namespace}`),
     job: j => log.push(`job ${j.name}`),
+    increase: i => log.push(`increase ${i.name}`),
     held: h => log.push(`held ${h}`)
   };
 }
@@ -105,8 +107,14 @@ describe('PushSubscription', () => {
     source.emit(BALANCE_EVENT, balance('team-alpha', '0'));
     source.emit(JOB_EVENT, job('j1'));
     source.emit(JOB_EVENT, 'not an object');
+    source.emit(INCREASE_EVENT, { name: 'inc-1', phase: 'Pending' });
     expect(push.held).toBe(true);
-    expect(handlers.log).toEqual(['held true', 'balance team-alpha', 'job j1']);
+    expect(handlers.log).toEqual([
+      'held true',
+      'balance team-alpha',
+      'job j1',
+      'increase inc-1'
+    ]);
     push.dispose();
     expect(source.closed).toBe(true);
     expect(handlers.log[handlers.log.length - 1]).toBe('held false');
@@ -275,6 +283,18 @@ describe('QuotaModel with a push', () => {
       'Succeeded'
     ]);
     expect(client.calls.slice(before)).toEqual(['submit']); // the push, not a read, brought it
+    model.dispose();
+  });
+
+  it('an increase event makes the views that list requests read them again', async () => {
+    const { model, source } = pushedModel();
+    source().emit(BALANCE_EVENT, balance('team-alpha', '0'));
+    const generation = model.generation;
+    let changes = 0;
+    model.changed.connect(() => changes++);
+    source().emit(INCREASE_EVENT, { name: 'inc-1', phase: 'Pending' });
+    expect(model.generation).toBe(generation + 1); // useIncreases reloads on it
+    expect(changes).toBe(1);
     model.dispose();
   });
 
