@@ -14,6 +14,8 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 
+from .sqlitebusy import retry_busy
+
 FILE = "records.sqlite3"
 
 _SCHEMA = """
@@ -116,12 +118,12 @@ class Records:
             os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
             con = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
             con.row_factory = sqlite3.Row
-            con.execute("PRAGMA journal_mode=WAL")
             con.execute("PRAGMA synchronous=FULL")
             self._local.con = con
         with self._made_lock:
-            if not self._made:
-                con.executescript(_SCHEMA)
+            if not self._made:  # once per process: WAL is recorded in the file (sqlitebusy.py says why)
+                retry_busy(lambda: con.execute("PRAGMA journal_mode=WAL").fetchone())
+                retry_busy(lambda: con.executescript(_SCHEMA))
                 self._made = True
         return con
 

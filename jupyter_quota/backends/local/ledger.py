@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from ...sqlitebusy import retry_busy
 from ...statedir import make_private_dir, storage_error
 
 SCHEMA_VERSION = 3
@@ -296,8 +297,10 @@ class Ledger:
         Not on a thread's kept connection: none is kept before the ledger has its schema (see
         ``_connection``).
         """
-        # journal_mode is persistent: recorded in the file for every later connection.
-        with _begun(con, "BEGIN IMMEDIATE", ["PRAGMA journal_mode = WAL"]):
+        # journal_mode is persistent: recorded in the file for every later connection. Another
+        # process creating the same new ledger can make the switch fail at once (sqlitebusy.py).
+        retry_busy(lambda: con.execute("PRAGMA journal_mode = WAL").fetchone())
+        with _begun(con, "BEGIN IMMEDIATE"):
             exists = con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone()
             version = SCHEMA_VERSION
             if exists:
@@ -434,11 +437,9 @@ def _statements(script: str) -> list[str]:
 
 
 @contextmanager
-def _begun(con: sqlite3.Connection, begin: str, pragmas=()) -> Iterator[sqlite3.Connection]:
+def _begun(con: sqlite3.Connection, begin: str) -> Iterator[sqlite3.Connection]:
     """A transaction on ``con``: committed on success, rolled back on error."""
     try:
-        for pragma in pragmas:
-            con.execute(pragma)
         con.execute(begin)
         yield con
         con.execute("COMMIT")
