@@ -14,6 +14,9 @@ WAITING = "WaitingForResources"
 TERMINATING = "Terminating"
 #: Failed: a user cancelled the job.
 CANCELLED = "Cancelled"
+#: Failed, and the endpoint Stopped: no request reached the endpoint for ``endpoint_idle_minutes``,
+#: so the service stopped it and its quota went back to the team (``service/endpoints.py``).
+IDLE = "Idle"
 #: Failed: the trainer could not be started (e.g. its command was not found).
 START_ERROR = "StartError"
 #: Failed: the trainer exited with a non-zero code (the message says which, and its last log line).
