@@ -375,7 +375,7 @@ class EndpointsHandler(QuotaHandler):
     @api_call
     async def get(self, namespace):
         listed = await self.run(self.service.list_endpoints, self.who, namespace)
-        self.reply({"endpoints": [self.with_url(e) for e in listed["endpoints"]]})
+        self.reply({"endpoints": [_with_url(self, e) for e in listed["endpoints"]]})
 
     @tornado.web.authenticated
     @authorized
@@ -384,28 +384,27 @@ class EndpointsHandler(QuotaHandler):
         body = self.required_body()
         endpoint = await self.run(self.service.create_endpoint, self.who, namespace, body)
         self.set_header("Location", url_path_join(self.request.path, endpoint["name"]))
-        self.reply(self.with_url(endpoint), 201)
-
-    def with_url(self, endpoint: dict) -> dict:
-        """The endpoint with ``url``: its OpenAI-compatible API under this server's base URL."""
-        path = ("namespaces", endpoint["namespace"], "endpoints", endpoint["name"], "v1")
-        return {**endpoint, "url": url_path_join(self.settings["base_url"], *API_PREFIX, *path) + "/"}
+        self.reply(_with_url(self, endpoint), 201)
 
 
-class EndpointHandler(EndpointsHandler):
-    post = tornado.web.RequestHandler.post  # not on one endpoint: 405
+def _with_url(handler: QuotaHandler, endpoint: dict) -> dict:
+    """The endpoint with ``url``: its OpenAI-compatible API under this server's base URL."""
+    path = ("namespaces", endpoint["namespace"], "endpoints", endpoint["name"], "v1")
+    return {**endpoint, "url": url_path_join(handler.settings["base_url"], *API_PREFIX, *path) + "/"}
 
+
+class EndpointHandler(QuotaHandler):
     @tornado.web.authenticated
     @authorized
     @api_call
     async def get(self, namespace, name):
-        self.reply(self.with_url(await self.run(self.service.get_endpoint, self.who, namespace, name)))
+        self.reply(_with_url(self, await self.run(self.service.get_endpoint, self.who, namespace, name)))
 
     @tornado.web.authenticated
     @authorized
     @api_call
     async def delete(self, namespace, name):
-        self.reply(self.with_url(await self.run(self.service.delete_endpoint, self.who, namespace, name)))
+        self.reply(_with_url(self, await self.run(self.service.delete_endpoint, self.who, namespace, name)))
 
 
 class EndpointProxyHandler(QuotaHandler):
@@ -759,7 +758,7 @@ ROUTES = [
     (f"/namespaces/{_SEGMENT}/plan/serve", ServePlanHandler),
     (f"/namespaces/{_SEGMENT}/endpoints", EndpointsHandler),
     (f"/namespaces/{_SEGMENT}/endpoints/{_SEGMENT}", EndpointHandler),
-    (f"/namespaces/{_SEGMENT}/endpoints/{_SEGMENT}/v1/(.*)", EndpointProxyHandler),
+    (f"/namespaces/{_SEGMENT}/endpoints/{_SEGMENT}/v1/(.+)", EndpointProxyHandler),
     ("/estimate", EstimateHandler),
     ("/estimate/serve", ServeEstimateHandler),
     ("/estimator/errors", EstimatorErrorsHandler),

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from openapi_contract import assert_matches
 from quota_testing import HeaderIdentityProvider
 
 from jupyter_quota import reasons
@@ -79,6 +80,7 @@ async def test_an_endpoint_serves_through_the_proxy_and_delete_returns_its_quota
         "POST", "namespaces", NS, "endpoints", body={"name": "chat", "args": ["--model", "/models/tiny-chat"]}
     )
     assert status == 201, created
+    assert_matches("Endpoint", created)
     assert created["phase"] in ("Pending", "Starting") and created["models"] == []
     assert created["url"] == f"{jp_base_url}quota/v1/namespaces/{NS}/endpoints/chat/v1/"
     assert created["args"][:2] == ["--model", "/models/tiny-chat"] and created["args"][2:4] == ["--host", "127.0.0.1"]
@@ -88,8 +90,10 @@ async def test_an_endpoint_serves_through_the_proxy_and_delete_returns_its_quota
     assert ready["models"] == ["tiny-chat"] and ready["readyAt"]
     _, listed = await api("GET", "namespaces", NS, "endpoints")
     assert [e["name"] for e in listed["endpoints"]] == ["chat"]
+    assert_matches("EndpointList", listed)
     _, job = await api("GET", "namespaces", NS, "jobs", "chat")
     assert job["kind"] == "endpoint", "an endpoint is a kind of job"
+    assert_matches("Job", job)
 
     proxied = ("namespaces", NS, "endpoints", "chat", "v1")
     status, models = await api("GET", *proxied, "models")
@@ -125,6 +129,7 @@ async def test_an_endpoint_serves_through_the_proxy_and_delete_returns_its_quota
     await wait_cpu_used(api, "0")
     stopped = await wait_endpoint(api, "chat", ("Stopped",))
     assert stopped["reason"] == reasons.CANCELLED and stopped["models"] == []
+    assert_matches("Endpoint", stopped)
     status, refused = await api("POST", *proxied, "chat", "completions", body=chat)
     assert status == 409 and "Stopped" in refused["message"], refused
 
