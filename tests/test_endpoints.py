@@ -184,7 +184,7 @@ async def test_unknown_endpoint_is_404_and_a_starting_one_is_409_through_the_pro
     status, answer = await api("GET", "namespaces", NS, "endpoints", "nope", "v1", "models")
     assert status == 404
     body = {"name": "never", "args": ["--model", "tiny", "--fail_health"]}
-    status, created = await api("POST", "namespaces", NS, "endpoints", body=body)
+    status, _ = await api("POST", "namespaces", NS, "endpoints", body=body)
     assert status == 201
     await wait_endpoint(api, "never", ("Starting",))
     status, answer = await api("GET", "namespaces", NS, "endpoints", "never", "v1", "models")
