@@ -5,7 +5,10 @@ is exercised in tests/e2e/test_swift_deploy_endpoint.py; this one keeps the prox
 quota tests from waiting a minute for torch to load each time.
 
 ``--model PATH`` names the served model (its last path part, as ms-swift does); ``--fail_health``
-makes ``/health`` answer 503 forever (a server that never gets ready); other arguments are ignored.
+makes ``/health`` answer 503 forever (a server that never gets ready); ``--stream_gate FILE`` holds a
+streamed answer after its first chunk until FILE exists (at most 30 s), then says ``gate`` opened
+or timed out in one more event: a client that makes FILE when the first chunk reaches it shows
+the chunks passed through as they came, not held to the end. Other arguments are ignored.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 parser = argparse.ArgumentParser()
@@ -20,6 +24,7 @@ parser.add_argument("--host", default="0.0.0.0")
 parser.add_argument("--port", type=int, default=8000)
 parser.add_argument("--model", default="fake")
 parser.add_argument("--fail_health", action="store_true")
+parser.add_argument("--stream_gate", default="")
 args, _ = parser.parse_known_args()
 MODEL = os.path.basename(args.model.rstrip("/"))
 
@@ -49,9 +54,16 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
-        for word in words:
+        for i, word in enumerate(words):
             chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": word}}]}
             self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+            if i == 0 and args.stream_gate:
+                deadline = time.monotonic() + 30
+                while not os.path.exists(args.stream_gate) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                gate = "opened" if os.path.exists(args.stream_gate) else "timed out"
+        if args.stream_gate:
+            self._chunk(f"data: {json.dumps({'gate': gate})}\n\n".encode())
         self._chunk(b"data: [DONE]\n\n")
         self._chunk(b"")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from openapi_contract import assert_matches
-from quota_testing import HeaderIdentityProvider
+from quota_testing import QUOTA_MODES, HeaderIdentityProvider
 
 from jupyter_quota import reasons
 
@@ -30,6 +30,12 @@ OWNER = getpass.getuser()
 @pytest.fixture
 def extra_quota_config():
     return {"deploy_command": [sys.executable, FAKE_DEPLOY]}
+
+
+@pytest.fixture(params=QUOTA_MODES)
+def quota_mode(request):
+    """Embedded, and through a quota service as under a hub (the user server forwards)."""
+    return request.param
 
 
 @pytest.fixture
@@ -74,16 +80,16 @@ async def wait_cpu_used(api, value, timeout=60.0):
         await asyncio.sleep(0.1)
 
 
-async def test_an_endpoint_serves_through_the_proxy_and_delete_returns_its_quota(api, jp_fetch, jp_base_url):
+async def test_an_endpoint_serves_through_the_proxy_and_delete_returns_its_quota(api, jp_fetch, jp_base_url, tmp_path):
     assert await cpu_used(api) == "0"
-    status, created = await api(
-        "POST", "namespaces", NS, "endpoints", body={"name": "chat", "args": ["--model", "/models/tiny-chat"]}
-    )
+    gate = tmp_path / "first-chunk-arrived"
+    args = ["--model", "/models/tiny-chat", "--stream_gate", str(gate)]
+    status, created = await api("POST", "namespaces", NS, "endpoints", body={"name": "chat", "args": args})
     assert status == 201, created
     assert_matches("Endpoint", created)
     assert created["phase"] in ("Pending", "Starting") and created["models"] == []
     assert created["url"] == f"{jp_base_url}quota/v1/namespaces/{NS}/endpoints/chat/v1/"
-    assert created["args"][:2] == ["--model", "/models/tiny-chat"] and created["args"][2:4] == ["--host", "127.0.0.1"]
+    assert created["args"][:4] == args and created["args"][4:6] == ["--host", "127.0.0.1"]
     assert await cpu_used(api) == "2", "an endpoint holds quota as a job does (the LimitRange's default request)"
 
     ready = await wait_endpoint(api, "chat", ("Ready",))
@@ -102,8 +108,14 @@ async def test_an_endpoint_serves_through_the_proxy_and_delete_returns_its_quota
     status, answer = await api("POST", *proxied, "chat", "completions", body=chat)
     assert status == 200 and answer["choices"][0]["message"]["content"] == "echo: hello there"
 
-    # a streamed answer passes through as server-sent events, chunk by chunk
+    # a streamed answer passes through as server-sent events, chunk by chunk: the server holds
+    # the rest of its answer until the first chunk has reached this client
     chunks: list[bytes] = []
+
+    def arrived(chunk: bytes) -> None:
+        chunks.append(chunk)
+        gate.touch()
+
     response = await jp_fetch(
         "quota",
         "v1",
@@ -112,13 +124,13 @@ async def test_an_endpoint_serves_through_the_proxy_and_delete_returns_its_quota
         "completions",
         method="POST",
         body=json.dumps({**chat, "stream": True}),
-        streaming_callback=chunks.append,
+        streaming_callback=arrived,
         headers={"X-Test-User": OWNER},
     )
     assert response.code == 200 and response.headers["Content-Type"] == "text/event-stream"
     events = [line[6:] for line in b"".join(chunks).decode().splitlines() if line.startswith("data: ")]
-    assert events[-1] == "[DONE]"
-    assert [json.loads(e)["choices"][0]["delta"]["content"] for e in events[:-1]] == ["echo:", "hello", "there"]
+    assert events[-2:] == [json.dumps({"gate": "opened"}), "[DONE]"], "the first chunk was held back"
+    assert [json.loads(e)["choices"][0]["delta"]["content"] for e in events[:-2]] == ["echo:", "hello", "there"]
     status, missing = await api("GET", *proxied, "nothing")
     assert status == 404 and missing == {"detail": "Not Found"}, "the server's own answer passes through"
     _, seen = await api("GET", "namespaces", NS, "endpoints", "chat")
