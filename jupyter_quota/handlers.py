@@ -388,9 +388,13 @@ class EndpointsHandler(QuotaHandler):
 
 
 def _with_url(handler: QuotaHandler, endpoint: dict) -> dict:
-    """The endpoint with ``url``: its OpenAI-compatible API under this server's base URL."""
+    """The endpoint with ``url``: its OpenAI-compatible API under the caller's server: the user's
+    server that forwarded the call (its ``X-Forwarded-Prefix``, ``hubservice/forward.py``), else this one."""
+    base = handler.request.headers.get("X-Forwarded-Prefix", "")
+    if not (base.startswith("/") and base.isprintable()):
+        base = handler.settings["base_url"]
     path = ("namespaces", endpoint["namespace"], "endpoints", endpoint["name"], "v1")
-    return {**endpoint, "url": url_path_join(handler.settings["base_url"], *API_PREFIX, *path) + "/"}
+    return {**endpoint, "url": url_path_join(base, *API_PREFIX, *path) + "/"}
 
 
 class EndpointHandler(QuotaHandler):
