@@ -217,3 +217,22 @@ async def test_an_idle_endpoint_is_stopped_and_says_why(api):
     _, stopped = await api("GET", "namespaces", NS, "endpoints", "idle")
     assert stopped["phase"] == "Stopped" and stopped["reason"] == reasons.IDLE, stopped
     assert "endpoint_idle_minutes" in stopped["message"]
+
+
+@pytest.mark.parametrize(
+    "extra_quota_config", [{"deploy_command": [sys.executable, FAKE_DEPLOY], "stalled_job_minutes": 0.01}]
+)
+async def test_a_quiet_endpoint_is_not_a_stalled_job(api, hold):
+    """A fine-tune that writes nothing for ``stalled_job_minutes`` is flagged; a Ready endpoint
+    waiting for requests is not (its idleness is ``endpoint_idle_minutes``')."""
+    status, _ = await api("POST", "namespaces", NS, "endpoints", body={"name": "quiet", "args": ["--model", "tiny"]})
+    assert status == 201
+    await wait_endpoint(api, "quiet", ("Ready",))
+    status, _ = await api("POST", "namespaces", NS, "jobs", body={"name": "train", "args": hold})
+    assert status == 201
+    deadline = asyncio.get_running_loop().time() + 60
+    while not (await api("GET", "namespaces", NS, "jobs", "train"))[1]["stalled"]:
+        assert asyncio.get_running_loop().time() < deadline, "the quiet fine-tune was never flagged"
+        await asyncio.sleep(0.1)
+    _, endpoint_job = await api("GET", "namespaces", NS, "jobs", "quiet")
+    assert endpoint_job["phase"] == "Running" and endpoint_job["stalled"] is None, endpoint_job
