@@ -8,6 +8,8 @@ import urllib.parse
 
 #: phases in which an endpoint still moves on by itself
 WAITING = ("Pending", "Starting")
+#: phases of an endpoint that no longer runs
+ENDED = ("Stopped", "Failed")
 
 
 class Endpoint:
@@ -57,9 +59,14 @@ class Endpoint:
 
         return openai.OpenAI(base_url=self.url, api_key=self.client.token or "none", **kwargs)
 
-    def stop(self) -> Endpoint:
-        """Stop it (its quota goes back once its process has exited)."""
+    def stop(self, timeout: float | None = 120.0) -> Endpoint:
+        """Stop it and wait (at most ``timeout`` s; None: not at all) until its process has
+        exited and its quota is back."""
         self.info = self.client.delete_endpoint(self.namespace, self.name)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while deadline is not None and self.phase not in ENDED and time.monotonic() < deadline:
+            time.sleep(self.interval)
+            self.refresh()
         return self
 
     def __repr__(self) -> str:
