@@ -8,7 +8,8 @@ quota tests from waiting a minute for torch to load each time.
 makes ``/health`` answer 503 forever (a server that never gets ready); ``--stream_gate FILE`` holds a
 streamed answer after its first chunk until FILE exists (at most 30 s), then says ``gate`` opened
 or timed out in one more event: a client that makes FILE when the first chunk reaches it shows
-the chunks passed through as they came, not held to the end. Other arguments are ignored.
+the chunks passed through as they came, not held to the end. ``--crash TEXT`` prints TEXT and exits 3
+at once (a server that fails to start). Other arguments are ignored.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ parser.add_argument("--port", type=int, default=8000)
 parser.add_argument("--model", default="fake")
 parser.add_argument("--fail_health", action="store_true")
 parser.add_argument("--stream_gate", default="")
+parser.add_argument("--crash", default="")
 args, _ = parser.parse_known_args()
 MODEL = os.path.basename(args.model.rstrip("/"))
 
@@ -85,5 +87,8 @@ class Handler(BaseHTTPRequestHandler):
         print(self.requestline, flush=True)
 
 
+if args.crash:
+    print(args.crash, flush=True)
+    raise SystemExit(3)
 print(f"fake swift deploy: serving {MODEL} on http://{args.host}:{args.port}", flush=True)
 ThreadingHTTPServer((args.host, args.port), Handler).serve_forever()

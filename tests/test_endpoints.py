@@ -190,6 +190,16 @@ async def test_bad_input_is_a_400_that_says_what_to_fix(api, body, words):
     assert listed["endpoints"] == []
 
 
+async def test_a_server_that_exits_with_an_error_is_failed_with_its_last_log_line(api):
+    body = {"name": "broken", "args": ["--model", "tiny", "--crash", "CUDA out of memory at start"]}
+    status, _ = await api("POST", "namespaces", NS, "endpoints", body=body)
+    assert status == 201
+    failed = await wait_endpoint(api, "broken", ("Failed",))
+    assert failed["reason"] == reasons.ERROR and "exit code 3" in failed["message"], failed
+    assert "CUDA out of memory at start" in failed["message"] and failed["models"] == []
+    assert await cpu_used(api) == "0"
+
+
 async def test_unknown_endpoint_is_404_and_a_starting_one_is_409_through_the_proxy(api):
     status, answer = await api("GET", "namespaces", NS, "endpoints", "nope")
     assert status == 404 and "nope" in answer["message"]
