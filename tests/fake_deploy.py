@@ -9,7 +9,9 @@ makes ``/health`` answer 503 forever (a server that never gets ready); ``--strea
 streamed answer after its first chunk until FILE exists (at most 30 s), then says ``gate`` opened
 or timed out in one more event: a client that makes FILE when the first chunk reaches it shows
 the chunks passed through as they came, not held to the end. ``--crash TEXT`` prints TEXT and exits 3
-at once (a server that fails to start). Other arguments are ignored.
+at once (a server that fails to start). Other arguments are ignored. It exits by itself after
+``LIFETIME`` seconds: an endpoint a failed test left running (it outlives its server, as jobs do)
+does not outlive the test run for long.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -28,6 +31,7 @@ parser.add_argument("--fail_health", action="store_true")
 parser.add_argument("--stream_gate", default="")
 parser.add_argument("--crash", default="")
 args, _ = parser.parse_known_args()
+LIFETIME = 600.0
 MODEL = os.path.basename(args.model.rstrip("/"))
 
 
@@ -91,4 +95,5 @@ if args.crash:
     print(args.crash, flush=True)
     raise SystemExit(3)
 print(f"fake swift deploy: serving {MODEL} on http://{args.host}:{args.port}", flush=True)
+threading.Timer(LIFETIME, os._exit, [0]).start()
 ThreadingHTTPServer((args.host, args.port), Handler).serve_forever()

@@ -246,3 +246,5 @@ async def test_a_quiet_endpoint_is_not_a_stalled_job(api, hold):
         await asyncio.sleep(0.1)
     _, endpoint_job = await api("GET", "namespaces", NS, "jobs", "quiet")
     assert endpoint_job["phase"] == "Running" and endpoint_job["stalled"] is None, endpoint_job
+    await api("DELETE", "namespaces", NS, "endpoints", "quiet")
+    await wait_cpu_used(api, "2")  # the fine-tune's own, until the test ends

@@ -49,7 +49,10 @@ def test_the_serving_notebook_runs_all(tmp_path, monkeypatch):
         ).execute()
         _, endpoints = server.call("GET", "/namespaces/team-alpha/endpoints")
         _, balance = server.call("GET", "/namespaces/team-alpha/balance")
-    finally:
+    finally:  # an endpoint outlives its server (as a job does): never leave one running
+        _, left = server.call("GET", "/namespaces/team-alpha/endpoints")
+        for endpoint in (left or {}).get("endpoints", []):
+            server.call("DELETE", f"/namespaces/team-alpha/endpoints/{endpoint['name']}")
         server.stop()
     text = "\n".join(_text(c) for c in nb.cells if c.cell_type == "code")
     print(text[-3000:])

@@ -47,8 +47,6 @@ async def _wait(api, check, what: str, timeout: float):
 async def test_a_real_swift_deploy_serves_the_tiny_model_through_the_jupyter_url(
     api, jp_serverapp, jp_http_port, tmp_path, monkeypatch
 ):
-    import openai
-
     for name, value in OFFLINE.items():  # the endpoint's process inherits the server's environment
         monkeypatch.setenv(name, value)
     model = build_tiny_model(tmp_path / "tiny-qwen2")
@@ -63,6 +61,15 @@ async def test_a_real_swift_deploy_serves_the_tiny_model_through_the_jupyter_url
         status, endpoint = await api("GET", "namespaces", NS, "endpoints", "tiny")
         assert status == 200 and endpoint["phase"] in ("Pending", "Starting", "Ready"), endpoint
         return endpoint if endpoint["phase"] == "Ready" else None
+
+    try:
+        await _serve_and_stop(api, ready, jp_serverapp, jp_http_port)
+    finally:  # an endpoint outlives its server (as a job does): never leave one running
+        await api("DELETE", "namespaces", NS, "endpoints", "tiny")
+
+
+async def _serve_and_stop(api, ready, jp_serverapp, jp_http_port) -> None:
+    import openai
 
     try:
         endpoint = await _wait(api, ready, "the endpoint to be Ready", timeout=600)
