@@ -78,6 +78,13 @@ WINDOW_CLOSED = "WindowClosed"
 #: Pending: the job was preempted and waits to resume from its last checkpoint (the message says which).
 REQUEUED = "Requeued"
 
+# -- endpoints (``service/endpoints.py``): why a call was refused ------------------------------------
+
+#: 409: a call through the proxy to an endpoint that is not Ready (Pending, Starting, Stopped, Failed).
+NOT_READY = "NotReady"
+#: 409: endpoints on a backend that does not run them yet (Kubernetes, for now).
+UNSUPPORTED_BACKEND = "UnsupportedBackend"
+
 # -- increase requests (``increaseservice``) --------------------------------------------------------
 
 #: 409: the increase request was approved or denied already (or expired); only a Pending one is decided.

@@ -277,8 +277,8 @@ export interface paths {
          *     (`swift deploy`) with `args`, then `--host 127.0.0.1 --port N`: a free port the server picks
          *     and proxies (so `args` may not set `--port`, `--host` or `--api_key`; `--model` is required).
          *     It is `Ready` once the server's `/health` answers, with the model names its `/v1/models`
-         *     gives; its OpenAI-compatible API is then at `url`. Local backend only for now (409 on
-         *     Kubernetes).
+         *     gives; its OpenAI-compatible API is then at `url`. Local backend only for now (409
+         *     `UnsupportedBackend` on Kubernetes).
          */
         post: operations["createEndpoint"];
         delete?: never;
@@ -331,8 +331,8 @@ export interface paths {
          *     `Authorization: token <t>` or `Bearer <t>`, so the `openai` client works with
          *     `base_url` = the endpoint's `url` and `api_key` = the token). The server's answer, status
          *     and `Content-Type` pass through as they come; the caller's credentials do not. Each
-         *     request resets the idle timer (`JupyterQuota.endpoint_idle_minutes`). 409 unless the
-         *     endpoint is Ready; 503 when its server does not answer.
+         *     request resets the idle timer (`JupyterQuota.endpoint_idle_minutes`). 409 `NotReady` unless
+         *     the endpoint is Ready; 503 when its server does not answer.
          */
         get: operations["proxyEndpointGet"];
         put?: never;

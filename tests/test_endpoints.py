@@ -143,7 +143,7 @@ async def test_an_endpoint_serves_through_the_proxy_and_delete_returns_its_quota
     assert stopped["reason"] == reasons.CANCELLED and stopped["models"] == []
     assert_matches("Endpoint", stopped)
     status, refused = await api("POST", *proxied, "chat", "completions", body=chat)
-    assert status == 409 and "Stopped" in refused["message"], refused
+    assert status == 409 and refused["reason"] == reasons.NOT_READY and "Stopped" in refused["message"], refused
 
 
 async def test_only_the_team_may_see_call_or_delete_an_endpoint(api):
@@ -210,7 +210,7 @@ async def test_unknown_endpoint_is_404_and_a_starting_one_is_409_through_the_pro
     assert status == 201
     await wait_endpoint(api, "never", ("Starting",))
     status, answer = await api("GET", "namespaces", NS, "endpoints", "never", "v1", "models")
-    assert status == 409 and "Starting" in answer["message"], answer
+    assert status == 409 and answer["reason"] == reasons.NOT_READY and "Starting" in answer["message"], answer
     await api("DELETE", "namespaces", NS, "endpoints", "never")
     await wait_cpu_used(api, "0")
 

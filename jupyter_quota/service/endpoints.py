@@ -124,7 +124,8 @@ class Endpoints:
         profile = self.profile_for(who, namespace)
         if self.backend.name != "local":
             raise Conflict(
-                f"endpoints run on the local backend only for now; this server's backend is {self.backend.name}"
+                f"endpoints run on the local backend only for now; this server's backend is {self.backend.name}",
+                reason=reasons.UNSUPPORTED_BACKEND,
             )
         request = parse_endpoint_request(body, profile)
 
@@ -164,10 +165,8 @@ class Endpoints:
                 watched["lastRequest"] = self.clock()
                 return f"http://{endpoints.HOST}:{watched['port']}"
         phase = endpoint_json(job, watched)["phase"]
-        raise Conflict(
-            f'endpoint "{name}" is {phase}, not Ready'
-            + ("; wait until GET .../endpoints/{name} says Ready" if phase in ("Pending", "Starting") else "")
-        )
+        wait = f"; wait until GET .../endpoints/{name} says Ready" if phase in ("Pending", "Starting") else ""
+        raise Conflict(f'endpoint "{name}" is {phase}, not Ready{wait}', reason=reasons.NOT_READY)
 
     # -- the watch loop ----------------------------------------------------------------------------
 
