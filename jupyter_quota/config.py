@@ -15,6 +15,7 @@ from traitlets.config import Configurable
 
 from .backends.settings import JOB_USERS, KubeBackendSettings, LocalBackendSettings
 from .paging import MAX_LIMIT
+from .service.endpoints import EndpointSettings
 from .service.increases import IncreaseSettings
 from .service.stall import StallSettings
 from .service.usage import UsageSettings
@@ -25,7 +26,13 @@ BACKENDS = ("local", "kube")
 
 
 class JupyterQuota(
-    IncreaseSettings, UsageSettings, StallSettings, LocalBackendSettings, KubeBackendSettings, Configurable
+    IncreaseSettings,
+    UsageSettings,
+    StallSettings,
+    EndpointSettings,
+    LocalBackendSettings,
+    KubeBackendSettings,
+    Configurable,
 ):
     """Teams, their quotas, and where their jobs run.
 

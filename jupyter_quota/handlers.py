@@ -369,6 +369,117 @@ class JobHandler(QuotaHandler):
         self.reply(await self.run(self.service.cancel, self.who, namespace, name))
 
 
+class EndpointsHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self, namespace):
+        listed = await self.run(self.service.list_endpoints, self.who, namespace)
+        self.reply({"endpoints": [_with_url(self, e) for e in listed["endpoints"]]})
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, namespace):
+        body = self.required_body()
+        endpoint = await self.run(self.service.create_endpoint, self.who, namespace, body)
+        self.set_header("Location", url_path_join(self.request.path, endpoint["name"]))
+        self.reply(_with_url(self, endpoint), 201)
+
+
+def _with_url(handler: QuotaHandler, endpoint: dict) -> dict:
+    """The endpoint with ``url``: its OpenAI-compatible API under the caller's server: the user's
+    server that forwarded the call (its ``X-Forwarded-Prefix``, ``hubservice/forward.py``), else this one."""
+    base = handler.request.headers.get("X-Forwarded-Prefix", "")
+    if not (base.startswith("/") and base.isprintable()):
+        base = handler.settings["base_url"]
+    path = ("namespaces", endpoint["namespace"], "endpoints", endpoint["name"], "v1")
+    return {**endpoint, "url": url_path_join(base, *API_PREFIX, *path) + "/"}
+
+
+class EndpointHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self, namespace, name):
+        self.reply(_with_url(self, await self.run(self.service.get_endpoint, self.who, namespace, name)))
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def delete(self, namespace, name):
+        self.reply(_with_url(self, await self.run(self.service.delete_endpoint, self.who, namespace, name)))
+
+
+class EndpointProxyHandler(QuotaHandler):
+    """``.../endpoints/{name}/v1/{path}``: the endpoint's OpenAI-compatible API, reverse-proxied.
+
+    Authenticated and authorised as every route (a member of the endpoint's team may call it, so a
+    teammate with the link can). Only the body and ``Content-Type``/``Accept`` go on: the caller's
+    token and cookies never reach the model server. The answer streams through as it comes
+    (server-sent events of ``"stream": true``). Each request counts against the idle policy.
+    """
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self, namespace, name, path):
+        await self._forward(namespace, name, path)
+
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self, namespace, name, path):
+        await self._forward(namespace, name, path)
+
+    async def _forward(self, namespace: str, name: str, path: str) -> None:
+        import tornado.httpclient
+        import tornado.httputil
+
+        base = await self.run(self.service.endpoint_target, self.who, namespace, name)
+        url = f"{base}/v1/{path}" + (f"?{self.request.query}" if self.request.query else "")
+        headers = {k: v for k in ("Content-Type", "Accept") if (v := self.request.headers.get(k))}
+        upstream = {"status": 502, "headers": tornado.httputil.HTTPHeaders(), "started": False}
+
+        def header_line(line: str) -> None:
+            if line.startswith("HTTP/"):
+                upstream["status"] = int(line.split(" ", 2)[1])
+                upstream["headers"] = tornado.httputil.HTTPHeaders()
+            elif line.strip():
+                upstream["headers"].parse_line(line)
+
+        def start() -> None:
+            if not upstream["started"]:
+                upstream["started"] = True
+                self.set_status(upstream["status"])
+                self.set_header("Content-Type", upstream["headers"].get("Content-Type", "application/json"))
+                self.set_header("Cache-Control", "no-cache")
+                self.set_header("X-Accel-Buffering", "no")  # a proxy in front passes each event on
+
+        def chunk(data: bytes) -> None:
+            start()
+            self.write(data)
+            self.flush()
+
+        request = tornado.httpclient.HTTPRequest(
+            url,
+            method=self.request.method,
+            headers=headers,
+            body=bytes(self.request.body) if self.request.method == "POST" else None,
+            header_callback=header_line,
+            streaming_callback=chunk,
+            connect_timeout=10,
+            request_timeout=self.quota_config.endpoint_request_timeout,
+        )
+        response = await tornado.httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
+        if response.code == 599 and not upstream["started"]:  # no answer at all
+            raise ServiceUnavailable(
+                f'endpoint "{name}" did not answer ({response.error}); GET .../endpoints/{name} shows its phase'
+            )
+        start()
+        self.finish()
+
+
 class JobLogsHandler(QuotaHandler):
     @tornado.web.authenticated
     @authorized
@@ -649,6 +760,9 @@ ROUTES = [
     (f"/namespaces/{_SEGMENT}/jobs/{_SEGMENT}/replan", JobReplanHandler),
     (f"/namespaces/{_SEGMENT}/plan", PlanHandler),
     (f"/namespaces/{_SEGMENT}/plan/serve", ServePlanHandler),
+    (f"/namespaces/{_SEGMENT}/endpoints", EndpointsHandler),
+    (f"/namespaces/{_SEGMENT}/endpoints/{_SEGMENT}", EndpointHandler),
+    (f"/namespaces/{_SEGMENT}/endpoints/{_SEGMENT}/v1/(.+)", EndpointProxyHandler),
     ("/estimate", EstimateHandler),
     ("/estimate/serve", ServeEstimateHandler),
     ("/estimator/errors", EstimatorErrorsHandler),

@@ -55,6 +55,8 @@ class JobRequest:
     generate_name: str = ""
     #: ``priority.HIGH``, ``NORMAL`` (the default) or ``BEST_EFFORT``
     priority: str = priority.DEFAULT
+    #: "" for a fine-tune; ``labels.KIND_ENDPOINT`` for a job that serves (``endpoints``)
+    kind: str = ""
 
 
 def parse_job_request(body, profile: TeamProfile) -> JobRequest:
@@ -156,6 +158,8 @@ def build_job(
         labels.JOB: request.name,
         labels.PRIORITY: request.priority,
     }
+    if request.kind:
+        identity[labels.KIND] = request.kind
     container = {
         "name": TRAIN,
         "command": [*command, *request.args],

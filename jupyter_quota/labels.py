@@ -24,6 +24,11 @@ JOB = PREFIX + "job"
 #: The job's priority (``priority.PRIORITIES``), on the Job and its pods: the local scheduler reads it
 #: from the admitted pod (``backends/local/admission.py``), both job views show it as ``priority``.
 PRIORITY = PREFIX + "priority"
+#: What a Job is when it is not a fine-tune: ``KIND_ENDPOINT`` marks a job that serves a model
+#: (``swift deploy``), on the Job and its pods; the job views show it as ``kind``, and
+#: ``service/endpoints.py`` lists the namespace's endpoints by it.
+KIND = PREFIX + "kind"
+KIND_ENDPOINT = "endpoint"
 #: Annotation: the submitting user as given (any characters); the job view's ``owner``.
 OWNER = PREFIX + "owner"
 #: Annotation: the user's trainer arguments as a JSON list; both backends' job views show them as ``args``.

@@ -14,6 +14,9 @@ WAITING = "WaitingForResources"
 TERMINATING = "Terminating"
 #: Failed: a user cancelled the job.
 CANCELLED = "Cancelled"
+#: Failed, and the endpoint Stopped: no request reached the endpoint for ``endpoint_idle_minutes``,
+#: so the service stopped it and its quota went back to the team (``service/endpoints.py``).
+IDLE = "Idle"
 #: Failed: the trainer could not be started (e.g. its command was not found).
 START_ERROR = "StartError"
 #: Failed: the trainer exited with a non-zero code (the message says which, and its last log line).
@@ -74,6 +77,13 @@ PREEMPTED_BY_PRIORITY = "PreemptedByPriority"
 WINDOW_CLOSED = "WindowClosed"
 #: Pending: the job was preempted and waits to resume from its last checkpoint (the message says which).
 REQUEUED = "Requeued"
+
+# -- endpoints (``service/endpoints.py``): why a call was refused ------------------------------------
+
+#: 409: a call through the proxy to an endpoint that is not Ready (Pending, Starting, Stopped, Failed).
+NOT_READY = "NotReady"
+#: 409: endpoints on a backend that does not run them yet (Kubernetes, for now).
+UNSUPPORTED_BACKEND = "UnsupportedBackend"
 
 # -- increase requests (``increaseservice``) --------------------------------------------------------
 

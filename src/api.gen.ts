@@ -260,6 +260,97 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/namespaces/{namespace}/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        /** The namespace's endpoints (jobs that serve a model), newest first */
+        get: operations["listEndpoints"];
+        put?: never;
+        /**
+         * Serve a model with swift deploy, under the namespace's quota
+         * @description An endpoint is a kind of job: it is admitted against the namespace's ResourceQuota and
+         *     LimitRange, scheduled, counted and stopped as a job is (it shows in `GET .../jobs` with
+         *     `kind: endpoint`, and shares their names). Its command is `JupyterQuota.deploy_command`
+         *     (`swift deploy`) with `args`, then `--host 127.0.0.1 --port N`: a free port the server picks
+         *     and proxies (so `args` may not set `--port`, `--host` or `--api_key`; `--model` is required).
+         *     It is `Ready` once the server's `/health` answers, with the model names its `/v1/models`
+         *     gives; its OpenAI-compatible API is then at `url`. Local backend only for now (409
+         *     `UnsupportedBackend` on Kubernetes).
+         */
+        post: operations["createEndpoint"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/namespaces/{namespace}/endpoints/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        /** One endpoint */
+        get: operations["getEndpoint"];
+        put?: never;
+        post?: never;
+        /**
+         * Stop an endpoint (its owner or an admin) and give its quota back
+         * @description Cancels its job (SIGTERM, then SIGKILL after `cancel_grace_period`): the answer may still
+         *     say Ready or Starting with reason `Terminating`; it is `Stopped` (reason `Cancelled`), and
+         *     its quota back in the balance, once its processes have exited.
+         */
+        delete: operations["deleteEndpoint"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/namespaces/{namespace}/endpoints/{name}/v1/{path}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+                name: components["parameters"]["name"];
+                /** @description The path under the server's `/v1/` (`models`, `chat/completions`, `completions`, `embeddings`) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * The endpoint's OpenAI-compatible API (reverse-proxied), e.g. GET models
+         * @description Any member of the endpoint's team may call it, signed in as for every route (a token as
+         *     `Authorization: token <t>` or `Bearer <t>`, so the `openai` client works with
+         *     `base_url` = the endpoint's `url` and `api_key` = the token). The server's answer, status
+         *     and `Content-Type` pass through as they come; the caller's credentials do not. Each
+         *     request resets the idle timer (`JupyterQuota.endpoint_idle_minutes`). 409 `NotReady` unless
+         *     the endpoint is Ready; 503 when its server does not answer.
+         */
+        get: operations["proxyEndpointGet"];
+        put?: never;
+        /**
+         * The endpoint's OpenAI-compatible API (reverse-proxied), e.g. POST chat/completions
+         * @description As GET; the body (at most 1 MiB) goes on as it is. With `"stream": true` the server-sent
+         *     events stream through as the server writes them.
+         */
+        post: operations["proxyEndpointPost"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/estimate": {
         parameters: {
             query?: never;
@@ -705,6 +796,56 @@ export interface components {
         NamespaceList: {
             namespaces: components["schemas"]["NamespaceSummary"][];
         };
+        EndpointRequest: {
+            /** @description The endpoint's (and its job's) name, a DNS-1123 label; 409 when a job of that name exists */
+            name?: string;
+            /** @description Without `name`: a prefix to which 5 random characters are added, as for a job (default `serve-`) */
+            generateName?: string;
+            /** @description ms-swift `deploy` arguments, one per item (never a shell string), with `--model`; not `--port`, `--host` or `--api_key` (the server's). Checked as `POST /estimate/serve` checks them. */
+            args: string[];
+            /** @description GPUs the server takes (default 0: transformers on CPU) */
+            gpus?: number;
+            priority?: components["schemas"]["Priority"];
+        };
+        Endpoint: {
+            name: string;
+            namespace: string;
+            team: string;
+            owner: string;
+            /**
+             * @description Pending: admitted, waiting for resources; Starting: its server runs, `/health` does not answer yet; Ready: it answers; Stopped: deleted (reason `Cancelled`), stopped when idle (reason `Idle`) or exited cleanly; Failed: its server exited with an error (`message` has its last log line; `GET .../jobs/{name}/logs` the rest)
+             * @enum {string}
+             */
+            phase: "Pending" | "Starting" | "Ready" | "Stopped" | "Failed";
+            /** @description The path of its OpenAI-compatible API under this server (`{base_url}quota/v1/namespaces/{ns}/endpoints/{name}/v1/`) */
+            url: string;
+            /** @description What the server's `/v1/models` names (empty until Ready) */
+            models: string[];
+            /** @description The swift deploy argv it runs, with the `--host` and `--port` the server added */
+            args: string[];
+            gpus: number;
+            priority: components["schemas"]["Priority"];
+            resources: components["schemas"]["ContainerResources"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            startedAt?: string;
+            /** Format: date-time */
+            readyAt?: string;
+            /**
+             * Format: date-time
+             * @description The last request through the proxy (Ready counts as one)
+             */
+            lastRequestAt?: string;
+            /** Format: date-time */
+            finishedAt?: string;
+            /** @description As a job's; `Idle` when no request came for `JupyterQuota.endpoint_idle_minutes` */
+            reason?: string;
+            message?: string;
+        };
+        EndpointList: {
+            endpoints: components["schemas"]["Endpoint"][];
+        };
         JobList: {
             jobs: components["schemas"]["Job"][];
             metadata: components["schemas"]["ListMeta"];
@@ -829,6 +970,11 @@ export interface components {
             owner: string;
             /** @enum {string} */
             phase: "Pending" | "Running" | "Succeeded" | "Failed";
+            /**
+             * @description Absent for a fine-tune; `endpoint` for a job that serves (`.../endpoints`)
+             * @enum {string}
+             */
+            kind?: "endpoint";
             args: string[];
             priority?: components["schemas"]["Priority"];
             gpus: number;
@@ -1928,6 +2074,178 @@ export interface operations {
             404: components["responses"]["Error"];
             413: components["responses"]["BodyTooLarge"];
             429: components["responses"]["TooManyRequests"];
+        };
+    };
+    listEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoints */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EndpointList"];
+                };
+            };
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    createEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EndpointRequest"];
+            };
+        };
+        responses: {
+            /** @description Created (Pending or Starting) */
+            201: {
+                headers: {
+                    /** @description The endpoint's URL */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+        };
+    };
+    getEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    deleteEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+                name: components["parameters"]["name"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The endpoint */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Endpoint"];
+                };
+            };
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+        };
+    };
+    proxyEndpointGet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+                name: components["parameters"]["name"];
+                /** @description The path under the server's `/v1/` (`models`, `chat/completions`, `completions`, `embeddings`) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The server's answer */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                };
+            };
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    proxyEndpointPost: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                namespace: components["parameters"]["namespace"];
+                name: components["parameters"]["name"];
+                /** @description The path under the server's `/v1/` (`models`, `chat/completions`, `completions`, `embeddings`) */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, unknown>;
+            };
+        };
+        responses: {
+            /** @description The server's answer (JSON, or `text/event-stream` when streamed) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, unknown>;
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            503: components["responses"]["Error"];
         };
     };
     estimateMemory: {

@@ -275,6 +275,9 @@ def test_reads_of_every_route(server, ns, name, tail):
         f"/namespaces/{q(ns)}/jobs",
         f"/namespaces/{q(ns)}/jobs/{q(name)}",
         f"/namespaces/{q(ns)}/jobs/{q(name)}/logs{tail}",
+        f"/namespaces/{q(ns)}/endpoints",
+        f"/namespaces/{q(ns)}/endpoints/{q(name)}",
+        f"/namespaces/{q(ns)}/endpoints/{q(name)}/v1/models{tail}",
         "/models",
         "/profiles",
         f"/profiles/{q(name)}",
@@ -283,6 +286,7 @@ def test_reads_of_every_route(server, ns, name, tail):
     ):
         send(server, "GET", path)
     send(server, "DELETE", f"/namespaces/{q(ns)}/jobs/{q(name)}")
+    send(server, "DELETE", f"/namespaces/{q(ns)}/endpoints/{q(name)}")
     send(server, "PATCH", f"/namespaces/{q(ns)}/jobs", b"{}")
 
 

@@ -26,7 +26,7 @@ def implemented() -> set[tuple[str, str]]:
     """(method, path template) pairs the handlers serve, path parameters as ``{}``."""
     pairs = set()
     for path, handler in ROUTES:
-        template = re.sub(r"\(\[\^/\]\+\)", "{}", path)
+        template = re.sub(r"\(\[\^/\]\+\)|\(\.\+\)", "{}", path)  # a segment, or a path (the proxy's)
         for verb in VERBS:
             if verb in vars(handler):
                 pairs.add((verb, template))

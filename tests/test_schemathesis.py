@@ -43,6 +43,8 @@ EMBEDDED = (
     "from quota_testing import HeaderIdentityProvider\n"
     "c.ServerApp.identity_provider_class = HeaderIdentityProvider\n"
     f"c.JupyterQuota.admin_users = [{ADMIN!r}]\n"
+    # an endpoint it creates serves from the stand-in, not a real swift deploy loading torch
+    f"c.JupyterQuota.deploy_command = [sys.executable, {str(TESTS / 'fake_deploy.py')!r}]\n"
 )
 
 
@@ -86,6 +88,7 @@ def service(tmp_path, monkeypatch):
         f"c.JupyterQuota.owner = {owner!r}\n"
         f"c.JupyterQuota.admin_users = [{owner!r}]\n"
         f"c.JupyterQuota.job_command = [sys.executable, {str(TESTS / 'fake_trainer.py')!r}]\n"
+        f"c.JupyterQuota.deploy_command = [sys.executable, {str(TESTS / 'fake_deploy.py')!r}]\n"
         f"quota_testing.start_quota_service(c, {SERVER_TOKEN!r})\n"
         "print('listening', flush=True)\n"
         "IOLoop.current().start()\n"

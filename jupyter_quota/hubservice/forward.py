@@ -13,6 +13,7 @@ otherwise act as the owner, so they get 403 and are told to use their own server
 from __future__ import annotations
 
 import os
+import re
 
 import tornado.web
 from jupyter_server.auth.decorator import authorized
@@ -29,6 +30,8 @@ _RELAYED_HEADERS = ("Allow", "Content-Disposition", "Etag", "Retry-After")
 _FORWARDED_HEADERS = ("If-None-Match",)
 #: the one route relayed as a stream (server-sent events), not as one answer
 STREAM_PATH = "/events"
+#: an endpoint's OpenAI-compatible API (``handlers.EndpointProxyHandler``): relayed as a stream too
+ENDPOINT_API = re.compile(r"^/namespaces/[^/?]+/endpoints/[^/?]+/v1/")
 #: what a client is told to wait when the service does not answer (the hub restarts it)
 RETRY_AFTER_SECONDS = 10
 #: the largest answer relayed (tornado's own client limit, which failed past it as a dropped connection)
@@ -78,10 +81,13 @@ class ForwardHandler(QuotaHandler):
             )
         local = url_path_join(self.base_url, *API_PREFIX)
         rest = self.request.uri[len(local) :]  # "/namespaces/...?query", still percent-encoded
+        body = bytes(self.request.body) if self.request.method in ("POST", "PUT") else None
         if self.request.method == "GET" and rest.split("?", 1)[0].rstrip("/") == STREAM_PATH:
             await self._relay_stream(settings, rest)
             return
-        body = bytes(self.request.body) if self.request.method in ("POST", "PUT") else None
+        if ENDPOINT_API.match(rest):  # a model's answer, streamed as the model writes it
+            await self._relay_stream(settings, rest, body, self.request.headers.get("Accept", "*/*"))
+            return
         received, dropped = bytearray(), [0]
 
         def keep(chunk: bytes) -> None:  # past the limit the rest is read and counted, not held
@@ -97,6 +103,7 @@ class ForwardHandler(QuotaHandler):
             headers={
                 "Authorization": f"token {settings.token}",
                 "Content-Type": "application/json",
+                "X-Forwarded-Prefix": self.base_url,  # an endpoint's url is under this server's
                 **{k: self.request.headers[k] for k in _FORWARDED_HEADERS if k in self.request.headers},
             },
             connect_timeout=settings.connect_timeout,
@@ -129,10 +136,13 @@ class ForwardHandler(QuotaHandler):
             return
         self.finish(bytes(received), set_content_type=answer.headers.get("Content-Type", "application/json"))
 
-    async def _relay_stream(self, settings, rest: str) -> None:
-        """``GET /events``: each chunk passed on as it arrives, never held (no size limit, no
-        request timeout: the service's heartbeats keep it alive). When the client leaves, the
-        next chunk (a heartbeat at the latest) finds its stream closed and ends the relay."""
+    async def _relay_stream(
+        self, settings, rest: str, body: bytes | None = None, accept: str = "text/event-stream"
+    ) -> None:
+        """``GET /events`` (and an endpoint's API, with its ``body``): each chunk passed on as it
+        arrives, never held (no size limit, no request timeout: the service's heartbeats keep
+        it alive; the service bounds an endpoint's request). When the client leaves, the next
+        chunk (a heartbeat at the latest) finds its stream closed and ends the relay."""
         started, gone = [False], [False]
 
         def on_header(line: str) -> None:
@@ -153,7 +163,9 @@ class ForwardHandler(QuotaHandler):
 
         request = HTTPRequest(
             settings.service_url + "/".join(API_PREFIX) + rest,
-            headers={"Authorization": f"token {settings.token}", "Accept": "text/event-stream"},
+            method=self.request.method,
+            body=body,
+            headers={"Authorization": f"token {settings.token}", "Accept": accept, "Content-Type": "application/json"},
             connect_timeout=settings.connect_timeout,
             request_timeout=0,  # none: the stream lasts as long as the client stays
             follow_redirects=False,

@@ -121,6 +121,15 @@ class QuotaClient:
     def cancel(self, namespace: str, name: str) -> dict:
         return self.call("DELETE", f"/namespaces/{_seg(namespace)}/jobs/{_seg(name)}")
 
+    def create_endpoint(self, namespace: str, body: dict) -> dict:
+        return self.call("POST", f"/namespaces/{_seg(namespace)}/endpoints", body)
+
+    def endpoint(self, namespace: str, name: str) -> dict:
+        return self.call("GET", f"/namespaces/{_seg(namespace)}/endpoints/{_seg(name)}")
+
+    def delete_endpoint(self, namespace: str, name: str) -> dict:
+        return self.call("DELETE", f"/namespaces/{_seg(namespace)}/endpoints/{_seg(name)}")
+
     def request_increase(self, namespace: str, body: dict) -> dict:
         return self.call("POST", f"/namespaces/{_seg(namespace)}/increases", body)
 

@@ -28,6 +28,8 @@ from .follow import Job
 #: the magic's own options (everything else on the line goes to ``swift sft``)
 VALUE_OPTIONS = {"namespace": "--namespace", "gpus": "--gpus", "name": "--name", "priority": "--priority"}
 FLAG_OPTIONS = {"dry-run": "--dry-run", "as-is": "--as-is", "best-effort": "--best-effort"}
+#: ``%swift_deploy``'s own options (everything else goes to ``swift deploy``)
+DEPLOY_FLAG_OPTIONS = {"dry-run": "--dry-run", "best-effort": "--best-effort", "no-wait": "--no-wait"}
 
 
 @magics_class
@@ -248,6 +250,92 @@ class QuotaMagics(Magics):
             job.follow()
         return job
 
+    # -- %swift_deploy ---------------------------------------------------------------------------
+    @magic_arguments()
+    @argument("--namespace", default=None, metavar="NS", help="The team namespace to serve in; default: your only one.")
+    @argument(
+        "--gpus", type=int, default=None, metavar="N", help="GPUs the server takes (default 0: transformers on CPU)."
+    )
+    @argument(
+        "--name",
+        default=None,
+        metavar="NAME",
+        help="The start of the endpoint's name: it is NAME-xxxxx (as %%swift_sft's jobs); default: serve-xxxxx.",
+    )
+    @argument(
+        "--priority",
+        default=None,
+        choices=list(priority.PRIORITIES),
+        help="high, normal (the default) or best-effort, as for a job.",
+    )
+    @argument("--best-effort", action="store_true", help="The same as --priority best-effort.")
+    @argument("--dry-run", action="store_true", help="Show the translated arguments; start nothing.")
+    @argument("--no-wait", action="store_true", help="Return at once instead of waiting until it is Ready.")
+    @argument(
+        "deploy_args",
+        nargs="*",
+        metavar="SWIFT_DEPLOY_ARGS",
+        help="The arguments of `swift deploy` (--model, --adapters, --infer_backend, ...), in "
+        "ms-swift 4.x names or older ones (--model_id_or_path, --ckpt_dir, --max_model_len, ...), "
+        "which are translated. Not --port or --host: the server picks them and proxies the API.",
+    )
+    @line_cell_magic
+    def swift_deploy(self, line: str, cell: str | None = None):
+        """Serve a model with ms-swift under your team's quota; returns an ``Endpoint``.
+
+        The arguments are translated to ms-swift 4.x names (each translation is printed) and
+        the endpoint is created (``POST .../endpoints``); the magic waits until it is Ready and
+        returns it: ``ep.url`` (its OpenAI-compatible API through this Jupyter server),
+        ``ep.models``, ``ep.openai()`` (an ``openai`` client signed in with your token),
+        ``ep.stop()``. It stops by itself after ``endpoint_idle_minutes`` without a request.
+
+        Example::
+
+            ep = %swift_deploy --model ./tiny-qwen2 --infer_backend transformers
+            ep.openai().chat.completions.create(model=ep.models[0], messages=[...])
+        """
+        ours, deploy_argv = split_arguments(line, cell, VALUE_OPTIONS, DEPLOY_FLAG_OPTIONS)
+        opts = self.swift_deploy.parser.parse_args(ours)
+        with _friendly_errors():
+            return self._swift_deploy(opts, deploy_argv)
+
+    def _swift_deploy(self, opts, deploy_argv: list[str]):
+        from ..deploy import parse_deploy_args
+        from .endpoint import Endpoint
+
+        parsed = parse_deploy_args(deploy_argv)
+        if not parsed.model:
+            raise UsageError("--model is required: a hub id, a local folder, or a fine-tune's checkpoint")
+        args = parsed.to_argv()
+        if parsed.notes:
+            print("Translated from older ms-swift names:\n" + "\n".join(f"  {n}" for n in parsed.notes))
+        print(f"As ms-swift 4.x arguments:\n  {shlex.join(['swift', 'deploy', *args])}")
+        if opts.dry_run:
+            print("Dry run: nothing started. Run the same line without --dry-run to serve.")
+            return None
+        client = self.client()
+        namespace = self.choose_namespace(client, opts.namespace)
+        body: dict = {"args": args}
+        if opts.gpus is not None:
+            body["gpus"] = opts.gpus
+        level = _priority(opts)
+        if level:
+            body["priority"] = level
+        if opts.name:
+            body["generateName"] = opts.name if opts.name.endswith("-") else f"{opts.name}-"
+        info = client.create_endpoint(namespace, body)
+        endpoint = Endpoint(client, namespace, info["name"], info, interval=self.poll_interval)
+        print(f"Created endpoint {namespace}/{endpoint.name}.")
+        if not opts.no_wait:
+            try:
+                endpoint.wait(
+                    progress=lambda e: print(f"  {e['phase']}" + (f": {e['message']}" if e.get("message") else ""))
+                )
+            except KeyboardInterrupt:
+                print("Stopped waiting; the endpoint goes on (ep.refresh(), ep.stop()).")
+        print(endpoint)
+        return endpoint
+
     # -- helpers ---------------------------------------------------------------------------------
     def client(self):
         if self._client is None:
@@ -285,7 +373,9 @@ def _priority(opts) -> str | None:
     return priority.BEST_EFFORT if opts.best_effort else opts.priority
 
 
-def split_arguments(line: str, cell: str | None = None) -> tuple[list[str], list[str]]:
+def split_arguments(
+    line: str, cell: str | None = None, values: dict = VALUE_OPTIONS, flags: dict = FLAG_OPTIONS
+) -> tuple[list[str], list[str]]:
     """(the magic's own option tokens, the ``swift sft`` tokens) from a line and an optional cell.
 
     The magic's options (``--namespace``, ``--gpus``, ``--name``, ``--priority``, ``--dry-run``,
@@ -305,18 +395,18 @@ def split_arguments(line: str, cell: str | None = None) -> tuple[list[str], list
             break
         key, eq, value = token[2:].partition("=") if token.startswith("--") else ("", "", "")
         norm = key.replace("_", "-")
-        if norm in VALUE_OPTIONS:
+        if norm in values:
             if eq:
-                ours += [VALUE_OPTIONS[norm], value]
+                ours += [values[norm], value]
             elif i + 1 < len(tokens):
-                ours += [VALUE_OPTIONS[norm], tokens[i + 1]]
+                ours += [values[norm], tokens[i + 1]]
                 i += 1
             else:
                 raise UsageError(f"{token} needs a value")
-        elif norm in FLAG_OPTIONS:
+        elif norm in flags:
             if eq:
-                raise UsageError(f"{token}: {FLAG_OPTIONS[norm]} is a flag and takes no value")
-            ours.append(FLAG_OPTIONS[norm])
+                raise UsageError(f"{token}: {flags[norm]} is a flag and takes no value")
+            ours.append(flags[norm])
         else:
             theirs.append(token)
         i += 1

@@ -24,6 +24,7 @@ from ..profiles import TeamProfile
 from ..ticker import Ticker
 from ..times import Clock, system_clock
 from .effective import EffectiveQuota
+from .endpoints import Endpoints
 from .events import EventHub
 from .increases import PAGE_SIZE, Increases
 from .jobs import Jobs
@@ -67,6 +68,15 @@ class QuotaService:
             job_list_limit=config.job_list_limit,
             log_tail_lines=config.log_tail_lines,
         )
+        #: jobs that serve (``swift deploy``): readiness, models, the proxy's target, idle stop
+        self.endpoints = Endpoints(
+            registry,
+            backend,
+            self.profile_for,
+            deploy_command=list(config.deploy_command),
+            idle_minutes=config.endpoint_idle_minutes,
+            log=self.log,
+        )
         #: balance and job changes pushed to ``GET /events`` subscribers (service/events.py)
         self.events = EventHub(
             lambda team: self.balance_of(self.registry.get(team)),
@@ -109,11 +119,13 @@ class QuotaService:
         except Exception:  # the server must start (a read-only state dir); the next start records it
             self.log.exception("jupyter_quota: recording the shared estimator corrections in the audit log failed")
         self.stalled.start()
+        self.endpoints.start()
         self.events.start()
 
     def close(self) -> None:
         """Stop in the reverse order of :meth:`start`."""
         self.events.close()
+        self.endpoints.close()
         self.stalled.close()
         if self.window_timer is not None:
             self.window_timer.close()
@@ -222,6 +234,24 @@ class QuotaService:
         job = self.jobs.cancel(who, namespace, name)
         self.events.job_changed(job)
         return job
+
+    # -- endpoints (``service/endpoints.py``) ----------------------------------------------------
+
+    def create_endpoint(self, who: Identity, namespace: str, body) -> dict:
+        return self.endpoints.create(who, namespace, body)
+
+    def list_endpoints(self, who: Identity, namespace: str) -> dict:
+        return self.endpoints.list(who, namespace)
+
+    def get_endpoint(self, who: Identity, namespace: str, name: str) -> dict:
+        return self.endpoints.get(who, namespace, name)
+
+    def delete_endpoint(self, who: Identity, namespace: str, name: str) -> dict:
+        return self.endpoints.delete(who, namespace, name)
+
+    def endpoint_target(self, who: Identity, namespace: str, name: str) -> str:
+        """Where the proxy sends a request to the endpoint's API (409 unless it is Ready)."""
+        return self.endpoints.target(who, namespace, name)
 
     # -- metrics ------------------------------------------------------------------------------
 

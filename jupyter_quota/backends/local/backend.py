@@ -252,9 +252,14 @@ class LocalBackend(Backend):
         row = self._row(profile.namespace, name)
         return logtail.tail(os.path.join(self._jobs.job_dir(row), runner.LOG_FILE), tail_lines)
 
-    def cancel(self, profile, name: str, by: str) -> dict:
-        """SIGTERM the job and return; see the module docstring for the semantics."""
+    def cancel(self, profile, name: str, by: str, reason: str | None = None, message: str | None = None) -> dict:
+        """SIGTERM the job and return; see the module docstring for the semantics.
+
+        ``reason`` and ``message``: why, when not a person's cancel (``reasons.IDLE``: an idle
+        endpoint); the job ends Failed with them instead of ``Cancelled``.
+        """
         namespace = profile.namespace
+        why = {"reason": reason, "message": message or f"stopped by {by}"} if reason else {}
         terminate = False
         with self._ledger.write() as con:
             row = ledger.find(con, namespace, name)
@@ -266,12 +271,13 @@ class LocalBackend(Backend):
                     row["id"],
                     "Pending",
                     phase="Failed",
-                    reason=reasons.CANCELLED,
-                    message=f"cancelled by {by}",
+                    **(why or {"reason": reasons.CANCELLED, "message": f"cancelled by {by}"}),
                     finished_at=clock.now(),
                 )
             elif row["phase"] == "Running" and not row["cancelled_by"] and self._jobs.is_running(row):
-                ledger.update(con, row["id"], "Running", cancelled_by=by, kill_after=time.time() + self.grace_period)
+                ledger.update(
+                    con, row["id"], "Running", cancelled_by=by, kill_after=time.time() + self.grace_period, **why
+                )
                 terminate = True
             # Otherwise it is finished, already terminating, or ended unrecorded: unchanged.
         if terminate:

@@ -24,6 +24,8 @@ def outcome(row: sqlite3.Row, directory: str, child: subprocess.Popen | None) ->
         "finished_at": (record or {}).get("finishedAt") or clock.now(),
         "kill_after": None,
     }
+    if row["cancelled_by"] and row["reason"] == reasons.IDLE:  # stopped by the idle policy, which said why
+        return "Failed", dict(values, reason=row["reason"], message=row["message"])
     if row["cancelled_by"]:
         return "Failed", dict(values, reason=reasons.CANCELLED, message=f"cancelled by {row['cancelled_by']}")
     if record is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
-from ... import reasons
+from ... import labels, reasons
 from ...jobfields import container_resources, train_container
 from . import ledger
 
@@ -28,6 +28,9 @@ def job_json(row: sqlite3.Row, stalled: dict | None = None) -> dict:
         "createdAt": row["created_at"],
         "stalled": stalled,
     }
+    kind = ((pod.get("metadata") or {}).get("labels") or {}).get(labels.KIND)
+    if kind:
+        job["kind"] = kind
     for key, column in (("startedAt", "started_at"), ("finishedAt", "finished_at")):
         if row[column]:
             job[key] = row[column]

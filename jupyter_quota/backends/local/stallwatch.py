@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ... import stall
+from ... import labels, stall
 from ...times import epoch_of
 from . import inventory, ledger, runner
 
@@ -50,6 +50,8 @@ class StallWatch:
         """The ``stalled`` field of a job's row: None unless it is Running (and not being cancelled)."""
         if row["phase"] != "Running" or row["cancelled_by"] or not row["started_at"]:
             return None
+        if _serves(row):  # an endpoint waits for requests: its idleness is the idle policy's
+            return None
         started = epoch_of(row["started_at"])
         try:
             last_output = max(started, os.stat(os.path.join(self._job_dir(row), runner.LOG_FILE)).st_mtime)
@@ -58,3 +60,9 @@ class StallWatch:
         with self._lock:
             idle = self._idle.since(ledger.loads(row["gpu_indices"], []), started)
         return stall.stalled(self.policy, self.clock(), last_output, idle)
+
+
+def _serves(row: sqlite3.Row) -> bool:
+    """Whether the job is an endpoint (``labels.KIND``), from its admitted pod."""
+    pod_labels = (ledger.loads(row["pod"], {}).get("metadata") or {}).get("labels") or {}
+    return pod_labels.get(labels.KIND) == labels.KIND_ENDPOINT
