@@ -23,6 +23,7 @@ from ..metrics import QuotaMetrics
 from ..profiles import TeamProfile
 from ..ticker import Ticker
 from ..times import Clock, system_clock
+from . import validators
 from .effective import EffectiveQuota
 from .events import EventHub
 from .increases import PAGE_SIZE, Increases
@@ -153,6 +154,26 @@ class QuotaService:
 
     def balance(self, who: Identity, namespace: str) -> dict:
         return self.backend.balance(self.profile_for(who, namespace))
+
+    def balance_version(self, who: Identity, namespace: str) -> str | None:
+        """A validator of :meth:`balance`'s answer, made without computing it (``validators``):
+        the effective profile's serial and the backend's state; None where the backend has none.
+        Checks access as :meth:`balance` does. Read it before the balance it stands for."""
+        return self._version_of(self.profile_for(who, namespace))
+
+    def namespaces_version(self, who: Identity) -> str | None:
+        """As :meth:`balance_version`, for :meth:`namespaces` (each team's, and its ``profileError``)."""
+        parts = []
+        for p in self.registry.teams_of(who):
+            version = self._version_of(self.effective.of(p))
+            if version is None:
+                return None
+            parts.append(f"{p.namespace}:{version}:{self.effective.broken.get(p.team, '')}")
+        return "|".join(parts)
+
+    def _version_of(self, profile: TeamProfile) -> str | None:
+        state = self.backend.balance_version(profile)
+        return None if state is None else f"{validators.BOOT}.{validators.serial(profile)}.{state}"
 
     def subscribe(self, who: Identity, send, loop):
         """``GET /events``: ``who``'s teams (as ``GET /namespaces`` lists them) and their balances

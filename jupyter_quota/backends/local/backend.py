@@ -203,6 +203,10 @@ class LocalBackend(Backend):
         # Deep enough a copy that a caller cannot change the cache; the ledger was checked just now.
         return {**copy.deepcopy(usage.summary[1]), "observedAt": clock.now(), "stale": False}
 
+    def balance_version(self, profile) -> str:
+        """The ledger's change counter: every job written changes it (one row, no usage read)."""
+        return f"g{self._ledger.generation()}"
+
     def submit(self, profile, job: dict, owner: str) -> dict:
         """Admit ``job`` against the namespace's live usage and schedule, in one transaction."""
         namespace = profile.namespace
