@@ -23,79 +23,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from quota_testing import FAKE_TRAINER, free_port  # noqa: E402
-
-PREFIX = "/services/jupyter-quota/"
-
-SERVICE = textwrap.dedent(
-    """
-    import json, logging, sys
-    from jupyter_server.auth.identity import IdentityProvider
-    from tornado.ioloop import IOLoop
-    from traitlets.config import Config
-    from jupyter_quota.config import JupyterQuota
-    from jupyter_quota.hubservice.app import make_app
-    from jupyter_quota.hubservice.identity import HubUser
-    from jupyter_quota.service.app import build_service
-
-    port, state, teams, trainer = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
-
-    class TokenIsUser(IdentityProvider):
-        # "token u17": user u17 of group g{17 % teams}, as a hub's token check would answer
-        async def get_user(self, handler):
-            scheme, _, name = handler.request.headers.get("Authorization", "").partition(" ")
-            if scheme != "token" or not name.startswith("u"):
-                return None
-            handler._token_authenticated = True
-            group = f"g{int(name[1:]) % teams:03d}"
-            return HubUser({"kind": "user", "name": name, "groups": [group], "admin": False, "scopes": []})
-
-        def is_token_authenticated(self, handler):
-            return True
-
-    c = Config()
-    c.JupyterQuota.state_dir = state
-    c.JupyterQuota.job_command = [sys.executable, trainer]
-    c.JupyterQuota.inventory = {"gpus": 0, "cpu": "10000", "memory": "10000Gi"}
-    c.JupyterQuota.profiles = [
-        {"team": f"t{i:03d}", "namespace": f"team-{i:03d}", "groups": [f"g{i:03d}"],
-         "hard": {"requests.cpu": "100", "limits.memory": "100Gi"}}
-        for i in range(teams)
-    ]
-    service = build_service(JupyterQuota(config=c), log=logging.getLogger("bench"))
-    service.start()
-
-    import tornado.web
-
-    class Computations(tornado.web.RequestHandler):
-        def get(self):
-            self.finish({"balances": service.events.balance_computations, "subscribers": len(service.events.fanout)})
-
-    app = make_app(service, TokenIsUser(), "PREFIX", logging.getLogger("bench"))
-    app.add_handlers(".*$", [(r"/bench/computations", Computations)])
-    app.listen(port, address="127.0.0.1")
-    print("ready", flush=True)
-    IOLoop.current().start()
-    """
-).replace("PREFIX", PREFIX)
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+import bench_service  # noqa: E402
+from bench_service import PREFIX, rss_kib  # noqa: E402
+from quota_testing import free_port  # noqa: E402
 
 
 class Subscriber:
@@ -226,19 +164,11 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.subscribers * 2 + 256)), hard))
     with tempfile.TemporaryDirectory(prefix="push-bench-") as tmp:
         port = free_port()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        proc = subprocess.Popen(
-            [sys.executable, "-c", SERVICE, str(port), str(Path(tmp) / "state"), str(args.teams), str(FAKE_TRAINER)],
-            stdout=subprocess.PIPE,
-            env=env,
-        )
+        proc = bench_service.start(port, Path(tmp) / "state", args.teams)
         try:
-            if proc.stdout.readline().strip() != b"ready":
-                raise SystemExit("the service did not start")
             asyncio.run(bench(port, proc.pid, args.subscribers, args.teams, args.submits))
         finally:
-            proc.terminate()
-            proc.wait(30)
+            bench_service.stop(proc)
 
 
 if __name__ == "__main__":
