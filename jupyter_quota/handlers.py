@@ -284,8 +284,7 @@ class NamespacesHandler(QuotaHandler):
     @api_call
     async def get(self):
         # Served from the backend's cache (tens of microseconds): cheaper inline than a thread hop.
-        who = self.who
-        self.reply_unless_version(self.service.namespaces_version(who), lambda: self.service.namespaces(who))
+        self.reply_unless_version(*self.service.namespaces_read(self.who))
 
 
 class BalanceHandler(QuotaHandler):
@@ -293,10 +292,7 @@ class BalanceHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self, namespace):
-        who = self.who
-        self.reply_unless_version(
-            self.service.balance_version(who, namespace), lambda: self.service.balance(who, namespace)
-        )
+        self.reply_unless_version(*self.service.balance_read(self.who, namespace))
 
 
 class EventsHandler(QuotaHandler):

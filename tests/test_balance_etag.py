@@ -59,10 +59,13 @@ class Reads:
         self.seen: dict[str, str] = {}
 
     def balance(self) -> str:
-        version = self.service.balance_version(BEA, BETA)  # before the balance, as the handler reads it
-        self._record(version, content(self.service.balance(BEA, BETA)))
-        listed = self.service.namespaces_version(BEA)
-        self._record(listed, json.dumps([content(n["balance"]) for n in self.service.namespaces(BEA)["namespaces"]]))
+        version, answer = self.service.balance_read(BEA, BETA)
+        self._record(version, content(answer()))
+        listed, answer = self.service.namespaces_read(BEA)
+        listed_text = json.dumps([{**n, "balance": content(n["balance"])} for n in answer()["namespaces"]])
+        self._record(listed, listed_text)
+        as_before = [{**n, "balance": content(n["balance"])} for n in self.service.namespaces(BEA)["namespaces"]]
+        assert listed_text == json.dumps(as_before), "GET /namespaces answers as QuotaService.namespaces"
         return version
 
     def _record(self, version: str, text: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import audit, paging
@@ -155,21 +156,27 @@ class QuotaService:
     def balance(self, who: Identity, namespace: str) -> dict:
         return self.backend.balance(self.profile_for(who, namespace))
 
-    def balance_version(self, who: Identity, namespace: str) -> str | None:
-        """A validator of :meth:`balance`'s answer, made without computing it (``validators``):
-        the effective profile's serial and the backend's state; None where the backend has none.
-        Checks access as :meth:`balance` does. Read it before the balance it stands for."""
-        return self._version_of(self.profile_for(who, namespace))
+    def balance_read(self, who: Identity, namespace: str) -> tuple[str | None, Callable[[], dict]]:
+        """``GET .../balance`` in two steps: a validator of the balance, made without computing it
+        (``validators``; None where the backend has none), and a call that computes it. Access is
+        checked and the effective profile read once; the validator is read first, so a change
+        between the two makes the next conditional read a 200, never a 304 of old content."""
+        profile = self.profile_for(who, namespace)
+        return self._version_of(profile), lambda: self.backend.balance(profile)
 
-    def namespaces_version(self, who: Identity) -> str | None:
-        """As :meth:`balance_version`, for :meth:`namespaces` (each team's, and its ``profileError``)."""
-        parts = []
-        for p in self.registry.teams_of(who):
-            version = self._version_of(self.effective.of(p))
-            if version is None:
-                return None
-            parts.append(f"{p.namespace}:{version}:{self.effective.broken.get(p.team, '')}")
-        return "|".join(parts)
+    def namespaces_read(self, who: Identity) -> tuple[str | None, Callable[[], dict]]:
+        """As :meth:`balance_read`, for :meth:`namespaces` (each team's, and its ``profileError``)."""
+        profiles = [self.effective.of(p) for p in self.registry.teams_of(who)]
+        versions = [self._version_of(p) for p in profiles]
+        version = (
+            None
+            if None in versions
+            else "|".join(
+                f"{p.namespace}:{v}:{self.effective.broken.get(p.team, '')}"
+                for p, v in zip(profiles, versions, strict=True)
+            )
+        )
+        return version, lambda: {"namespaces": [self._namespace_json(p, self.backend.balance(p)) for p in profiles]}
 
     def _version_of(self, profile: TeamProfile) -> str | None:
         state = self.backend.balance_version(profile)
