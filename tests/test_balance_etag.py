@@ -136,3 +136,42 @@ async def test_a_304_is_answered_without_computing_the_balance(jp_fetch, jp_serv
     changed = await jp_fetch("quota", "v1", *path, headers={"If-None-Match": first.headers["Etag"]}, raise_error=False)
     assert changed.code == 200 and changed.headers["Etag"] != first.headers["Etag"]
     assert '"used": "1"' in changed.body.decode()
+
+
+# -- Kubernetes: the watch cache's resourceVersions (no API server: events fed to the cache) ------
+
+
+def test_the_kube_validator_follows_the_cache_s_resource_versions():
+    import kubernetes.client
+
+    from jupyter_quota.backends.kube import KubeBackend
+    from jupyter_quota.backends.kube.client import Kube
+    from jupyter_quota.profiles import TeamProfile
+
+    backend = KubeBackend(Kube(kubernetes.client.ApiClient()), job_image="trainer:1")  # never started
+    profile = TeamProfile(team="a", namespace="team-a", users=["alice"], hard={GPU: "2"})
+    seen: dict[str, str] = {}
+
+    def event(kind: str, change: str, name: str, version: str, body: dict) -> None:
+        obj = {"metadata": {"name": name, "namespace": "team-a", "resourceVersion": version}, **body}
+        backend.cache[kind]._event({"type": change, "object": obj})
+
+    def read() -> str:
+        version = backend.balance_version(profile)
+        assert seen.setdefault(version, content(backend.balance(profile))) == content(backend.balance(profile))
+        return version
+
+    quota = {"spec": {"hard": {GPU: "2"}}, "status": {"hard": {GPU: "2"}, "used": {GPU: "0"}}}
+    event("resourcequotas", "ADDED", "team-quota", "5", quota)
+    first = read()
+    assert read() == first
+    used = {"spec": quota["spec"], "status": {"hard": {GPU: "2"}, "used": {GPU: "1"}}}
+    event("resourcequotas", "MODIFIED", "team-quota", "9", used)  # a pod started: status.used moved
+    second = read()
+    assert second != first
+    limits = {"spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}}]}}
+    event("limitranges", "ADDED", "team-limits", "10", limits)
+    third = read()
+    assert third not in (first, second)
+    event("limitranges", "DELETED", "team-limits", "11", limits)
+    assert read() not in (first, third)
