@@ -13,7 +13,9 @@ than 200/304 counts as an error.
 
 The service is ``bench_service.py``'s (``hubservice.app``, local backend, ``--teams`` teams, users
 ``u0``.. spread over them, identified by their token alone: the hub's token check is left out).
-For each read path in ``--paths`` a fresh service runs, and at each rate this process sends:
+For each read path in ``--paths`` a service runs (all at once, each row measured on each path
+back to back, so that another load on the machine falls on both alike), and at each rate this
+process sends:
 
 - **bare**: ``GET /bench/bare``, a tornado handler that checks the token and answers a fixed JSON
   body (a balance's bytes): the stack's limit, measured in the same run;
@@ -25,7 +27,8 @@ Read paths: ``cheap`` (today's: a conditional read answers from a validator, the
 computed; the namespace's team looked up, not scanned for) and ``before`` (``bench_service``'s
 ``BENCH_READ_PATH=before``: the balance computed, then its hash compared; every team scanned), so
 the table shows before and after in one run. Prints, per row, p50/p99/p99.9/max latency, errors, the
-answers' statuses, the service's CPU (percent of one core, all threads) and RSS, and this
+answers' statuses, the service's CPU (percent of one core, all threads, and microseconds per
+answer: what a request costs the service whatever else shares the cores) and RSS, and this
 client's own CPU (it shares the cores: when it nears 100 % the client, not the service, is the
 limit). Then, per path and target, the highest rate held at p99 <= ``--p99-ms`` with no errors,
 and its ratio to the bare handler's. Asserts nothing.
@@ -210,38 +213,52 @@ async def measure(port, pid, requests, rate, args) -> dict:
         "errors": client.errors,
         "statuses": dict(client.statuses),
         "cpu": 100 * (bench_service.cpu_seconds(pid) - cpu0) / wall,
+        # CPU per answer: what each costs the service, whoever else shares the cores
+        "cpu_us": 1e6 * (bench_service.cpu_seconds(pid) - cpu0) / max(1, len(client.latencies)),
         "client_cpu": 100 * (time.process_time() - mine0) / wall,
         "rss": bench_service.rss_kib(pid) / 1024,
     }
 
 
-async def run_path(path_name: str, args, rates: list[int], results: dict) -> None:
+async def run_all(paths: list[str], args, rates: list[int], results: dict) -> None:
+    """One service per read path, all running at once; each (target, rate) row is measured on
+    each path back to back, so a load from elsewhere on the machine falls on both alike."""
     with tempfile.TemporaryDirectory(prefix="open-loop-bench-") as tmp:
-        port = free_port()
-        env = {"BENCH_READ_PATH": path_name}
-        if args.profile:
-            env["BENCH_PROFILE"] = f"{args.profile}.{path_name}"
-        proc = bench_service.start(port, Path(tmp) / "state", args.teams, env)
+        services = {}
         try:
-            tags = await etags(port, args.teams)
-            users = range(args.users)
-            requests = {
-                "bare": [request("/bench/bare", u) for u in users],
-                "balance": [request(balance_path(u % args.teams), u) for u in users],
-                "balance 304": [request(balance_path(u % args.teams), u, tags[u % args.teams]) for u in users],
-            }
+            for path_name in paths:
+                env = {"BENCH_READ_PATH": path_name}
+                if args.profile:
+                    env["BENCH_PROFILE"] = f"{args.profile}.{path_name}"
+                port = free_port()
+                proc = bench_service.start(port, Path(tmp) / path_name, args.teams, env)
+                services[path_name] = (port, proc, requests_for(await etags(port, args.teams), args))
             for target in args.targets:
-                await measure(port, proc.pid, requests[target], min(rates), args)  # warm up (not shown)
+                for port, proc, requests in services.values():  # warm up (not shown)
+                    await measure(port, proc.pid, requests[target], min(rates), args)
                 for rate in rates:
-                    row = results[path_name, target, rate] = await measure(port, proc.pid, requests[target], rate, args)
-                    print(
-                        f"{path_name:<8}{target:<13}{rate:>7}{row['p50']:>9.1f}{row['p99']:>9.1f}{row['p999']:>9.1f}"
-                        f"{row['max']:>9.0f}{row['errors']:>8}  {_statuses(row['statuses']):<18}"
-                        f"{row['cpu']:>6.0f}%{row['rss']:>8.1f}{row['client_cpu']:>8.0f}%",
-                        flush=True,
-                    )
+                    for path_name, (port, proc, requests) in services.items():
+                        row = await measure(port, proc.pid, requests[target], rate, args)
+                        results[path_name, target, rate] = row
+                        print(
+                            f"{path_name:<8}{target:<13}{rate:>7}{row['p50']:>9.1f}{row['p99']:>9.1f}"
+                            f"{row['p999']:>9.1f}{row['max']:>9.0f}{row['errors']:>8}  {_statuses(row['statuses']):<18}"
+                            f"{row['cpu']:>6.0f}%{row['cpu_us']:>8.0f}{row['rss']:>8.1f}{row['client_cpu']:>8.0f}%",
+                            flush=True,
+                        )
         finally:
-            bench_service.stop(proc)
+            for _, proc, _ in services.values():
+                bench_service.stop(proc)
+
+
+def requests_for(tags: dict[int, str], args) -> dict[str, list[bytes]]:
+    """Each target's requests, one per user, sent round-robin."""
+    users = range(args.users)
+    return {
+        "bare": [request("/bench/bare", u) for u in users],
+        "balance": [request(balance_path(u % args.teams), u) for u in users],
+        "balance 304": [request(balance_path(u % args.teams), u, tags[u % args.teams]) for u in users],
+    }
 
 
 def _statuses(counts: dict) -> str:
@@ -272,7 +289,7 @@ def main() -> None:
     )
     parser.add_argument("--targets", default=",".join(TARGETS), help=f"of {', '.join(TARGETS)}")
     parser.add_argument("--connections", type=int, default=256, help="keep-alive connections at most")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds an answer may take after the last send")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds an answer may take after the last send")
     parser.add_argument("--p99-ms", type=float, default=10.0, help="the latency target the summary checks")
     parser.add_argument("--profile", help="write the service's cProfile stats to PROFILE.<path>")
     args = parser.parse_args()
@@ -285,18 +302,18 @@ def main() -> None:
     print(f"open loop, {args.seconds:g} s per row, {args.users} users over {args.teams} teams; latency in ms")
     print(
         f"{'path':<8}{'target':<13}{'req/s':>7}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>9}{'errors':>8}  "
-        f"{'statuses':<18}{'svc CPU':>7}{'RSS MiB':>8}{'client':>9}"
+        f"{'statuses':<18}{'svc CPU':>7}{'us/req':>8}{'RSS MiB':>8}{'client':>9}"
     )
     results: dict = {}
-    for path_name in paths:
-        asyncio.run(run_path(path_name, args, rates, results))
+    asyncio.run(run_all(paths, args, rates, results))
     print(f"\nhighest rate held at p99 <= {args.p99_ms:g} ms with no errors (and its share of the bare handler's):")
     for path_name in paths:
         bare = held(results, path_name, "bare", rates, args.p99_ms) if "bare" in args.targets else 0
         for target in args.targets:
             rate = held(results, path_name, target, rates, args.p99_ms)
             share = f" ({rate / bare:.2f} of bare)" if bare and target != "bare" else ""
-            print(f"  {path_name:<8}{target:<13}{rate:>6} req/s{share}")
+            cpu = sorted(results[path_name, target, r]["cpu_us"] for r in rates)[len(rates) // 2]
+            print(f"  {path_name:<8}{target:<13}{rate:>6} req/s{share}; service CPU {cpu:.0f} us per answer (median)")
 
 
 if __name__ == "__main__":
