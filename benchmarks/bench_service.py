@@ -5,13 +5,16 @@
 team i mod N, identified by their token alone (``Authorization: token u17``): a stand-in for the
 hub's token check, which these benchmarks leave out. Beside the API:
 
-- ``GET /bench/computations``: balances the event pass computed, and open subscriptions;
+- ``GET /bench/computations``: balances the event pass computed, open subscriptions, and the
+  longest the IO loop was held (a 50 ms timer's lateness; ``?reset=1`` starts it again);
 - ``GET /bench/bare``: the stack's limit, a tornado handler that checks the token and answers a
   fixed JSON body (a real balance's bytes, made once at start).
 
 Environment: ``BENCH_READ_PATH=before`` serves balances as before issue 23's cheap read path
 (the ETag the computed answer's hash, the namespace's team found by a scan of every team);
-``BENCH_PROFILE=FILE`` runs the service under cProfile and writes its stats to FILE on SIGTERM.
+``BENCH_HEARTBEAT=whole`` sends the 15 s heartbeat to every stream in one turn of the IO loop (as
+before it went in slices); ``BENCH_PROFILE=FILE`` runs the service under cProfile and writes its
+stats to FILE on SIGTERM.
 """
 
 from __future__ import annotations
@@ -82,11 +85,31 @@ SCRIPT = textwrap.dedent(
         registry.for_namespace = scanning
         service.balance_read = lambda who, namespace: (None, lambda: service.balance(who, namespace))
         service.namespaces_read = lambda who: (None, lambda: service.namespaces(who))
+    if os.environ.get("BENCH_HEARTBEAT") == "whole":  # as before: every stream in one turn of the loop
+        service.events.fanout.heartbeat_in_slices = lambda later, size=0: service.events.fanout.heartbeat()
     BARE = json.dumps(service.balance_of(service.registry.all()[0]))
+
+    import time
+    from tornado.ioloop import PeriodicCallback
+
+    lag = {"last": time.monotonic(), "max": 0.0}
+
+    def tick():  # how late a 50 ms timer fires: the longest the IO loop was held
+        now = time.monotonic()
+        lag["max"] = max(lag["max"], now - lag["last"] - 0.05)
+        lag["last"] = now
+
+    PeriodicCallback(tick, 50).start()
 
     class Computations(tornado.web.RequestHandler):
         def get(self):
-            self.finish({"balances": service.events.balance_computations, "subscribers": len(service.events.fanout)})
+            self.finish({
+                "balances": service.events.balance_computations,
+                "subscribers": len(service.events.fanout),
+                "loopLagMaxMs": round(lag["max"] * 1000, 1),
+            })
+            if self.get_query_argument("reset", None):
+                lag["max"] = 0.0
 
     class Bare(tornado.web.RequestHandler):
         def get(self):

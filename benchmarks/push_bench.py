@@ -1,21 +1,23 @@
 #!/usr/bin/env python
 """Push at scale: N open ``GET /events`` subscriptions on one quota service, submit → event latency.
 
-    python benchmarks/push_bench.py [--subscribers 2000] [--teams 100] [--submits 20]
+    python benchmarks/push_bench.py [--subscribers 2000] [--teams 100] [--submits 20] [--interval 1.5]
+                                    [--heartbeat slices|whole]
 
 The quota service (``hubservice.app``: the same handlers and ``QuotaService`` a hub runs, local
 backend, ``--teams`` teams) runs in a process of its own. Its callers are simulated users
 ``u0``..``uN-1``, user i in team i mod ``--teams``, identified by their token alone (a stand-in for
 the hub's token check, which this benchmark leaves out). This process opens one event stream per
 user (asyncio sockets, one event loop), waits until each has its first balance, then submits
-``--submits`` jobs, each into the next team, and times, for every subscriber of that team, from
+``--submits`` jobs, one every ``--interval`` seconds (so that they meet the 15 s heartbeat to
+every stream), each into the next team, and times, for every subscriber of that team, from
 just before the POST is sent to the moment that subscriber has the job's ``event: job``.
 It also checks that no subscriber heard of a team not its own.
 
 Prints p50/p99/max of those latencies over every (submit, subscriber) pair, the service's RSS
 before and after the subscriptions and per subscription, and how many balances the service
-computed for the submits (one per team per change, whatever the number of subscribers). The
-client shares the machine's cores with the service. Asserts nothing.
+computed for the submits (one per team per change, whatever the number of subscribers), and the
+longest the service's IO loop was held meanwhile. The client shares the machine's cores with the service. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int) -> None:
+async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int, interval: float) -> None:
     before = rss_kib(pid)
     subs = [Subscriber(i, i % teams) for i in range(subscribers)]
     t0 = time.perf_counter()
@@ -123,9 +125,11 @@ async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int)
         f"service RSS: {before / 1024:.1f} MiB before, {after / 1024:.1f} MiB after: "
         f"{(after - before) / subscribers:.1f} KiB per subscription"
     )
-    computed_before = (await get_json(port, "/bench/computations"))["balances"]
+    computed_before = (await get_json(port, "/bench/computations?reset=1"))["balances"]
     latencies, answered = [], []
+    start = time.perf_counter()
     for k in range(submits):
+        await asyncio.sleep(max(0.0, start + k * interval - time.perf_counter()))  # on a schedule
         team = k % teams
         name = f"push-bench-{k}"
         members = [s for s in subs if s.team == team]
@@ -139,7 +143,8 @@ async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int)
             continue
         await asyncio.wait_for(asyncio.gather(*(s.waiters[name].wait() for s in members)), 60)
         latencies += [s.jobs[name] - sent for s in members]
-    computed = (await get_json(port, "/bench/computations"))["balances"] - computed_before
+    after_submits = await get_json(port, "/bench/computations")
+    computed = after_submits["balances"] - computed_before
     ms = [x * 1000 for x in latencies]
     print(
         f"submit -> job event, {len(ms)} deliveries ({submits} submits x {subscribers // teams} subscribers): "
@@ -148,6 +153,7 @@ async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int)
     print(f"the submit's own answer (201) took: p50 {statistics.median(answered):.1f} ms, max {max(answered):.1f} ms")
     print(f"balances computed for the {submits} submits: {computed} (a periodic sweep adds one per subscribed team)")
     print(f"events of another team heard: {sum(s.foreign for s in subs)}")
+    print(f"the longest the service's IO loop was held during the submits: {after_submits['loopLagMaxMs']:.0f} ms")
     for t in tasks:
         t.cancel()
 
@@ -157,6 +163,15 @@ def main() -> None:
     parser.add_argument("--subscribers", type=int, default=2000)
     parser.add_argument("--teams", type=int, default=100)
     parser.add_argument("--submits", type=int, default=20)
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=1.5,
+        help="seconds from one submit to the next (20 x 1.5 s spans two heartbeats)",
+    )
+    parser.add_argument(
+        "--heartbeat", choices=("slices", "whole"), default="slices", help="whole: every stream in one turn, as before"
+    )
     args = parser.parse_args()
     import resource
 
@@ -164,9 +179,9 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.subscribers * 2 + 256)), hard))
     with tempfile.TemporaryDirectory(prefix="push-bench-") as tmp:
         port = free_port()
-        proc = bench_service.start(port, Path(tmp) / "state", args.teams)
+        proc = bench_service.start(port, Path(tmp) / "state", args.teams, {"BENCH_HEARTBEAT": args.heartbeat})
         try:
-            asyncio.run(bench(port, proc.pid, args.subscribers, args.teams, args.submits))
+            asyncio.run(bench(port, proc.pid, args.subscribers, args.teams, args.submits, args.interval))
         finally:
             bench_service.stop(proc)
 
