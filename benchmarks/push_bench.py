@@ -17,7 +17,8 @@ It also checks that no subscriber heard of a team not its own.
 Prints p50/p99/max of those latencies over every (submit, subscriber) pair, the service's RSS
 before and after the subscriptions and per subscription, and how many balances the service
 computed for the submits (one per team per change, whatever the number of subscribers), and the
-longest the service's IO loop was held meanwhile. The client shares the machine's cores with the service. Asserts nothing.
+longest the service's IO loop was held meanwhile. The client shares the machine's cores with
+the service. Asserts nothing.
 """
 
 from __future__ import annotations
