@@ -1,21 +1,24 @@
 #!/usr/bin/env python
 """Push at scale: N open ``GET /events`` subscriptions on one quota service, submit → event latency.
 
-    python benchmarks/push_bench.py [--subscribers 2000] [--teams 100] [--submits 20]
+    python benchmarks/push_bench.py [--subscribers 2000] [--teams 100] [--submits 20] [--interval 1.5]
+                                    [--heartbeat slices|whole]
 
 The quota service (``hubservice.app``: the same handlers and ``QuotaService`` a hub runs, local
 backend, ``--teams`` teams) runs in a process of its own. Its callers are simulated users
 ``u0``..``uN-1``, user i in team i mod ``--teams``, identified by their token alone (a stand-in for
 the hub's token check, which this benchmark leaves out). This process opens one event stream per
 user (asyncio sockets, one event loop), waits until each has its first balance, then submits
-``--submits`` jobs, each into the next team, and times, for every subscriber of that team, from
+``--submits`` jobs, one every ``--interval`` seconds (so that they meet the 15 s heartbeat to
+every stream), each into the next team, and times, for every subscriber of that team, from
 just before the POST is sent to the moment that subscriber has the job's ``event: job``.
 It also checks that no subscriber heard of a team not its own.
 
 Prints p50/p99/max of those latencies over every (submit, subscriber) pair, the service's RSS
 before and after the subscriptions and per subscription, and how many balances the service
-computed for the submits (one per team per change, whatever the number of subscribers). The
-client shares the machine's cores with the service. Asserts nothing.
+computed for the submits (one per team per change, whatever the number of subscribers), and the
+longest the service's IO loop was held meanwhile. The client shares the machine's cores with
+the service. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -23,79 +26,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from quota_testing import FAKE_TRAINER, free_port  # noqa: E402
-
-PREFIX = "/services/jupyter-quota/"
-
-SERVICE = textwrap.dedent(
-    """
-    import json, logging, sys
-    from jupyter_server.auth.identity import IdentityProvider
-    from tornado.ioloop import IOLoop
-    from traitlets.config import Config
-    from jupyter_quota.config import JupyterQuota
-    from jupyter_quota.hubservice.app import make_app
-    from jupyter_quota.hubservice.identity import HubUser
-    from jupyter_quota.service.app import build_service
-
-    port, state, teams, trainer = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
-
-    class TokenIsUser(IdentityProvider):
-        # "token u17": user u17 of group g{17 % teams}, as a hub's token check would answer
-        async def get_user(self, handler):
-            scheme, _, name = handler.request.headers.get("Authorization", "").partition(" ")
-            if scheme != "token" or not name.startswith("u"):
-                return None
-            handler._token_authenticated = True
-            group = f"g{int(name[1:]) % teams:03d}"
-            return HubUser({"kind": "user", "name": name, "groups": [group], "admin": False, "scopes": []})
-
-        def is_token_authenticated(self, handler):
-            return True
-
-    c = Config()
-    c.JupyterQuota.state_dir = state
-    c.JupyterQuota.job_command = [sys.executable, trainer]
-    c.JupyterQuota.inventory = {"gpus": 0, "cpu": "10000", "memory": "10000Gi"}
-    c.JupyterQuota.profiles = [
-        {"team": f"t{i:03d}", "namespace": f"team-{i:03d}", "groups": [f"g{i:03d}"],
-         "hard": {"requests.cpu": "100", "limits.memory": "100Gi"}}
-        for i in range(teams)
-    ]
-    service = build_service(JupyterQuota(config=c), log=logging.getLogger("bench"))
-    service.start()
-
-    import tornado.web
-
-    class Computations(tornado.web.RequestHandler):
-        def get(self):
-            self.finish({"balances": service.events.balance_computations, "subscribers": len(service.events.fanout)})
-
-    app = make_app(service, TokenIsUser(), "PREFIX", logging.getLogger("bench"))
-    app.add_handlers(".*$", [(r"/bench/computations", Computations)])
-    app.listen(port, address="127.0.0.1")
-    print("ready", flush=True)
-    IOLoop.current().start()
-    """
-).replace("PREFIX", PREFIX)
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+import bench_service  # noqa: E402
+from bench_service import PREFIX, rss_kib  # noqa: E402
+from quota_testing import free_port  # noqa: E402
 
 
 class Subscriber:
@@ -169,7 +110,7 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int) -> None:
+async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int, interval: float) -> None:
     before = rss_kib(pid)
     subs = [Subscriber(i, i % teams) for i in range(subscribers)]
     t0 = time.perf_counter()
@@ -185,9 +126,11 @@ async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int)
         f"service RSS: {before / 1024:.1f} MiB before, {after / 1024:.1f} MiB after: "
         f"{(after - before) / subscribers:.1f} KiB per subscription"
     )
-    computed_before = (await get_json(port, "/bench/computations"))["balances"]
+    computed_before = (await get_json(port, "/bench/computations?reset=1"))["balances"]
     latencies, answered = [], []
+    start = time.perf_counter()
     for k in range(submits):
+        await asyncio.sleep(max(0.0, start + k * interval - time.perf_counter()))  # on a schedule
         team = k % teams
         name = f"push-bench-{k}"
         members = [s for s in subs if s.team == team]
@@ -201,7 +144,8 @@ async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int)
             continue
         await asyncio.wait_for(asyncio.gather(*(s.waiters[name].wait() for s in members)), 60)
         latencies += [s.jobs[name] - sent for s in members]
-    computed = (await get_json(port, "/bench/computations"))["balances"] - computed_before
+    after_submits = await get_json(port, "/bench/computations")
+    computed = after_submits["balances"] - computed_before
     ms = [x * 1000 for x in latencies]
     print(
         f"submit -> job event, {len(ms)} deliveries ({submits} submits x {subscribers // teams} subscribers): "
@@ -210,6 +154,7 @@ async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int)
     print(f"the submit's own answer (201) took: p50 {statistics.median(answered):.1f} ms, max {max(answered):.1f} ms")
     print(f"balances computed for the {submits} submits: {computed} (a periodic sweep adds one per subscribed team)")
     print(f"events of another team heard: {sum(s.foreign for s in subs)}")
+    print(f"the longest the service's IO loop was held during the submits: {after_submits['loopLagMaxMs']:.0f} ms")
     for t in tasks:
         t.cancel()
 
@@ -219,6 +164,15 @@ def main() -> None:
     parser.add_argument("--subscribers", type=int, default=2000)
     parser.add_argument("--teams", type=int, default=100)
     parser.add_argument("--submits", type=int, default=20)
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=1.5,
+        help="seconds from one submit to the next (20 x 1.5 s spans two heartbeats)",
+    )
+    parser.add_argument(
+        "--heartbeat", choices=("slices", "whole"), default="slices", help="whole: every stream in one turn, as before"
+    )
     args = parser.parse_args()
     import resource
 
@@ -226,19 +180,11 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.subscribers * 2 + 256)), hard))
     with tempfile.TemporaryDirectory(prefix="push-bench-") as tmp:
         port = free_port()
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-        proc = subprocess.Popen(
-            [sys.executable, "-c", SERVICE, str(port), str(Path(tmp) / "state"), str(args.teams), str(FAKE_TRAINER)],
-            stdout=subprocess.PIPE,
-            env=env,
-        )
+        proc = bench_service.start(port, Path(tmp) / "state", args.teams, {"BENCH_HEARTBEAT": args.heartbeat})
         try:
-            if proc.stdout.readline().strip() != b"ready":
-                raise SystemExit("the service did not start")
-            asyncio.run(bench(port, proc.pid, args.subscribers, args.teams, args.submits))
+            asyncio.run(bench(port, proc.pid, args.subscribers, args.teams, args.submits, args.interval))
         finally:
-            proc.terminate()
-            proc.wait(30)
+            bench_service.stop(proc)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ class TeamRegistry:
         self._overrides_path = overrides_path
         self._overrides = self._valid(self._read_overrides())
         self._profiles = load_profiles(self._merged(entries))
+        self._index: tuple | None = None  # (the profiles it indexes, namespace -> profile)
         self.default_team = default_team
         if default_team and default_team not in self._profiles:
             raise InvalidRequest(f"JupyterQuota.default_team {default_team!r} is not a configured team")
@@ -52,16 +53,24 @@ class TeamRegistry:
 
     def for_namespace(self, who: Identity, namespace: str) -> TeamProfile:
         """The profile owning ``namespace`` if ``who`` may use it; else 404 or 403."""
-        owner = next((p for p in self._profiles.values() if p.namespace == namespace), None)
+        owner = self._by_namespace().get(namespace)
         if owner is None:
             raise NotFound(f'namespace "{namespace}" is not a team namespace here; yours: {self._names(who)}')
-        if owner not in self.teams_of(who):
+        # as ``owner in self.teams_of(who)``, without reading every team on each request
+        if not (who.admin or owner.has_member(who.name, who.groups)) and owner not in self.teams_of(who):
             raise Forbidden(
                 f'user "{who.name}" may not use namespace "{namespace}": it belongs to a '
                 f"team you are not a member of. Yours: {self._names(who)}. Ask a hub admin "
                 "to add you to the team."
             )
         return owner
+
+    def _by_namespace(self) -> dict[str, TeamProfile]:
+        """The profiles by namespace, made again when the profiles are replaced (``put``)."""
+        profiles, index = self._profiles, self._index
+        if index is None or index[0] is not profiles:
+            index = self._index = (profiles, {p.namespace: p for p in profiles.values()})
+        return index[1]
 
     def get(self, team: str) -> TeamProfile:
         try:

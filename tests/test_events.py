@@ -61,6 +61,21 @@ def test_a_subscriber_whose_stream_is_gone_is_dropped_and_the_others_still_hear(
     assert fan.heartbeat() == 1 and heard[-1] == HEARTBEAT_FRAME
 
 
+def test_a_heartbeat_to_many_streams_goes_in_slices_with_the_loop_free_between():
+    fan = FanOut()
+    heard = [[] for _ in range(450)]
+    for got in heard:
+        fan.subscribe(["alpha"], got.append)
+    later = []
+    fan.heartbeat_in_slices(lambda fn, *args: later.append((fn, args)), size=200)
+    for sent in (200, 400, 450):  # one slice per turn of the loop, the next one queued behind
+        assert sum(map(len, heard)) == sent
+        if later:
+            fn, args = later.pop()
+            fn(*args)
+    assert later == [] and all(got == [HEARTBEAT_FRAME] for got in heard), "each stream once"
+
+
 class ImmediateLoop:
     def call_soon_threadsafe(self, fn, *args):
         fn(*args)

@@ -69,6 +69,14 @@ class Backend(abc.ABC):
         Must not scan: served from a cache the backend keeps current.
         """
 
+    def balance_version(self, profile: TeamProfile) -> str | None:
+        """What :meth:`balance` of ``profile``'s namespace reads, named without computing it: a
+        string that changes whenever that state may have (``observedAt`` aside), for the ETag
+        of ``GET .../balance`` (``service/validators.py``). None: the backend has none, and the
+        ETag is the answer's hash. Read before the balance, so a change between the two makes
+        the next conditional read a 200, never a 304 of old content."""
+        return None
+
     @abc.abstractmethod
     def submit(self, profile: TeamProfile, job: dict, owner: str) -> dict:
         """Admit and start the batch/v1 Job ``job`` (from :meth:`build_job`) as it is; return the job.

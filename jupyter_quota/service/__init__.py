@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .. import audit, paging
@@ -23,6 +24,7 @@ from ..metrics import QuotaMetrics
 from ..profiles import TeamProfile
 from ..ticker import Ticker
 from ..times import Clock, system_clock
+from . import validators
 from .effective import EffectiveQuota
 from .endpoints import Endpoints
 from .events import EventHub
@@ -166,6 +168,32 @@ class QuotaService:
 
     def balance(self, who: Identity, namespace: str) -> dict:
         return self.backend.balance(self.profile_for(who, namespace))
+
+    def balance_read(self, who: Identity, namespace: str) -> tuple[str | None, Callable[[], dict]]:
+        """``GET .../balance`` in two steps: a validator of the balance, made without computing it
+        (``validators``; None where the backend has none), and a call that computes it. Access is
+        checked and the effective profile read once; the validator is read first, so a change
+        between the two makes the next conditional read a 200, never a 304 of old content."""
+        profile = self.profile_for(who, namespace)
+        return self._version_of(profile), lambda: self.backend.balance(profile)
+
+    def namespaces_read(self, who: Identity) -> tuple[str | None, Callable[[], dict]]:
+        """As :meth:`balance_read`, for :meth:`namespaces` (each team's, and its ``profileError``)."""
+        profiles = [self.effective.of(p) for p in self.registry.teams_of(who)]
+        versions = [self._version_of(p) for p in profiles]
+        version = (
+            None
+            if None in versions
+            else "|".join(
+                f"{p.namespace}:{v}:{self.effective.broken.get(p.team, '')}"
+                for p, v in zip(profiles, versions, strict=True)
+            )
+        )
+        return version, lambda: {"namespaces": [self._namespace_json(p, self.backend.balance(p)) for p in profiles]}
+
+    def _version_of(self, profile: TeamProfile) -> str | None:
+        state = self.backend.balance_version(profile)
+        return None if state is None else f"{validators.BOOT}.{validators.serial(profile)}.{state}"
 
     def subscribe(self, who: Identity, send, loop):
         """``GET /events``: ``who``'s teams (as ``GET /namespaces`` lists them) and their balances

@@ -43,6 +43,8 @@ HEARTBEAT_SECONDS = 15.0
 #: what a client waits before reconnecting (the ``retry:`` field), in milliseconds
 RETRY_MS = 5000
 HEARTBEAT_FRAME = b": heartbeat\n\n"
+#: subscribers sent a heartbeat per turn of the IO loop: requests are served between turns
+HEARTBEAT_SLICE = 200
 _FINISHED = ("Succeeded", "Failed")
 
 
@@ -111,6 +113,19 @@ class FanOut:
         with self._lock:
             subs = list(self._all)
         return self._send(subs, HEARTBEAT_FRAME)
+
+    def heartbeat_in_slices(self, later: Callable, size: int = HEARTBEAT_SLICE) -> None:
+        """:meth:`heartbeat`, ``size`` subscribers at a time, the next slice through ``later(fn,
+        *args)`` (the loop's ``call_soon``): 10,000 streams at once held the loop for seconds."""
+        with self._lock:
+            subs = list(self._all)
+
+        def step(start: int) -> None:
+            self._send(subs[start : start + size], HEARTBEAT_FRAME)
+            if start + size < len(subs):
+                later(step, start + size)
+
+        step(0)
 
     def _send(self, subs: list[Subscription], data: bytes) -> int:
         sent = 0
@@ -194,7 +209,9 @@ class EventHub:
         if self._heartbeat is None:  # one timer for every subscriber, on their loop
             from tornado.ioloop import PeriodicCallback
 
-            self._heartbeat = PeriodicCallback(self.fanout.heartbeat, HEARTBEAT_SECONDS * 1000)
+            self._heartbeat = PeriodicCallback(
+                lambda: self.fanout.heartbeat_in_slices(loop.call_soon), HEARTBEAT_SECONDS * 1000
+            )
             self._heartbeat.start()
         sub = self.fanout.subscribe(teams, send)
         self._wake()  # the pass starts polling the backend for this team

@@ -200,6 +200,16 @@ class KubeBackend(Backend):
             "stale": self.cache.stale(BALANCE_KINDS, namespace),
         }
 
+    def balance_version(self, profile) -> str:
+        """The cache's resourceVersions of what :meth:`balance` reads, and whether it is stale."""
+        namespace = self._watched(profile)
+        names = sorted(
+            f"{kind}/{_name(o)}@{(o.get('metadata') or {}).get('resourceVersion', '')}"
+            for kind in BALANCE_KINDS
+            for o in self.cache[kind].items(namespace)
+        )
+        return f"{int(self.cache.stale(BALANCE_KINDS, namespace))}." + ",".join(names)
+
     def page_jobs(self, profile, limit: int, start: str | None = None) -> paging.Page:
         """Keyset pages of the watch cache, newest first by (creationTimestamp, name).
 

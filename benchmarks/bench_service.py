@@ -1,0 +1,171 @@
+"""The quota service the push and open-loop benchmarks drive, in a process of its own.
+
+``hubservice.app`` (the same handlers and ``QuotaService`` a hub runs), local backend, N teams
+``t000``.. with namespaces ``team-000``.. Callers are simulated users ``u0``, ``u1``, ..., user i in
+team i mod N, identified by their token alone (``Authorization: token u17``): a stand-in for the
+hub's token check, which these benchmarks leave out. Beside the API:
+
+- ``GET /bench/computations``: balances the event pass computed, open subscriptions, and the
+  longest the IO loop was held (a 50 ms timer's lateness; ``?reset=1`` starts it again);
+- ``GET /bench/bare``: the stack's limit, a tornado handler that checks the token and answers a
+  fixed JSON body (a real balance's bytes, made once at start).
+
+Environment: ``BENCH_READ_PATH=before`` serves balances as before issue 23's cheap read path
+(the ETag the computed answer's hash, the namespace's team found by a scan of every team);
+``BENCH_HEARTBEAT=whole`` sends the 15 s heartbeat to every stream in one turn of the IO loop (as
+before it went in slices); ``BENCH_PROFILE=FILE`` runs the service under cProfile and writes its
+stats to FILE on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from quota_testing import FAKE_TRAINER  # noqa: E402
+
+PREFIX = "/services/jupyter-quota/"
+
+SCRIPT = textwrap.dedent(
+    """
+    import cProfile, json, logging, os, signal, sys
+    import tornado.web
+    from jupyter_server.auth.identity import IdentityProvider
+    from tornado.ioloop import IOLoop
+    from traitlets.config import Config
+    from jupyter_quota.config import JupyterQuota
+    from jupyter_quota.hubservice.app import make_app
+    from jupyter_quota.hubservice.identity import HubUser
+    from jupyter_quota.service.app import build_service
+
+    port, state, teams, trainer = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+
+    def user_of(header):
+        scheme, _, name = header.partition(" ")
+        return name if scheme == "token" and name[:1] == "u" and name[1:].isdigit() else None
+
+    class TokenIsUser(IdentityProvider):
+        # "token u17": user u17 of group g{17 % teams}, as a hub's token check would answer
+        async def get_user(self, handler):
+            name = user_of(handler.request.headers.get("Authorization", ""))
+            if name is None:
+                return None
+            handler._token_authenticated = True
+            group = f"g{int(name[1:]) % teams:03d}"
+            return HubUser({"kind": "user", "name": name, "groups": [group], "admin": False, "scopes": []})
+
+        def is_token_authenticated(self, handler):
+            return True
+
+    c = Config()
+    c.JupyterQuota.state_dir = state
+    c.JupyterQuota.job_command = [sys.executable, trainer]
+    c.JupyterQuota.inventory = {"gpus": 0, "cpu": "10000", "memory": "10000Gi"}
+    c.JupyterQuota.profiles = [
+        {"team": f"t{i:03d}", "namespace": f"team-{i:03d}", "groups": [f"g{i:03d}"],
+         "hard": {"requests.cpu": "100", "limits.memory": "100Gi"}}
+        for i in range(teams)
+    ]
+    service = build_service(JupyterQuota(config=c), log=logging.getLogger("bench"))
+    service.start()
+    if os.environ.get("BENCH_READ_PATH") == "before":
+        # as before the cheap read path: the balance computed on every read and its hash the
+        # ETag, the namespace's owner found by scanning every team, access read twice
+        registry, cheap = service.registry, service.balance_read
+
+        def scanning(who, namespace, checked=registry.for_namespace):
+            owner = next((p for p in registry.all() if p.namespace == namespace), None)
+            return owner if owner is not None and owner in registry.teams_of(who) else checked(who, namespace)
+
+        registry.for_namespace = scanning
+        service.balance_read = lambda who, namespace: (None, lambda: service.balance(who, namespace))
+        service.namespaces_read = lambda who: (None, lambda: service.namespaces(who))
+    if os.environ.get("BENCH_HEARTBEAT") == "whole":  # as before: every stream in one turn of the loop
+        service.events.fanout.heartbeat_in_slices = lambda later, size=0: service.events.fanout.heartbeat()
+    BARE = json.dumps(service.balance_of(service.registry.all()[0]))
+
+    import time
+    from tornado.ioloop import PeriodicCallback
+
+    lag = {"last": time.monotonic(), "max": 0.0}
+
+    def tick():  # how late a 50 ms timer fires: the longest the IO loop was held
+        now = time.monotonic()
+        lag["max"] = max(lag["max"], now - lag["last"] - 0.05)
+        lag["last"] = now
+
+    PeriodicCallback(tick, 50).start()
+
+    class Computations(tornado.web.RequestHandler):
+        def get(self):
+            self.finish({
+                "balances": service.events.balance_computations,
+                "subscribers": len(service.events.fanout),
+                "loopLagMaxMs": round(lag["max"] * 1000, 1),
+            })
+            if self.get_query_argument("reset", None):
+                lag["max"] = 0.0
+
+    class Bare(tornado.web.RequestHandler):
+        def get(self):
+            if user_of(self.request.headers.get("Authorization", "")) is None:
+                raise tornado.web.HTTPError(403)
+            self.set_header("Content-Type", "application/json")
+            self.finish(BARE)
+
+    app = make_app(service, TokenIsUser(), "PREFIX", logging.getLogger("bench"))
+    app.add_handlers(".*$", [(r"/bench/computations", Computations), (r"/bench/bare", Bare)])
+    app.listen(port, address="127.0.0.1", backlog=1024)
+    profiler = None
+    if os.environ.get("BENCH_PROFILE"):
+        profiler = cProfile.Profile()
+        profiler.enable()
+    signal.signal(signal.SIGTERM, lambda *a: IOLoop.current().add_callback_from_signal(IOLoop.current().stop))
+    print("ready", flush=True)
+    IOLoop.current().start()
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(os.environ["BENCH_PROFILE"])
+    """
+).replace("PREFIX", PREFIX)
+
+
+def start(port: int, state_dir: Path, teams: int, env: dict | None = None) -> subprocess.Popen:
+    """The service on ``port``, ready to answer."""
+    environ = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        **(env or {}),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(port), str(state_dir), str(teams), str(FAKE_TRAINER)],
+        stdout=subprocess.PIPE,
+        env=environ,
+    )
+    if proc.stdout.readline().strip() != b"ready":
+        proc.kill()
+        raise SystemExit("the service did not start")
+    return proc
+
+
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    proc.wait(60)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU time of the process, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

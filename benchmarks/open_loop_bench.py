@@ -1,0 +1,320 @@
+#!/usr/bin/env python
+"""Open-loop balance reads on one quota service, beside the stack's limit, in one run (issue 23).
+
+    python benchmarks/open_loop_bench.py [--rates 500,1000,2000,4000] [--seconds 5] [--teams 100]
+                                         [--users 1000] [--paths before,cheap]
+
+Requests are sent on a fixed schedule, request k at ``start + k / rate``, whatever the answers do:
+a request whose connection is busy waits for one, and its latency is counted from its scheduled
+time, not from when it could be sent (no coordinated omission). Keep-alive connections, at most
+``--connections``, are opened as the queue needs them. A request not answered within
+``--timeout`` seconds after the last one was scheduled, a refused connection or a status other
+than 200/304 counts as an error.
+
+The service is ``bench_service.py``'s (``hubservice.app``, local backend, ``--teams`` teams, users
+``u0``.. spread over them, identified by their token alone: the hub's token check is left out).
+For each read path in ``--paths`` a service runs (all at once, each row measured on each path
+back to back, so that another load on the machine falls on both alike), and at each rate this
+process sends:
+
+- **bare**: ``GET /bench/bare``, a tornado handler that checks the token and answers a fixed JSON
+  body (a balance's bytes): the stack's limit, measured in the same run;
+- **balance**: ``GET .../quota/v1/namespaces/{ns}/balance``, each user its team's namespace;
+- **balance 304**: the same with ``If-None-Match`` holding the ETag the user's team got before
+  (nothing changes meanwhile, so each answer is a 304).
+
+Read paths: ``cheap`` (today's: a conditional read answers from a validator, the balance is not
+computed; the namespace's team looked up, not scanned for) and ``before`` (``bench_service``'s
+``BENCH_READ_PATH=before``: the balance computed, then its hash compared; every team scanned), so
+the table shows before and after in one run. Prints, per row, p50/p99/p99.9/max latency, errors, the
+answers' statuses, the service's CPU (percent of one core, all threads, and microseconds per
+answer: what a request costs the service whatever else shares the cores) and RSS, and this
+client's own CPU (it shares the cores: when it nears 100 % the client, not the service, is the
+limit). Then, per path and target, the highest rate held at p99 <= ``--p99-ms`` with no errors,
+and its ratio to the bare handler's. Asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
+import bench_service  # noqa: E402
+from bench_service import PREFIX  # noqa: E402
+from quota_testing import free_port  # noqa: E402
+
+TARGETS = ("bare", "balance", "balance 304")
+
+
+class Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection: one request at a time, answers with Content-Length."""
+
+    def __init__(self, client: OpenLoop):
+        self.client = client
+        self.buffer = bytearray()
+        self.scheduled = 0.0
+        self.transport = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def send(self, scheduled: float, request: bytes) -> None:
+        self.scheduled = scheduled
+        self.transport.write(request)
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return
+        head = bytes(self.buffer[:end]).lower()
+        at = head.find(b"\r\ncontent-length:")
+        length = (
+            int(head[at + 17 : head.find(b"\r\n", at + 2) if head.find(b"\r\n", at + 2) > 0 else None]) if at > 0 else 0
+        )
+        if len(self.buffer) < end + 4 + length:
+            return
+        del self.buffer[: end + 4 + length]
+        self.client.answered(self, int(head[9:12]))
+
+    def connection_lost(self, exc) -> None:
+        self.client.lost(self)
+
+
+class OpenLoop:
+    """Requests at fixed times over a pool of connections; latencies from the scheduled times."""
+
+    def __init__(self, port: int, max_connections: int):
+        self.port = port
+        self.max_connections = max_connections
+        self.idle: list[Connection] = []
+        self.busy: set[Connection] = set()
+        self.waiting: collections.deque = collections.deque()
+        self.opening = 0
+        self.latencies: list[float] = []
+        self.statuses: collections.Counter = collections.Counter()
+        self.errors = 0
+
+    async def run(self, requests: list[bytes], rate: float, seconds: float, timeout: float) -> None:
+        loop = asyncio.get_running_loop()
+        total = int(rate * seconds)
+        start = time.perf_counter() + 0.05
+        k = 0
+        while k < total:
+            now = time.perf_counter()
+            due = start + k / rate
+            if due > now:
+                await asyncio.sleep(due - now)
+                continue
+            while k < total and start + k / rate <= now:  # every request now due, late ones at once
+                self.dispatch(loop, start + k / rate, requests[k % len(requests)])
+                k += 1
+        deadline = time.perf_counter() + timeout
+        while (self.busy or self.waiting) and time.perf_counter() < deadline:
+            await asyncio.sleep(0.01)
+        self.errors += len(self.busy) + len(self.waiting)  # not answered in time
+        for conn in list(self.busy) + self.idle:
+            conn.transport.close()
+
+    def dispatch(self, loop, scheduled: float, request: bytes) -> None:
+        if self.idle:
+            conn = self.idle.pop()
+            self.busy.add(conn)
+            conn.send(scheduled, request)
+            return
+        self.waiting.append((scheduled, request))
+        if len(self.busy) + self.opening < self.max_connections and self.opening < len(self.waiting):
+            self.opening += 1
+            loop.create_task(self.connect(loop))
+
+    async def connect(self, loop) -> None:
+        try:
+            _, conn = await loop.create_connection(lambda: Connection(self), "127.0.0.1", self.port)
+        except OSError:
+            self.opening -= 1
+            if self.waiting:
+                self.waiting.popleft()
+                self.errors += 1
+            return
+        self.opening -= 1
+        self.next(conn)
+
+    def next(self, conn: Connection) -> None:
+        if self.waiting:
+            self.busy.add(conn)
+            conn.send(*self.waiting.popleft())
+        else:
+            self.busy.discard(conn)
+            self.idle.append(conn)
+
+    def answered(self, conn: Connection, status: int) -> None:
+        self.latencies.append(time.perf_counter() - conn.scheduled)
+        self.statuses[status] += 1
+        if status not in (200, 304):
+            self.errors += 1
+        self.next(conn)
+
+    def lost(self, conn: Connection) -> None:
+        if conn in self.busy:
+            self.busy.discard(conn)
+            self.errors += 1
+        if conn in self.idle:
+            self.idle.remove(conn)
+
+
+def request(path: str, user: int, etag: str | None = None) -> bytes:
+    extra = f"If-None-Match: {etag}\r\n" if etag else ""
+    return f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: token u{user}\r\n{extra}\r\n".encode()
+
+
+def balance_path(team: int) -> str:
+    return f"{PREFIX}quota/v1/namespaces/team-{team:03d}/balance"
+
+
+async def etags(port: int, teams: int) -> dict[int, str]:
+    """Each team's balance ETag now (user ``u{team}`` is in team ``team``)."""
+    found = {}
+    for team in range(teams):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request(balance_path(team), team).replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        raw = await reader.read()
+        writer.close()
+        head = raw.split(b"\r\n\r\n", 1)[0].decode()
+        found[team] = next(
+            line.split(":", 1)[1].strip() for line in head.split("\r\n") if line.lower().startswith("etag:")
+        )
+    return found
+
+
+def percentile(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
+
+
+async def measure(port, pid, requests, rate, args) -> dict:
+    client = OpenLoop(port, args.connections)
+    cpu0, mine0, t0 = bench_service.cpu_seconds(pid), time.process_time(), time.perf_counter()
+    await client.run(requests, rate, args.seconds, args.timeout)
+    wall = time.perf_counter() - t0
+    ms = sorted(x * 1000 for x in client.latencies)
+    return {
+        "p50": percentile(ms, 0.5),
+        "p99": percentile(ms, 0.99),
+        "p999": percentile(ms, 0.999),
+        "max": ms[-1] if ms else float("nan"),
+        "sent": int(rate * args.seconds),
+        "errors": client.errors,
+        "statuses": dict(client.statuses),
+        "cpu": 100 * (bench_service.cpu_seconds(pid) - cpu0) / wall,
+        # CPU per answer: what each costs the service, whoever else shares the cores
+        "cpu_us": 1e6 * (bench_service.cpu_seconds(pid) - cpu0) / max(1, len(client.latencies)),
+        "client_cpu": 100 * (time.process_time() - mine0) / wall,
+        "rss": bench_service.rss_kib(pid) / 1024,
+    }
+
+
+async def run_all(paths: list[str], args, rates: list[int], results: dict) -> None:
+    """One service per read path, all running at once; each (target, rate) row is measured on
+    each path back to back, so a load from elsewhere on the machine falls on both alike."""
+    with tempfile.TemporaryDirectory(prefix="open-loop-bench-") as tmp:
+        services = {}
+        try:
+            for path_name in paths:
+                env = {"BENCH_READ_PATH": path_name}
+                if args.profile:
+                    env["BENCH_PROFILE"] = f"{args.profile}.{path_name}"
+                port = free_port()
+                proc = bench_service.start(port, Path(tmp) / path_name, args.teams, env)
+                services[path_name] = (port, proc, requests_for(await etags(port, args.teams), args))
+            for target in args.targets:
+                for port, proc, requests in services.values():  # warm up (not shown)
+                    await measure(port, proc.pid, requests[target], min(rates), args)
+                for rate in rates:
+                    for path_name, (port, proc, requests) in services.items():
+                        row = await measure(port, proc.pid, requests[target], rate, args)
+                        results[path_name, target, rate] = row
+                        print(
+                            f"{path_name:<8}{target:<13}{rate:>7}{row['p50']:>9.1f}{row['p99']:>9.1f}"
+                            f"{row['p999']:>9.1f}{row['max']:>9.0f}{row['errors']:>8}  {_statuses(row['statuses']):<18}"
+                            f"{row['cpu']:>6.0f}%{row['cpu_us']:>8.0f}{row['rss']:>8.1f}{row['client_cpu']:>8.0f}%",
+                            flush=True,
+                        )
+        finally:
+            for _, proc, _ in services.values():
+                bench_service.stop(proc)
+
+
+def requests_for(tags: dict[int, str], args) -> dict[str, list[bytes]]:
+    """Each target's requests, one per user, sent round-robin."""
+    users = range(args.users)
+    return {
+        "bare": [request("/bench/bare", u) for u in users],
+        "balance": [request(balance_path(u % args.teams), u) for u in users],
+        "balance 304": [request(balance_path(u % args.teams), u, tags[u % args.teams]) for u in users],
+    }
+
+
+def _statuses(counts: dict) -> str:
+    return " ".join(f"{status}:{n}" for status, n in sorted(counts.items()))
+
+
+def held(results: dict, path_name: str, target: str, rates: list[int], p99_ms: float) -> int:
+    """The highest rate held at p99 <= p99_ms with no errors, every lower rate held too (0: none)."""
+    best = 0
+    for rate in sorted(rates):
+        row = results[path_name, target, rate]
+        if row["errors"] or row["p99"] > p99_ms:
+            break
+        best = rate
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rates", default="500,1000,1500,2000,3000,4000", help="requests per second, comma-separated")
+    parser.add_argument("--seconds", type=float, default=5.0, help="how long each rate runs")
+    parser.add_argument("--teams", type=int, default=100)
+    parser.add_argument("--users", type=int, default=1000, help="simulated users, spread over the teams")
+    parser.add_argument(
+        "--paths",
+        default="before,cheap",
+        help="read paths, in order (before: as before the cheap read path; cheap: now)",
+    )
+    parser.add_argument("--targets", default=",".join(TARGETS), help=f"of {', '.join(TARGETS)}")
+    parser.add_argument("--connections", type=int, default=256, help="keep-alive connections at most")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds an answer may take after the last send")
+    parser.add_argument("--p99-ms", type=float, default=10.0, help="the latency target the summary checks")
+    parser.add_argument("--profile", help="write the service's cProfile stats to PROFILE.<path>")
+    args = parser.parse_args()
+    rates = [int(r) for r in args.rates.split(",")]
+    args.targets = [t.strip() for t in args.targets.split(",")]
+    paths = [p.strip() for p in args.paths.split(",")]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.connections * 2 + 256)), hard))
+
+    print(f"open loop, {args.seconds:g} s per row, {args.users} users over {args.teams} teams; latency in ms")
+    print(
+        f"{'path':<8}{'target':<13}{'req/s':>7}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>9}{'errors':>8}  "
+        f"{'statuses':<18}{'svc CPU':>7}{'us/req':>8}{'RSS MiB':>8}{'client':>9}"
+    )
+    results: dict = {}
+    asyncio.run(run_all(paths, args, rates, results))
+    print(f"\nhighest rate held at p99 <= {args.p99_ms:g} ms with no errors (and its share of the bare handler's):")
+    for path_name in paths:
+        bare = held(results, path_name, "bare", rates, args.p99_ms) if "bare" in args.targets else 0
+        for target in args.targets:
+            rate = held(results, path_name, target, rates, args.p99_ms)
+            share = f" ({rate / bare:.2f} of bare)" if bare and target != "bare" else ""
+            cpu = sorted(results[path_name, target, r]["cpu_us"] for r in rates)[len(rates) // 2]
+            print(f"  {path_name:<8}{target:<13}{rate:>6} req/s{share}; service CPU {cpu:.0f} us per answer (median)")
+
+
+if __name__ == "__main__":
+    main()
