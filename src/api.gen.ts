@@ -14,7 +14,9 @@ export interface paths {
         /**
          * The caller's team namespaces, each with its balance
          * @description The answer's `ETag` covers everything in it but the balances' `observedAt`: send it back
-         *     as `If-None-Match` and an unchanged answer is 304 with no body.
+         *     as `If-None-Match` and an unchanged answer is 304 with no body (made without computing
+         *     the balances). An ETag may change while the answer did not (another team's job, a
+         *     restart): then the answer is a 200 of the same body.
          */
         get: operations["listNamespaces"];
         put?: never;
@@ -69,8 +71,9 @@ export interface paths {
         /**
          * Hard, used and remaining per quota resource, requests and limits apart
          * @description The answer's `ETag` covers everything in it but `observedAt`: send it back as
-         *     `If-None-Match` and an unchanged balance is 304 with no body. `GET /events` pushes each
-         *     change instead.
+         *     `If-None-Match` and an unchanged balance is 304 with no body (made without computing the
+         *     balance). An ETag may change while the balance did not (another team's job, a restart):
+         *     then the answer is a 200 of the same body. `GET /events` pushes each change instead.
          */
         get: operations["getBalance"];
         put?: never;
