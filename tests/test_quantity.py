@@ -445,4 +445,3 @@ def test_canonical_strings_reparse_to_the_same_value():
         assert again == q, (q, str(q))
         # BinarySI 1000 prints "1000", which reads back as DecimalSI "1k": stable after one trip
         assert str(Quantity(str(again))) == str(again)
-
