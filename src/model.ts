@@ -115,6 +115,14 @@ export class QuotaModel implements IDisposable {
     return this._push?.held ?? false;
   }
 
+  /**
+   * True once the push is held and the model has read everything since: from
+   * then on every change arrives by push, and nothing is polled.
+   */
+  get live(): boolean {
+    return this.pushHeld && this._synced;
+  }
+
   /** Emitted after every poll, successful or not, and after a job change. */
   get changed(): ISignal<this, void> {
     return this._changed;

@@ -259,8 +259,10 @@ describe('QuotaModel with a push', () => {
     );
     source().emit(BALANCE_EVENT, balance('team-alpha', '0'));
     expect(model.pushHeld).toBe(true);
+    expect(model.live).toBe(false); // held, not yet read since
     await ticks(model, 1); // the read that follows the hold
     await ticks(model, 1);
+    expect(model.live).toBe(true);
     const before = client.calls.length;
     await ticks(model, 5);
     expect(client.calls.length).toBe(before); // five ticks, no request
@@ -307,6 +309,7 @@ describe('QuotaModel with a push', () => {
     expect(client.calls.length).toBe(held);
     source().fail();
     expect(model.pushHeld).toBe(false);
+    expect(model.live).toBe(false);
     await ticks(model, 3);
     expect(
       client.calls.slice(held).filter(c => c === 'namespaces').length

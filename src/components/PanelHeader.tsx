@@ -22,6 +22,17 @@ export function PanelHeader(props: IPanelHeaderProps): JSX.Element {
       {model.identity && (
         <span className="jp-QuotaSidebar-user">{model.identity.name}</span>
       )}
+      <span
+        className="jp-QuotaSidebar-live"
+        data-push={model.live ? 'held' : 'polling'}
+        title={
+          model.live
+            ? 'Changes arrive as they happen'
+            : `Read again every ${Math.round(model.refreshInterval / 1000)} s`
+        }
+      >
+        {model.live ? 'Live' : ''}
+      </span>
       <button
         type="button"
         className="jp-mod-styled jp-QuotaButton"
