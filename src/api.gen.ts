@@ -1289,6 +1289,11 @@ export interface components {
             /** @description Kubernetes backend. Volumes the team's job pods mount, each a volume and its mount in one object; `{username}` in `claimName` or `subPath` is the submitting user */
             volumes?: components["schemas"]["JobVolume"][];
         };
+        /** @description A profile as `PUT /profiles/{team}` stored it, with what the admin should know */
+        StoredProfile: components["schemas"]["Profile"] & {
+            /** @description Set when the teams' GPU quotas, with this profile, add up to more than the inventory's GPUs (local backend; empty on Kubernetes, whose GPUs are not counted here). Not part of a profile: leave it out of the next PUT. */
+            warnings?: string[];
+        };
         IncreaseRequest: {
             /** @description How much more of each resource, e.g. {"requests.nvidia.com/gpu": "2"} */
             resources: components["schemas"]["Quantities"];
@@ -2064,13 +2069,13 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The stored profile */
+            /** @description The stored profile, with `warnings`: set when the teams' GPU quotas now add up to more than the inventory's GPUs (the same warning an increase's approver gets). Overcommitting can be deliberate, so the profile is stored all the same. */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Profile"];
+                    "application/json": components["schemas"]["StoredProfile"];
                 };
             };
             400: components["responses"]["Error"];

@@ -15,14 +15,19 @@ import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { asModelError, IModelError } from './model';
-import { IProfile, IProfileList, IResourceList } from './tokens';
+import {
+  IProfile,
+  IProfileList,
+  IResourceList,
+  IStoredProfile
+} from './tokens';
 
 /**
  * What the editor needs from the server (`QuotaClient` in `client.ts`).
  */
 export interface IProfileClient {
   profiles(): Promise<IProfileList>;
-  putProfile(team: string, profile: IProfile): Promise<IProfile>;
+  putProfile(team: string, profile: IProfile): Promise<IStoredProfile>;
 }
 
 /**
@@ -98,6 +103,11 @@ export class ProfileEditor implements IDisposable {
   /** What the last successful save did, for a status line. */
   get saved(): string {
     return this._saved;
+  }
+
+  /** The last save's warnings (the teams' GPU quotas pass the inventory). */
+  get warnings(): string[] {
+    return this._saved ? this._warnings : [];
   }
 
   /** True while a read or a save is in flight. */
@@ -235,7 +245,10 @@ export class ProfileEditor implements IDisposable {
     this._setBusy(true);
     let profile: IProfile;
     try {
-      profile = await this._client.putProfile(team, body);
+      // the warnings are the answer's, not the profile's: a later save leaves them out
+      const { warnings, ...stored } = await this._client.putProfile(team, body);
+      profile = stored;
+      this._warnings = warnings ?? [];
     } catch (error) {
       this._error = asModelError(error);
       this._setBusy(false);
@@ -309,6 +322,7 @@ export class ProfileEditor implements IDisposable {
   private _json = '';
   private _error: IModelError | null = null;
   private _saved = '';
+  private _warnings: string[] = [];
   private _busy = false;
   private _disposed = false;
   private _changed = new Signal<this, void>(this);

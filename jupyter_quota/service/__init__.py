@@ -287,7 +287,9 @@ class QuotaService:
             f"profile/{team}",
             _hard_change(before, profile.hard),
         )
-        return profile.to_json()
+        # stored, not refused (overcommitting can be deliberate), but the admin is told, as the
+        # approver of an increase is, when the teams' GPU quotas now pass the inventory
+        return {**profile.to_json(), "warnings": self.increases.overcommit(team, {}, "this profile")}
 
     # -- temporary increases and the audit log ---------------------------------------------------
 
