@@ -1442,7 +1442,7 @@ export interface components {
             exceededShare: number | null;
             /** @description Share of the current quota that running jobs left unused */
             idleShare: number | null;
-            /** @description p90 of submission-to-start (never started - to the window's end); null without jobs, or where the history has no submission times (Kubernetes' usage spans: the explanation says so) */
+            /** @description p90 of submission-to-start (never started - to the window's end); null without jobs, or where the history has no submission times (a backend with usage spans only: the explanation says so) */
             waitP90Seconds: number | null;
             explanation: string;
             series?: components["schemas"]["DemandSeries"];

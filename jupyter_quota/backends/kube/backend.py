@@ -35,6 +35,7 @@ import logging
 import os
 import threading
 import time
+from datetime import datetime
 
 from ... import errors, jobfields, labels, paging, quota, reasons, stall
 from ...jobspec import JobSettings
@@ -166,6 +167,11 @@ class KubeBackend(Backend):
         """Pods that held their requests in ``[since, until)``, as the service recorded them."""
         return self.usage.store.spans(since, until, namespaces)
 
+    def job_records(self, since: int, until: int, namespaces=None) -> list:
+        """The history recommendations and replays read (``usagestore.UsageStore.records``):
+        pods with their Jobs' submission, Jobs that waited, and submits the quota refused."""
+        return self.usage.store.records(since, until, namespaces)
+
     def apply_profile(self, profile) -> None:
         """An admin's profile change reaches the cluster first: the namespace's ResourceQuota and
         LimitRange objects are written (the watch then updates every user's balance); a refusal
@@ -267,12 +273,19 @@ class KubeBackend(Backend):
             with self.turns.turn(namespace):  # admission.py: whole-job admission, one submit at a time
                 quotas = self._quotas_from_server(namespace)
                 limit_ranges = self.cache["limitranges"].items(namespace)
-                admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
-                created = self._create_job(namespace, name, job)
+                try:
+                    admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
+                    created = self._create_job(namespace, name, job)
+                except errors.AdmissionDenied as e:
+                    if e.reason in reasons.QUOTA_REFUSALS:  # demand the quota hid (recommendations)
+                        self.usage.store.refused(usagestore.refusal(job, limit_ranges, owner, int(time.time())))
+                    raise
                 self.turns.created(namespace, created, admitted.pods)
             template = admitted.pod
         with self._lock:
             self._cancelled.pop((namespace, name), None)
+        # the user's refused submits before it were this demand, waiting: they end now
+        self.usage.store.submitted(namespace, owner, _epoch_of(created))
         self.log.info("job %s/%s created for %s", namespace, name, owner)
         return jobview.job_json(created, [], [], profile.gpuResource, template_pod=template)
 
@@ -414,6 +427,11 @@ class KubeBackend(Backend):
                 raise ClusterUnavailable(
                     f"the cluster's quotas could not be read, so nothing is submitted ({problems})"
                 )
+
+
+def _epoch_of(created: dict) -> int:
+    stamp = (created.get("metadata") or {}).get("creationTimestamp")
+    return int(datetime.fromisoformat(stamp).timestamp()) if stamp else int(time.time())
 
 
 def _checked(profile, job: dict) -> str:
