@@ -33,6 +33,7 @@ import contextlib
 import copy
 import logging
 import os
+import sqlite3
 import threading
 import time
 from datetime import datetime
@@ -278,16 +279,23 @@ class KubeBackend(Backend):
                     created = self._create_job(namespace, name, job)
                 except errors.AdmissionDenied as e:
                     if e.reason in reasons.QUOTA_REFUSALS:  # demand the quota hid (recommendations)
-                        self.usage.store.refused(usagestore.refusal(job, limit_ranges, owner, int(time.time())))
+                        self._history(self.usage.store.refused, usagestore.refusal(job, limit_ranges, owner, _now()))
                     raise
                 self.turns.created(namespace, created, admitted.pods)
             template = admitted.pod
         with self._lock:
             self._cancelled.pop((namespace, name), None)
         # the user's refused submits before it were this demand, waiting: they end now
-        self.usage.store.submitted(namespace, owner, _epoch_of(created))
+        self._history(self.usage.store.submitted, namespace, owner, _epoch_of(created))
         self.log.info("job %s/%s created for %s", namespace, name, owner)
         return jobview.job_json(created, [], [], profile.gpuResource, template_pod=template)
+
+    def _history(self, write, *args) -> None:
+        """A write of the recommendations' history; its failure is logged, never the submit's answer."""
+        try:
+            write(*args)
+        except sqlite3.Error as e:
+            self.log.warning("jupyter_quota: could not record a submit in the usage store: %s", e)
 
     def _create_job(self, namespace: str, name: str, job: dict) -> dict:
         try:
@@ -429,9 +437,13 @@ class KubeBackend(Backend):
                 )
 
 
+def _now() -> int:
+    return int(time.time())
+
+
 def _epoch_of(created: dict) -> int:
     stamp = (created.get("metadata") or {}).get("creationTimestamp")
-    return int(datetime.fromisoformat(stamp).timestamp()) if stamp else int(time.time())
+    return int(datetime.fromisoformat(stamp).timestamp()) if stamp else _now()
 
 
 def _checked(profile, job: dict) -> str:
