@@ -1253,6 +1253,8 @@ export interface components {
         };
         /** @description A team profile; see `jupyter_quota.profiles.TeamProfile` for every field's help */
         Profile: {
+            /** @description In `PUT /profiles/{team}`'s answer only: set when the teams' GPU quotas, with this profile, add up to more than the inventory's GPUs (local backend; empty on Kubernetes, whose GPUs are not counted here), the warning an increase's approver gets. Not part of the profile: a PUT ignores it. */
+            readonly warnings?: string[];
             team?: string;
             namespace?: string;
             displayName?: string;
@@ -1288,11 +1290,6 @@ export interface components {
             image?: string;
             /** @description Kubernetes backend. Volumes the team's job pods mount, each a volume and its mount in one object; `{username}` in `claimName` or `subPath` is the submitting user */
             volumes?: components["schemas"]["JobVolume"][];
-        };
-        /** @description A profile as `PUT /profiles/{team}` stored it, with what the admin should know */
-        StoredProfile: components["schemas"]["Profile"] & {
-            /** @description Set when the teams' GPU quotas, with this profile, add up to more than the inventory's GPUs (local backend; empty on Kubernetes, whose GPUs are not counted here). Not part of a profile: leave it out of the next PUT. */
-            warnings?: string[];
         };
         IncreaseRequest: {
             /** @description How much more of each resource, e.g. {"requests.nvidia.com/gpu": "2"} */
@@ -2075,7 +2072,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["StoredProfile"];
+                    "application/json": components["schemas"]["Profile"];
                 };
             };
             400: components["responses"]["Error"];

@@ -39,7 +39,6 @@ import {
   IRecommendationList,
   IReplay,
   IReplayRequest,
-  IStoredProfile,
   IUsage
 } from './tokens';
 
@@ -137,8 +136,8 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
   }
 
   /** `PUT profiles/{team}`: replace a team's profile (admins only); 400 with the validation message. */
-  putProfile(team: string, profile: IProfile): Promise<IStoredProfile> {
-    return this._send<IStoredProfile>(`profiles/${enc(team)}`, 'PUT', profile);
+  putProfile(team: string, profile: IProfile): Promise<IProfile> {
+    return this._send<IProfile>(`profiles/${enc(team)}`, 'PUT', profile);
   }
 
   /** `GET recommendations[?series=true]`: hard quotas recommended from history (a member: their teams'). */

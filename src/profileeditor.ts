@@ -15,19 +15,14 @@ import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { asModelError, IModelError } from './model';
-import {
-  IProfile,
-  IProfileList,
-  IResourceList,
-  IStoredProfile
-} from './tokens';
+import { IProfile, IProfileList, IResourceList } from './tokens';
 
 /**
  * What the editor needs from the server (`QuotaClient` in `client.ts`).
  */
 export interface IProfileClient {
   profiles(): Promise<IProfileList>;
-  putProfile(team: string, profile: IProfile): Promise<IStoredProfile>;
+  putProfile(team: string, profile: IProfile): Promise<IProfile>;
 }
 
 /**

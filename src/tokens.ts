@@ -105,12 +105,6 @@ export type IEstimatorErrors = Schemas['EstimatorErrors'];
  */
 export type IProfile = Schemas['Profile'];
 
-/**
- * `PUT profiles/{team}`'s answer: the stored profile and its `warnings` (the
- * teams' GPU quotas pass the inventory), which are not part of a profile.
- */
-export type IStoredProfile = Schemas['StoredProfile'];
-
 /** `GET profiles`: every team profile (admins only). */
 export type IProfileList = Schemas['ProfileList'];
 

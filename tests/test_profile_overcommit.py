@@ -35,6 +35,8 @@ def test_a_profile_edit_past_the_inventory_is_stored_with_a_warning(service):
     assert "5 GPUs" in warning and "4 GPUs" in warning, warning  # 3 + 2 of 4
     assert warning.startswith("with this profile "), warning
     assert service.profile(ADA, "alpha")["hard"] == {GPU_KEY: "3"}  # stored: not a refusal
+    again = service.put_profile(ADA, "alpha", answer)  # the answer sent back: its warnings are no field
+    assert again["warnings"] == [warning] and "warnings" not in service.profile(ADA, "alpha")
 
 
 def test_no_warning_while_the_quotas_fit_the_inventory(service):
