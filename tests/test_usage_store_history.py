@@ -64,6 +64,21 @@ def test_a_job_deleted_before_it_started_asked_until_it_was_seen_gone(tmp_path):
     assert store.records(T0 + 300, T0 + 3600) == []  # over before this window
 
 
+def test_a_job_missing_from_the_cache_for_a_moment_is_not_ended_for_good(tmp_path):
+    # a re-list in flight: the sweep sees the Job gone, then it is back, waiting or started
+    store = UsageStore(str(tmp_path / "usage.sqlite3"))
+    store.wait([job_waiting(job(), LIMITS)])
+    store.end_waiting(["j1"], T0 + 1)
+    store.wait([job_waiting(job(), LIMITS)])  # seen again, still waiting
+    assert [r.finished for r in store.records(T0, T0 + 3600)] == [None] and store.waiting() == {"j1": "team-a"}
+    store.end_waiting(["j1"], T0 + 2)
+    store.started(["j1"], T0 + 3)  # seen again, started: its pods' rows count, no phantom
+    assert store.records(T0, T0 + 3600) == [] and store.waiting() == {}
+    store.wait([job_waiting(job(uid="j2"), LIMITS, end=T0 + 5)])  # a real end stays
+    store.started(["j2"], T0 + 6)
+    assert [r.finished for r in store.records(T0, T0 + 3600)] == [T0 + 5]
+
+
 def test_a_refusal_asks_until_the_users_retry_and_a_retry_does_not_add_demand(tmp_path):
     store = UsageStore(str(tmp_path / "usage.sqlite3"))
     store.refused(refusal(job(parallelism=1), LIMITS, "ann@example.org", T0 + 60))

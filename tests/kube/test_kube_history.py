@@ -64,7 +64,7 @@ def test_kube_history_has_submissions_waiting_jobs_and_refusals(kube, namespace_
     # deleted while it waited: it asked until the recorder saw it gone
     kube.delete(f"/apis/batch/v1/namespaces/{ns}/jobs/direct", body={"propagationPolicy": "Background"})
     (gone,) = wait(
-        lambda: [r for r in records() if r.submitted == direct_created and r.finished is not None],
+        lambda: [r for r in records() if r.started is None and r.submitted == direct_created and r.finished],
         what="the deleted waiting Job ended",
     )
     assert direct_created <= gone.finished <= int(datetime.now().timestamp())
@@ -77,10 +77,12 @@ def test_kube_history_has_submissions_waiting_jobs_and_refusals(kube, namespace_
     retry_created = epoch(retried["createdAt"])
     assert (asked.submitted, None, retry_created) in [(r.submitted, r.started, r.finished) for r in records()]
     (more,) = wait(
-        lambda: [r for r in records() if r.started is not None and r.submitted == retry_created],
+        lambda: [r for r in records() if r.started is not None and r.gpus == 1.0],  # big has 2
         what="the retry's pod recorded",
     )
+    assert more.submitted == retry_created  # the pod carries its Job's submission
     assert more.wait(now + 3600) == more.started - retry_created
+    more_pod = wait(lambda: pods("more"), what="the retry's pod listed")[0]["metadata"]["uid"]
 
     # the service's p90 wait is known on Kubernetes now, and a restart counts nothing twice
     seen = sorted(records(), key=repr)
@@ -88,7 +90,9 @@ def test_kube_history_has_submissions_waiting_jobs_and_refusals(kube, namespace_
     assert next(r for r in rows if r["resource"] == GPU_KEY)["waitP90Seconds"] is not None
     backend.close()
     again = make_kube_backend(usage_path=usage_path)
+    again.usage.stop()  # its ticker's sweeps done; one more, with the caches synced, races nothing
     again.usage.sweep()
+    assert more_pod in again.usage._written
     assert sorted(again.job_records(since, int(datetime.now().timestamp()) + 3600, [ns]), key=repr) == seen
 
 

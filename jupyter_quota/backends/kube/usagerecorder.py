@@ -61,12 +61,16 @@ class UsageRecorder:
         now = int(time.time()) if now is None else now
         # Which namespaces can tell "gone" is decided before their pods are read: a watch that starts
         # (after a restart) between the read and the check would make every pod of it look gone.
+        # Pods and Jobs are read together: a pod recorded before its Job is listed would lose its
+        # submission, and a Job judged before its pods are listed would look like it waits.
         running, waiting = self.store.running(), self.store.waiting()
-        ready = {ns for ns in set(running.values()) if self._watching(ns) and self.cache.synced(["pods"], ns)}
-        jobs_ready = {ns for ns in set(waiting.values()) if self._watching(ns) and self.cache.synced(["jobs"], ns)}
+        ready = {ns for ns in {*running.values(), *waiting.values()} if self._watching(ns) and self._synced(ns)}
         pods = self.cache["pods"]
-        seen, changed, started_jobs = set(), [], set()
+        seen, changed, started_jobs, read = set(), [], set(), set()
         for namespace in pods.namespaces():
+            if not self._synced(namespace):
+                continue
+            read.add(namespace)
             for pod in pods.items(namespace):
                 owner, submitted = self._job_of(pod)
                 record = pod_record(pod, owner, submitted)
@@ -79,18 +83,21 @@ class UsageRecorder:
         self.store.record(changed)
         self._remember(changed)
         self._written = {uid: end for uid, end in self._written.items() if uid in seen}  # gone: forgotten
+        ready &= read
         gone = [uid for uid, namespace in running.items() if uid not in seen and namespace in ready]
         if gone:
             self.store.finish(gone, now)
             for uid in gone:
                 self._written.pop(uid, None)
-        self._sweep_jobs(started_jobs, waiting, jobs_ready, now)
+        self._sweep_jobs(started_jobs, waiting, ready, now)
 
     def _sweep_jobs(self, started: set, waiting: dict[str, str], ready: set, now: int) -> None:
         """Jobs with no pod started are demand that waits; it ends at a start, an end or a delete."""
         jobs = self.cache["jobs"]
         seen, asked, begun = set(), [], []
         for namespace in jobs.namespaces():
+            if not self._synced(namespace):
+                continue
             limit_ranges = None
             for job in jobs.items(namespace):
                 meta = job.get("metadata") or {}
@@ -127,6 +134,9 @@ class UsageRecorder:
     def _remember(self, records: list[PodRecord]) -> None:
         for record in records:
             self._written[record.uid] = record.span.end
+
+    def _synced(self, namespace: str) -> bool:
+        return self.cache.synced(["pods", "jobs"], namespace)
 
     def _watching(self, namespace: str) -> bool:
         return not self.cache.namespaced or bool(self.cache["pods"].reflectors(namespace))

@@ -68,7 +68,10 @@ CREATE TABLE IF NOT EXISTS waiting (
     submitted_at INTEGER NOT NULL,  -- epoch seconds: the Job's creationTimestamp, or the refusal
     started_at   INTEGER,           -- set once a pod started: from then on the pods' rows count
     ended_at     INTEGER,           -- ended (deleted, failed, retried) without a pod started
-    refused      INTEGER NOT NULL DEFAULT 0
+    refused      INTEGER NOT NULL DEFAULT 0,
+    -- 1: ended_at is when the Job was missing from the cache (as pods.finish_inferred): a Job
+    -- seen again (a re-list was in flight) waits again, or started
+    end_inferred INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS waiting_by_end ON waiting (ended_at);
 """
@@ -237,22 +240,25 @@ class UsageStore:
 
     def wait(self, waiting: Iterable[Waiting]) -> None:
         """Jobs seen before a pod started (a row once: the first sighting's), or their end
-        without a start (``span.end``); a row whose Job started or ended already stays."""
+        without a start (``span.end``); a row whose Job started or ended already stays, but an
+        end inferred from the Job's absence (``end_waiting``) gives way to what is seen now."""
         rows = [(w.key, *_columns(w.span)[:-2], w.priority, w.span.start, w.span.end, int(w.refused)) for w in waiting]
         if rows:
             with self._lock, self._transaction():
                 self._con.executemany(
                     f"INSERT INTO waiting ({_WAITING_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (key) DO UPDATE SET ended_at = excluded.ended_at"
-                    " WHERE waiting.ended_at IS NULL AND waiting.started_at IS NULL",
+                    " ON CONFLICT (key) DO UPDATE SET ended_at = excluded.ended_at, end_inferred = 0"
+                    " WHERE waiting.started_at IS NULL AND (waiting.ended_at IS NULL OR waiting.end_inferred = 1)",
                     rows,
                 )
 
     def started(self, keys: Iterable[str], at: int) -> None:
-        """Jobs a pod of which started: their pods' rows count from now on."""
+        """Jobs a pod of which started: their pods' rows count from now on (an end inferred
+        from the Job's absence was a re-list in flight)."""
         with self._lock, self._transaction():
             self._con.executemany(
-                "UPDATE waiting SET started_at = ? WHERE key = ? AND started_at IS NULL AND ended_at IS NULL",
+                "UPDATE waiting SET started_at = ?, ended_at = NULL, end_inferred = 0"
+                " WHERE key = ? AND started_at IS NULL AND (ended_at IS NULL OR end_inferred = 1)",
                 [(at, key) for key in keys],
             )
 
@@ -288,7 +294,7 @@ class UsageStore:
         """Jobs gone without a pod started (deleted): they asked until ``at``."""
         with self._lock, self._transaction():
             self._con.executemany(
-                "UPDATE waiting SET ended_at = max(submitted_at, ?)"
+                "UPDATE waiting SET ended_at = max(submitted_at, ?), end_inferred = 1"
                 " WHERE key = ? AND started_at IS NULL AND ended_at IS NULL",
                 [(at, key) for key in keys],
             )
