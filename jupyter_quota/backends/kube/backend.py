@@ -14,7 +14,8 @@ has it):
   LimitRanges (all of a Job's pods together, since Kubernetes admits them one by one and could
   leave a job half-running), then creates it. The API server's admission stays the
   authority: its 403 on the Job is raised with its text, and a refusal of the pods afterwards
-  shows on the job as the ``FailedCreate`` event's reason and message.
+  shows on the job as the ``FailedCreate`` event's reason and message. A submit the quota
+  refuses is written down as demand (``usagestore.refusal``) until the user's next submit there.
   With Kueue (``kueue_queue``) the Job is created suspended and labelled for its LocalQueue,
   without the pre-check and the turn: Kueue admits it, possibly beyond what the quota has left
   now (``jupyter_quota/kueue.py``).
