@@ -2,11 +2,13 @@
 
 A record says who asked (team, user), what (GPUs, CPU cores, memory bytes, priority) and when:
 ``submitted``, ``started`` and ``finished`` in epoch seconds. ``started`` is None for a job that
-never started (it waited, or was refused, until the history ends); ``finished`` is None for one
-that still runs. The sources are the local ledger's jobs (``backends/local/history.py``), any
-backend's usage spans (``from_spans``: start and end only, so no waits), and a CSV with the
-columns of ``COLUMNS`` (``parse_csv``), so that a history from another system (a Slurm ``sacct``
-export, a cluster's logs) can be judged.
+never started (it waited, or was refused, until ``finished`` or, without one, the history's
+end); ``finished`` is None for one that still runs. The sources are the local ledger's jobs
+(``backends/local/jobrecords.py``), the Kubernetes usage store (``backends/kube/usagestore.py``:
+pods with their Jobs' submission, Jobs that waited, submits the quota refused), any backend's
+usage spans (``from_spans``: start and end only, so no waits), and a CSV with the columns of
+``COLUMNS`` (``parse_csv``), so that a history from another system (a Slurm ``sacct`` export, a
+cluster's logs) can be judged.
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ class JobRecord(NamedTuple):
         return horizon
 
     def wait(self, horizon: int) -> int:
-        """Seconds from submission to start (to ``horizon`` for a job that never started)."""
-        start = self.started if self.started is not None else horizon
+        """Seconds from submission to start; for a job that never started, to when it stopped
+        asking (cancelled, deleted, a refusal retried) or to ``horizon``."""
+        start = self.started if self.started is not None else self.end(horizon)
         return max(0, start - self.submitted)
 
 

@@ -127,11 +127,14 @@ def next_expiry(rows, now: float) -> float | None:
     return min(ends) if ends else None
 
 
-def overcommit_warnings(asked: dict, quotas: list[dict], gpu_key: str, capacity: int) -> list[str]:
+def overcommit_warnings(
+    asked: dict, quotas: list[dict], gpu_key: str, capacity: int, what: str = "this increase"
+) -> list[str]:
     """The approver's warning: with ``asked`` added, the teams' quotas (``quotas``: each team's
     effective hard quota) of ``gpu_key`` would add up to more than the ``capacity`` GPUs of the
     inventory, so not every team could use its whole quota at once. None when ``capacity`` is
-    unknown (0: the Kubernetes backend does not count the cluster's GPUs)."""
+    unknown (0: the Kubernetes backend does not count the cluster's GPUs). ``what`` names the
+    change warned about (an increase, or a profile edit)."""
     if capacity <= 0:
         return []
     amounts = [q[gpu_key] for q in quotas if gpu_key in q] + [asked.get(gpu_key, "0")]
@@ -140,7 +143,7 @@ def overcommit_warnings(asked: dict, quotas: list[dict], gpu_key: str, capacity:
         return []
     shown = total.numerator if total.denominator == 1 else float(total)
     return [
-        f"with this increase the teams' {gpu_key} quotas add up to {shown} GPUs, more than the {capacity} "
+        f"with {what} the teams' {gpu_key} quotas add up to {shown} GPUs, more than the {capacity} "
         "GPUs of the inventory: not every team can use its whole quota at once, and a team within its "
         "quota may wait for GPUs held by jobs within another's"
     ]

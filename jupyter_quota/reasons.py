@@ -49,6 +49,8 @@ QUOTA_STATUS_UNKNOWN = "QuotaStatusUnknown"
 INSUFFICIENT_QUOTA = "InsufficientQuota"
 #: The pod's usage of a resource is negative.
 QUOTA_USAGE_NEGATIVE = "QuotaUsageNegative"
+#: Refusals by the quota being full (not a broken request): demand the quota hid.
+QUOTA_REFUSALS = (EXCEEDED_QUOTA, INSUFFICIENT_QUOTA)
 #: The pod breaks its namespace's LimitRange (min, max, ratio).
 LIMIT_RANGE_VIOLATION = "LimitRangeViolation"
 #: Any other refusal; also the reason of ``errors.Forbidden``.

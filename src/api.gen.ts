@@ -1405,6 +1405,8 @@ export interface components {
         };
         /** @description A team profile; see `jupyter_quota.profiles.TeamProfile` for every field's help */
         Profile: {
+            /** @description In `PUT /profiles/{team}`'s answer only: set when the teams' GPU quotas, with this profile, add up to more than the inventory's GPUs (local backend; empty on Kubernetes, whose GPUs are not counted here), the warning an increase's approver gets. Not part of the profile: a PUT ignores it. */
+            readonly warnings?: string[];
             team?: string;
             namespace?: string;
             displayName?: string;
@@ -1589,7 +1591,7 @@ export interface components {
             exceededShare: number | null;
             /** @description Share of the current quota that running jobs left unused */
             idleShare: number | null;
-            /** @description p90 of submission-to-start (never started - to the window's end); null without jobs, or where the history has no submission times (Kubernetes' usage spans: the explanation says so) */
+            /** @description p90 of submission-to-start (never started - to the window's end); null without jobs, or where the history has no submission times (a backend with usage spans only: the explanation says so) */
             waitP90Seconds: number | null;
             explanation: string;
             series?: components["schemas"]["DemandSeries"];
@@ -2388,7 +2390,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The stored profile */
+            /** @description The stored profile, with `warnings`: set when the teams' GPU quotas now add up to more than the inventory's GPUs (the same warning an increase's approver gets). Overcommitting can be deliberate, so the profile is stored all the same. */
             200: {
                 headers: {
                     [name: string]: unknown;

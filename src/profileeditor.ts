@@ -100,6 +100,11 @@ export class ProfileEditor implements IDisposable {
     return this._saved;
   }
 
+  /** The last save's warnings (the teams' GPU quotas pass the inventory). */
+  get warnings(): string[] {
+    return this._saved ? this._warnings : [];
+  }
+
   /** True while a read or a save is in flight. */
   get busy(): boolean {
     return this._busy;
@@ -235,7 +240,10 @@ export class ProfileEditor implements IDisposable {
     this._setBusy(true);
     let profile: IProfile;
     try {
-      profile = await this._client.putProfile(team, body);
+      // the warnings are the answer's, not the profile's: a later save leaves them out
+      const { warnings, ...stored } = await this._client.putProfile(team, body);
+      profile = stored;
+      this._warnings = warnings ?? [];
     } catch (error) {
       this._error = asModelError(error);
       this._setBusy(false);
@@ -309,6 +317,7 @@ export class ProfileEditor implements IDisposable {
   private _json = '';
   private _error: IModelError | null = null;
   private _saved = '';
+  private _warnings: string[] = [];
   private _busy = false;
   private _disposed = false;
   private _changed = new Signal<this, void>(this);

@@ -140,6 +140,8 @@ async def test_a_profile_edit_such_as_an_applied_recommendation_is_audited_and_a
     applied = {**alpha, "hard": {**alpha["hard"], "requests.nvidia.com/gpu": "3"}}
     status, saved = await api("PUT", "profiles", "alpha", user="ada", body=applied)
     assert status == 200, saved
+    assert_matches("Profile", saved)
+    assert isinstance(saved["warnings"], list)  # the Apply shows them (issue 25's overcommit warning)
     _, log = await api("GET", "audit", user="ada")
     edits = [e for e in log["entries"] if e["action"] == "profile.replaced"]
     assert [(e["who"], e["target"], e["detail"]) for e in edits] == [

@@ -326,6 +326,8 @@ class QuotaService:
         """Create or replace a team's profile; a new team gets ``new_team_defaults`` for the
         fields the body leaves out (issue 13: conservative defaults)."""
         self._require_admin(who)
+        if isinstance(body, dict):  # the answer's warnings, sent back with the profile, are not a field
+            body = {k: v for k, v in body.items() if k != "warnings"}
         if isinstance(body, dict) and team not in {p.team for p in self.registry.all()}:
             body = {**copy.deepcopy(self.config.new_team_defaults), **body}
 
@@ -346,7 +348,9 @@ class QuotaService:
             f"profile/{team}",
             _hard_change(before, profile.hard),
         )
-        return profile.to_json()
+        # stored, not refused (overcommitting can be deliberate), but the admin is told, as the
+        # approver of an increase is, when the teams' GPU quotas now pass the inventory
+        return {**profile.to_json(), "warnings": self.increases.overcommit(team, {}, "this profile")}
 
     # -- temporary increases and the audit log ---------------------------------------------------
 

@@ -123,12 +123,12 @@ class Increases:
         """The resources of the team's increases in force at ``now`` (``EffectiveQuota.increase_extras``)."""
         return self._effective.increase_extras(team, now)
 
-    def overcommit(self, team: str, asked: dict) -> list[str]:
+    def overcommit(self, team: str, asked: dict, what: str = "this increase") -> list[str]:
         """``increases.overcommit_warnings`` for the team's GPUs, against every team's quota now."""
         gpu_key = f"requests.{self.registry.get(team).gpuResource}"
         quotas = [p.hard for p in self._effective.profiles()]
         capacity = len(self._effective.backend.inventory().get("gpus") or [])
-        return increases.overcommit_warnings(asked, quotas, gpu_key, capacity)
+        return increases.overcommit_warnings(asked, quotas, gpu_key, capacity, what)
 
     def list(self, who: Identity, now: float, limit=None, token=None) -> dict:
         """A page of the requests of ``who``'s teams (every team's for an admin), newest first,

@@ -206,6 +206,6 @@ class Recommendations(Configurable):
         backend = self.backend
         if hasattr(backend, "job_records"):
             return backend.job_records(since, until, namespaces), True
-        # other backends (Kubernetes) keep usage spans only: a job counts from its start, so its
-        # wait, and demand that waited or was refused, are not known
+        # a backend that keeps usage spans only: a job counts from its start, so its wait, and
+        # demand that waited or was refused, are not known
         return history.from_spans(backend.usage_spans(since, until, namespaces)), False

@@ -43,6 +43,7 @@ class FakeProfiles implements IProfileClient {
   ];
   puts: [string, IProfile][] = [];
   refuseWith: string | null = null;
+  warnings: string[] = [];
 
   async profiles() {
     return { profiles: this.stored.map(p => JSON.parse(JSON.stringify(p))) };
@@ -55,7 +56,7 @@ class FakeProfiles implements IProfileClient {
     }
     const saved = { ...body, team };
     this.stored = [...this.stored.filter(p => p.team !== team), saved];
-    return saved;
+    return { ...saved, warnings: this.warnings };
   }
 }
 
@@ -125,6 +126,24 @@ describe('ProfileEditor', () => {
     expect(render(editor)).toContain(
       '<p class="jp-QuotaProfileForm-saved" role="status">Saved team beta.</p>'
     );
+  });
+
+  it("shows a save's warnings, and leaves them out of the profile and the next save", async () => {
+    const warning =
+      "with this profile the teams' requests.nvidia.com/gpu quotas add up to 5 GPUs, more than the 4 GPUs of the inventory";
+    client.warnings = [warning];
+    editor.setValue(0, '3');
+    expect(await editor.save()).toBe(true);
+    expect(editor.warnings).toEqual([warning]);
+    expect(render(editor)).toContain(
+      `<li>${warning.replace(/'/g, '&#x27;')}</li>`
+    );
+    expect(editor.stored).not.toHaveProperty('warnings');
+    client.warnings = [];
+    editor.setValue(0, '2');
+    expect(await editor.save()).toBe(true);
+    expect(client.puts[1][1]).not.toHaveProperty('warnings');
+    expect(editor.warnings).toEqual([]);
   });
 
   it('keeps the edit and shows the API message beside the form when the save is refused', async () => {

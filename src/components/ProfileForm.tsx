@@ -117,6 +117,16 @@ export function ProfileForm(props: IProfileFormProps): JSX.Element {
           {editor.saved}
         </p>
       )}
+      {editor.warnings.length > 0 && (
+        <ul
+          className="jp-QuotaSidebar-warnings"
+          aria-label="Warnings on the save"
+        >
+          {editor.warnings.map(warning => (
+            <li key={warning}>{warning}</li>
+          ))}
+        </ul>
+      )}
     </form>
   );
 }

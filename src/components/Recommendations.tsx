@@ -73,6 +73,8 @@ export function RecommendationsSection(
     rows.find(r => r.resource.endsWith('gpu')) ??
     rows[0];
   const [applied, setApplied] = React.useState('');
+  // stored all the same: overcommitting can be deliberate (PUT's `warnings`)
+  const [warnings, setWarnings] = React.useState<string[]>([]);
   const task = useTask(async (row: IRecommendation) => {
     if (!apply) {
       return;
@@ -81,10 +83,14 @@ export function RecommendationsSection(
     if (!stored) {
       throw new Error(`team ${row.team} has no stored profile to edit`);
     }
-    await apply.client.putProfile(row.team, appliedProfile(stored, row));
+    const answer = await apply.client.putProfile(
+      row.team,
+      appliedProfile(stored, row)
+    );
     setApplied(
       `Applied: ${row.team}'s ${row.resource} is now ${row.recommended} (was ${row.current ?? 'unlimited'}).`
     );
+    setWarnings(answer.warnings ?? []);
     await apply.onApplied();
     setVersion(v => v + 1);
   });
@@ -128,6 +134,16 @@ export function RecommendationsSection(
         <p className="jp-QuotaIncrease-status" role="status">
           {applied}
         </p>
+      )}
+      {applied && !task.error && warnings.length > 0 && (
+        <ul
+          className="jp-QuotaSidebar-warnings"
+          aria-label="Warnings on the applied recommendation"
+        >
+          {warnings.map(warning => (
+            <li key={warning}>{warning}</li>
+          ))}
+        </ul>
       )}
       <TaskError
         error={task.error}

@@ -14,7 +14,8 @@ has it):
   LimitRanges (all of a Job's pods together, since Kubernetes admits them one by one and could
   leave a job half-running), then creates it. The API server's admission stays the
   authority: its 403 on the Job is raised with its text, and a refusal of the pods afterwards
-  shows on the job as the ``FailedCreate`` event's reason and message.
+  shows on the job as the ``FailedCreate`` event's reason and message. A submit the quota
+  refuses is written down as demand (``usagestore.refusal``) until the user's next submit there.
   With Kueue (``kueue_queue``) the Job is created suspended and labelled for its LocalQueue,
   without the pre-check and the turn: Kueue admits it, possibly beyond what the quota has left
   now (``jupyter_quota/kueue.py``).
@@ -33,8 +34,10 @@ import contextlib
 import copy
 import logging
 import os
+import sqlite3
 import threading
 import time
+from datetime import datetime
 
 from ... import errors, jobfields, labels, paging, quota, reasons, stall
 from ...jobspec import JobSettings
@@ -166,6 +169,11 @@ class KubeBackend(Backend):
         """Pods that held their requests in ``[since, until)``, as the service recorded them."""
         return self.usage.store.spans(since, until, namespaces)
 
+    def job_records(self, since: int, until: int, namespaces=None) -> list:
+        """The history recommendations and replays read (``usagestore.UsageStore.records``):
+        pods with their Jobs' submission, Jobs that waited, and submits the quota refused."""
+        return self.usage.store.records(since, until, namespaces)
+
     def apply_profile(self, profile) -> None:
         """An admin's profile change reaches the cluster first: the namespace's ResourceQuota and
         LimitRange objects are written (the watch then updates every user's balance); a refusal
@@ -277,14 +285,28 @@ class KubeBackend(Backend):
             with self.turns.turn(namespace):  # admission.py: whole-job admission, one submit at a time
                 quotas = self._quotas_from_server(namespace)
                 limit_ranges = self.cache["limitranges"].items(namespace)
-                admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
-                created = self._create_job(namespace, name, job)
+                try:
+                    admitted = quota.admit_job(job, quotas, limit_ranges)  # AdmissionDenied: same text as local
+                    created = self._create_job(namespace, name, job)
+                except errors.AdmissionDenied as e:
+                    if e.reason in reasons.QUOTA_REFUSALS:  # demand the quota hid (recommendations)
+                        self._history(self.usage.store.refused, usagestore.refusal(job, limit_ranges, owner, _now()))
+                    raise
                 self.turns.created(namespace, created, admitted.pods)
             template = admitted.pod
         with self._lock:
             self._cancelled.pop((namespace, name), None)
+        # the user's refused submits before it were this demand, waiting: they end now
+        self._history(self.usage.store.submitted, namespace, owner, _epoch_of(created))
         self.log.info("job %s/%s created for %s", namespace, name, owner)
         return jobview.job_json(created, [], [], profile.gpuResource, template_pod=template)
+
+    def _history(self, write, *args) -> None:
+        """A write of the recommendations' history; its failure is logged, never the submit's answer."""
+        try:
+            write(*args)
+        except sqlite3.Error as e:
+            self.log.warning("jupyter_quota: could not record a submit in the usage store: %s", e)
 
     def _create_job(self, namespace: str, name: str, job: dict) -> dict:
         try:
@@ -424,6 +446,15 @@ class KubeBackend(Backend):
                 raise ClusterUnavailable(
                     f"the cluster's quotas could not be read, so nothing is submitted ({problems})"
                 )
+
+
+def _now() -> int:
+    return int(time.time())
+
+
+def _epoch_of(created: dict) -> int:
+    stamp = (created.get("metadata") or {}).get("creationTimestamp")
+    return int(datetime.fromisoformat(stamp).timestamp()) if stamp else _now()
 
 
 def _checked(profile, job: dict) -> str:

@@ -176,6 +176,28 @@ describe('RecommendationsSection', () => {
     );
   });
 
+  it('an Apply that overcommits the inventory is applied and shows the warning', async () => {
+    const client = new FakeClient();
+    await renderSection(client, true);
+    const warning =
+      "with this profile the teams' requests.nvidia.com/gpu quotas add up to 5 GPUs, more than the 4 GPUs of the inventory";
+    client.putProfile.mockImplementationOnce(async (team, p) => {
+      void team;
+      return { ...p, warnings: [warning] };
+    });
+    await userEvent.click(
+      screen.getByRole('button', { name: `Apply 3 to alpha's ${GPU}` })
+    );
+    expect(await screen.findByRole('status')).toHaveTextContent(
+      `Applied: alpha's ${GPU} is now 3 (was 2).`
+    );
+    expect(
+      screen.getByRole('list', {
+        name: 'Warnings on the applied recommendation'
+      })
+    ).toHaveTextContent(warning);
+  });
+
   it("a refused Apply shows the API's message and changes nothing", async () => {
     const client = new FakeClient();
     const { onApplied } = await renderSection(client, true);
