@@ -26,6 +26,8 @@ from ..handlers import API_PREFIX, QuotaHandler, api_call
 
 #: the service's answer headers a client needs (Location is rewritten to this server's path)
 _RELAYED_HEADERS = ("Allow", "Content-Disposition", "Etag", "Retry-After")
+#: a relayed stream's: the same (a 405's Allow included), and how to read and cache the stream
+_STREAM_HEADERS = {name.lower() for name in (*_RELAYED_HEADERS, "Content-Type", "Cache-Control")}
 #: the caller's request headers the service needs (a conditional read: ``GET increases``)
 _FORWARDED_HEADERS = ("If-None-Match",)
 #: the one route relayed as a stream (server-sent events), not as one answer
@@ -150,7 +152,7 @@ class ForwardHandler(QuotaHandler):
                 self.set_status(int(line.split()[1]))
             elif ":" in line:
                 name, _, value = line.partition(":")
-                if name.strip().lower() in ("content-type", "cache-control", "retry-after"):
+                if name.strip().lower() in _STREAM_HEADERS:
                     self.set_header(name.strip(), value.strip())
 
         def on_chunk(chunk: bytes) -> None:
