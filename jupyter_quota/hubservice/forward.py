@@ -171,6 +171,7 @@ class ForwardHandler(QuotaHandler):
             connect_timeout=settings.connect_timeout,
             request_timeout=0,  # none: the stream lasts as long as the client stays
             follow_redirects=False,
+            allow_nonstandard_methods=True,  # a PATCH with no body: the service answers its 405
             header_callback=on_header,
             streaming_callback=on_chunk,
         )
