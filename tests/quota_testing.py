@@ -82,3 +82,15 @@ def start_quota_service(config: Config, token: str):
         service.close()
 
     return f"http://127.0.0.1:{port}{prefix}", stop
+
+
+def ipython_shell():
+    """The process's test IPython shell with ``jupyter_quota`` loaded. IPython's
+    ``start_ipython`` makes it once and answers None after that, so every test module that
+    needs a shell gets it here (``tests/test_magics*.py`` run in one process)."""
+    from IPython.terminal.interactiveshell import TerminalInteractiveShell
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython() or TerminalInteractiveShell.instance()
+    shell.run_line_magic("load_ext", "jupyter_quota")  # once: a second load says so and does nothing
+    return shell

@@ -9,8 +9,8 @@ import time
 import pytest
 from IPython.core.error import UsageError
 from IPython.display import display
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
+from quota_testing import ipython_shell
 from server_process import ServerProcess, wait_phase
 from test_swiftlog import REAL_TAIL
 
@@ -30,9 +30,7 @@ TUTORIAL = (
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "jupyter_quota")
-    return shell
+    return ipython_shell()
 
 
 @pytest.fixture(scope="module")

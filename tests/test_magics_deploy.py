@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
+from quota_testing import ipython_shell
 from server_process import ServerProcess
 
 from jupyter_quota.magics import Endpoint, QuotaMagics
@@ -23,9 +23,7 @@ FAKE_DEPLOY = Path(__file__).resolve().parent / "fake_deploy.py"
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "jupyter_quota")
-    return shell
+    return ipython_shell()
 
 
 @pytest.fixture(scope="module")
