@@ -65,6 +65,18 @@ def jp_server_config(quota_state, extra_quota_config, quota_mode, request):
 
 
 @pytest.fixture
+def jp_serverapp(jp_serverapp):
+    """pytest-jupyter's server, whose quota service is closed after the test. jupyter-server stops
+    only extension *apps* when it stops, not a module extension like this one, so each test's
+    service (its reaper, timers and event pass) would otherwise run on in this process: about 200
+    of them once slowed the whole suite (1,100 threads, load 49)."""
+    yield jp_serverapp
+    service = jp_serverapp.web_app.settings.get("jupyter_quota_service")
+    if service is not None:
+        service.close()
+
+
+@pytest.fixture
 def quota_service_url(quota_state, extra_quota_config, io_loop, monkeypatch):
     """A quota service app (``hubservice.app``) in this process, on the demo config, whose
     callers are this server's owner (the token the server forwards with); the real one, behind
