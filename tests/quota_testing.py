@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 
@@ -94,3 +95,29 @@ def ipython_shell():
     shell = start_ipython() or TerminalInteractiveShell.instance()
     shell.run_line_magic("load_ext", "jupyter_quota")  # once: a second load says so and does nothing
     return shell
+
+
+async def eventually(read, done, describe, timeout: float = 120.0, pause: float = 0.1):
+    """Await ``read()`` until ``done(value)``, and return that value. Past ``timeout`` (a bound
+    for a hung server, not a pace) an AssertionError says ``describe(last value)``."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await read()
+        if done(value):
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(describe(value))
+        await asyncio.sleep(pause)
+
+
+async def wait_for_phase(api, namespace: str, name: str, phases, timeout: float = 120.0) -> dict:
+    """The job ``name`` once its phase is one of ``phases`` (``api`` as in tests/conftest.py)."""
+
+    async def read():
+        status, job = await api("GET", "namespaces", namespace, "jobs", name)
+        assert status == 200, job
+        return job
+
+    return await eventually(
+        read, lambda job: job["phase"] in phases, lambda job: f"job {name} stayed {job['phase']}: {job}", timeout
+    )

@@ -9,7 +9,6 @@ is tests/e2e/test_swift_deploy_endpoint.py. Waits are on phases the API reports.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from openapi_contract import assert_matches
-from quota_testing import QUOTA_MODES, HeaderIdentityProvider
+from quota_testing import QUOTA_MODES, HeaderIdentityProvider, eventually
 
 from jupyter_quota import reasons
 
@@ -55,16 +54,18 @@ def api(api):
 
 
 async def wait_endpoint(api, name, phases, timeout=120.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
+    async def read():
         status, endpoint = await api("GET", "namespaces", NS, "endpoints", name)
         assert status == 200, endpoint
+        return endpoint
+
+    def done(endpoint) -> bool:
         if endpoint["phase"] in phases:
-            return endpoint
-        assert endpoint["phase"] not in ("Failed", "Stopped"), endpoint
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"endpoint {name} stayed {endpoint['phase']}: {endpoint}")
-        await asyncio.sleep(0.1)
+            return True
+        assert endpoint["phase"] not in ("Failed", "Stopped"), endpoint  # it will not get there
+        return False
+
+    return await eventually(read, done, lambda e: f"endpoint {name} stayed {e['phase']}: {e}", timeout)
 
 
 async def cpu_used(api) -> str:
@@ -73,11 +74,9 @@ async def cpu_used(api) -> str:
 
 
 async def wait_cpu_used(api, value, timeout=60.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while (used := await cpu_used(api)) != value:
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{CPU} used stayed {used}, not {value}")
-        await asyncio.sleep(0.1)
+    await eventually(
+        lambda: cpu_used(api), value.__eq__, lambda used: f"{CPU} used stayed {used}, not {value}", timeout
+    )
 
 
 async def test_an_endpoint_serves_through_the_proxy_and_delete_returns_its_quota(api, jp_fetch, jp_base_url, tmp_path):
@@ -252,10 +251,12 @@ async def test_a_quiet_endpoint_is_not_a_stalled_job(api, hold):
     await wait_endpoint(api, "quiet", ("Ready",))
     status, _ = await api("POST", "namespaces", NS, "jobs", body={"name": "train", "args": hold})
     assert status == 201
-    deadline = asyncio.get_running_loop().time() + 60
-    while not (await api("GET", "namespaces", NS, "jobs", "train"))[1]["stalled"]:
-        assert asyncio.get_running_loop().time() < deadline, "the quiet fine-tune was never flagged"
-        await asyncio.sleep(0.1)
+    await eventually(
+        lambda: api("GET", "namespaces", NS, "jobs", "train"),
+        lambda answer: answer[1]["stalled"],
+        lambda _: "the quiet fine-tune was never flagged",
+        timeout=60,
+    )
     _, endpoint_job = await api("GET", "namespaces", NS, "jobs", "quiet")
     assert endpoint_job["phase"] == "Running" and endpoint_job["stalled"] is None, endpoint_job
     await api("DELETE", "namespaces", NS, "endpoints", "quiet")

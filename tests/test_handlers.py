@@ -3,12 +3,11 @@ the server as the quota authority, and the server forwarding to a quota service.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import re
 
 import pytest
-from quota_testing import QUOTA_MODES
+from quota_testing import QUOTA_MODES, wait_for_phase
 
 from jupyter_quota.quantity import Quantity
 
@@ -18,18 +17,6 @@ GPU = "requests.nvidia.com/gpu"
 @pytest.fixture(params=QUOTA_MODES)
 def quota_mode(request):
     return request.param
-
-
-async def wait_for_phase(api, ns, name, phases, timeout=120.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        status, job = await api("GET", "namespaces", ns, "jobs", name)
-        assert status == 200, job
-        if job["phase"] in phases:
-            return job
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"job {name} stayed {job['phase']}: {job}")
-        await asyncio.sleep(0.1)
 
 
 async def test_namespaces_lists_only_the_callers_teams(api):

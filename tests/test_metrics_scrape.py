@@ -4,12 +4,11 @@ runs. Who may scrape: test_metrics_access.py."""
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from quota_testing import QUOTA_MODES
+from quota_testing import QUOTA_MODES, wait_for_phase
 
 SCRAPE_TOKEN = "scrape-token-for-tests"
 SECRET_ARG = "/datasets/secret-customer-data.jsonl"
@@ -43,14 +42,7 @@ async def scrape(jp_fetch) -> str:
 
 
 async def wait_job(api, name, phases, timeout=120.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        status, job = await api("GET", "namespaces", "team-alpha", "jobs", name)
-        assert status == 200, job
-        if job["phase"] in phases:
-            return job
-        assert asyncio.get_running_loop().time() < deadline, job
-        await asyncio.sleep(0.1)
+    return await wait_for_phase(api, "team-alpha", name, phases, timeout)
 
 
 async def test_a_scrape_counts_what_happened_in_the_service(api, jp_fetch, hold):

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from quota_testing import eventually  # noqa: E402
 from tiny_swift import build_tiny_model  # noqa: E402
 
 SWIFT = shutil.which("swift", path=os.path.dirname(sys.executable))
@@ -29,15 +30,8 @@ CPU = "requests.cpu"
 
 
 async def _wait(api, check, what: str, timeout: float):
-    """Ask ``check()`` until it answers something true; the last answer on timeout."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        answer = await check()
-        if answer:
-            return answer
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.5)
+    """Ask ``check()`` until it answers something true, and return that."""
+    return await eventually(check, bool, lambda _: f"timed out waiting for {what}", timeout, pause=0.5)
 
 
 @pytest.mark.skipif(
