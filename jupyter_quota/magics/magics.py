@@ -227,15 +227,9 @@ class QuotaMagics(Magics):
             print("Dry run: nothing submitted. Run the same line without --dry-run to submit.")
             return None
 
-        body: dict = {"args": list(args), "gpus": gpus}
-        level = _priority(opts)
-        if level:
-            body["priority"] = level
+        body: dict = {"args": list(args), "gpus": gpus, **_priority_and_name(opts)}
         if resources:
             body["resources"] = resources
-        if opts.name:
-            # A prefix, not the name: a finished job's name must not block running the cell again.
-            body["generateName"] = opts.name if opts.name.endswith("-") else f"{opts.name}-"
         info = client.submit(namespace, body)
         job = Job(client, namespace, info["name"], info, interval=self.poll_interval)
         self.last_job = job
@@ -315,14 +309,9 @@ class QuotaMagics(Magics):
             return None
         client = self.client()
         namespace = self.choose_namespace(client, opts.namespace)
-        body: dict = {"args": args}
+        body: dict = {"args": args, **_priority_and_name(opts)}
         if opts.gpus is not None:
             body["gpus"] = opts.gpus
-        level = _priority(opts)
-        if level:
-            body["priority"] = level
-        if opts.name:
-            body["generateName"] = opts.name if opts.name.endswith("-") else f"{opts.name}-"
         info = client.create_endpoint(namespace, body)
         endpoint = Endpoint(client, namespace, info["name"], info, interval=self.poll_interval)
         print(f"Created endpoint {namespace}/{endpoint.name}.")
@@ -364,6 +353,18 @@ class QuotaMagics(Magics):
         if problem:
             raise UsageError(f"ms-swift {version} rejects the final arguments: {problem}")
         print(f"ms-swift {version}'s own parser accepts the final arguments.")
+
+
+def _priority_and_name(opts) -> dict:
+    """The body's ``priority`` and ``generateName`` from the magic's options, where given. The
+    name is a prefix, not the name: a finished job's name must not block running the cell again."""
+    body = {}
+    level = _priority(opts)
+    if level:
+        body["priority"] = level
+    if opts.name:
+        body["generateName"] = opts.name if opts.name.endswith("-") else f"{opts.name}-"
+    return body
 
 
 def _priority(opts) -> str | None:
