@@ -3,7 +3,8 @@
 Connections opening a new database file at once race to switch it to WAL and create its schema.
 A loser can get SQLITE_BUSY at once, without the busy timeout's wait (16 threads opening a fresh
 ``records.sqlite3``: about one run in 200 failed; ``tests/test_records_open.py``). The set-up is
-retried here, for up to ``timeout`` seconds, with a growing pause. Transactions need no retry:
+retried here, for up to ``timeout`` seconds, with a growing pause: the records store, the local
+ledger and the Kubernetes usage store all set up through it. Transactions need no retry:
 ``BEGIN IMMEDIATE`` waits in the busy handler.
 """
 

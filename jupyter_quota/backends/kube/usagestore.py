@@ -34,6 +34,7 @@ from datetime import datetime
 from ... import labels, priority, quota, usage
 from ...history import JobRecord
 from ...podresources import pod_requests
+from ...sqlitebusy import retry_busy
 from ...statedir import make_private_dir
 
 FILE = "usage.sqlite3"
@@ -208,7 +209,8 @@ class UsageStore:
             make_private_dir(os.path.dirname(os.path.abspath(path)))
         self._lock = threading.Lock()  # one connection, used by the recorder and by readers
         self._con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._con.execute("PRAGMA journal_mode = WAL")
+        # another process opening the same new file can make the switch fail at once (sqlitebusy.py)
+        retry_busy(lambda: self._con.execute("PRAGMA journal_mode = WAL").fetchone())
         self._con.execute("PRAGMA synchronous = FULL")  # a recorded finish survives a power cut
         with self._lock:
             self._con.executescript(_SCHEMA)
