@@ -11,7 +11,9 @@ against a control plane of ``kubecluster``, imports the images of ``scripts/buil
 - kubelet 1.20 refuses a loopback ``--node-ip``: the node's InternalIP is patched to 127.0.0.1
   (the API server reaches the kubelet there for logs);
 - no node lifecycle controller runs: the ``not-ready`` taint is replaced by the node's own taints;
-- pods get an isolated bridge (no gateway, no masquerade, no iptables rules).
+- pods get a bridge whose address (:data:`GATEWAY`) is the host's on the pod network, so the host
+  (the API server's proxy, a hub, the quota service) reaches pods and pods reach the host; no
+  masquerade and no iptables rules, so pods reach nothing beyond this machine.
 
 The kubelet writes host paths it does not let one configure (``/var/log/pods``,
 ``/var/log/containers``, ``/var/lib/kubelet/device-plugins``, ``/var/lib/cni``,
@@ -44,6 +46,8 @@ GPU = "nvidia.com/gpu"
 CGROUP_ROOT = "jq-kubelet"
 BRIDGE = "jq0"
 SUBNET = "10.244.77.0/24"
+#: The host's address on the pod bridge: what a pod dials to reach a process on the host.
+GATEWAY = "10.244.77.1"
 LOCK = Path(os.environ.get("JUPYTER_QUOTA_KUBELET_LOCK", "/run/lock/jupyter-quota-kubelet.lock"))
 HOST_STATE = LOCK.with_suffix(".host.json")
 SYSCTLS = ("vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops")
@@ -145,12 +149,12 @@ class KubeletNode:
                         {
                             "type": "bridge",
                             "bridge": BRIDGE,
-                            "isGateway": False,
+                            "isGateway": True,
                             "ipMasq": False,
                             "ipam": {
                                 "type": "host-local",
                                 "dataDir": str(self.workdir / "cni/ipam"),
-                                "ranges": [[{"subnet": SUBNET}]],
+                                "ranges": [[{"subnet": SUBNET, "gateway": GATEWAY}]],
                             },
                         }
                     ],
