@@ -137,6 +137,18 @@ def chargeback(sums: Mapping[tuple, usage.Totals], month: str, since: int, until
     }
 
 
+def add_requests(report: dict, counts: Mapping[tuple, Mapping[str, int]]) -> None:
+    """Each team row's ``requests``: what its endpoints served through the proxy in the month
+    (``counts``: ``(namespace, name, minute) -> {code: count}``), and their sum in the totals.
+    A team whose endpoints served requests but held nothing has no row (nor cost)."""
+    per_namespace: dict[str, int] = {}
+    for (namespace, _, _), codes in counts.items():
+        per_namespace[namespace] = per_namespace.get(namespace, 0) + sum(codes.values())
+    for row in report["rows"]:
+        row["requests"] = per_namespace.get(row["namespace"], 0)
+    report["totals"]["requests"] = sum(row["requests"] for row in report["rows"])
+
+
 def _figures(totals: usage.Totals, prices) -> dict:
     parts = costs(totals, prices)
     out: dict = {}

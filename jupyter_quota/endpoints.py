@@ -87,6 +87,13 @@ def is_endpoint(job: dict) -> bool:
     return job.get("kind") == labels.KIND_ENDPOINT
 
 
+def run_of(job: dict) -> tuple:
+    """Which run of its job a server is: a preempted job is requeued and started again keeping its
+    first ``startedAt``, but each preemption adds events to its ``history``, so readiness learnt
+    of one process is never taken for the next."""
+    return job.get("startedAt"), len(job.get("history") or [])
+
+
 def phase_of(job: dict, ready: bool) -> str:
     """The endpoint's phase from its job's and whether its server answered ``/health``."""
     if job["phase"] == "Pending":

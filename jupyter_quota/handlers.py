@@ -15,6 +15,7 @@ import hmac
 import json
 import sqlite3
 import sys
+import time
 
 import tornado.iostream
 import tornado.web
@@ -431,7 +432,9 @@ class EndpointProxyHandler(QuotaHandler):
     Authenticated and authorised as every route (a member of the endpoint's team may call it, so a
     teammate with the link can). Only the body and ``Content-Type``/``Accept`` go on: the caller's
     token and cookies never reach the model server. The answer streams through as it comes
-    (server-sent events of ``"stream": true``). Each request counts against the idle policy.
+    (server-sent events of ``"stream": true``). Each request counts against the idle policy, and
+    is counted with its status and latency (to the answer's last byte): the endpoint's
+    ``requests``, usage and the metrics (ms-swift's server has no ``/metrics`` of its own).
     """
 
     @tornado.web.authenticated
@@ -485,13 +488,18 @@ class EndpointProxyHandler(QuotaHandler):
             connect_timeout=10,
             request_timeout=self.quota_config.endpoint_request_timeout,
         )
-        response = await tornado.httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
-        if response.code == 599 and not upstream["started"]:  # no answer at all
-            raise ServiceUnavailable(
-                f'endpoint "{name}" did not answer ({response.error}); GET .../endpoints/{name} shows its phase'
-            )
-        start()
-        self.finish()
+        began, status = time.monotonic(), 503
+        try:
+            response = await tornado.httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
+            if response.code == 599 and not upstream["started"]:  # no answer at all
+                raise ServiceUnavailable(
+                    f'endpoint "{name}" did not answer ({response.error}); GET .../endpoints/{name} shows its phase'
+                )
+            start()
+            status = self.get_status()
+            self.finish()
+        finally:
+            self.service.endpoint_served(namespace, name, status, time.monotonic() - began)
 
 
 class JobLogsHandler(QuotaHandler):

@@ -1,5 +1,6 @@
 """The quota service's own records, one SQLite file in the state directory: increase requests,
-the audit log, and each job's estimated and measured peak (``peaks``). Both backends use it (the
+the audit log, each job's estimated and measured peak (``peaks``), and the requests each endpoint
+served through the proxy (``endpoint_requests``: ``endpointrequests.py``). Both backends use it (the
 local ledger holds jobs; this holds decisions about them).
 
 ``<state_dir>/records.sqlite3``, WAL, every write in ``BEGIN IMMEDIATE`` so the hub service's
@@ -74,6 +75,25 @@ CREATE TABLE IF NOT EXISTS peaks (          -- peaks.py: each job's estimate and
     PRIMARY KEY (namespace, job)
 );
 CREATE INDEX IF NOT EXISTS peaks_learned ON peaks (learned_at);
+CREATE TABLE IF NOT EXISTS endpoints (      -- endpointrequests.py: every endpoint created
+    namespace   TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,  -- the job's createdAt (RFC 3339): a name reused is another endpoint
+    team        TEXT NOT NULL,
+    owner       TEXT NOT NULL,
+    PRIMARY KEY (namespace, name, created_at)
+);
+CREATE TABLE IF NOT EXISTS endpoint_requests (  -- endpointrequests.py: proxied requests per minute
+    namespace   TEXT NOT NULL,
+    name        TEXT NOT NULL,
+    created_at  TEXT NOT NULL,
+    minute      INTEGER NOT NULL,  -- epoch seconds of the minute the requests ended in
+    code        TEXT NOT NULL,     -- status class: 2xx, 3xx, 4xx, 5xx
+    count       INTEGER NOT NULL,
+    seconds     REAL NOT NULL,     -- their summed latency
+    PRIMARY KEY (namespace, name, created_at, minute, code)
+);
+CREATE INDEX IF NOT EXISTS endpoint_requests_by_minute ON endpoint_requests (minute, namespace);
 """
 
 _lock = threading.Lock()

@@ -306,6 +306,29 @@ def rows_json(sums: Mapping[tuple, Totals], window: Window) -> list[tuple[dict, 
     return rows
 
 
+def mark_endpoints(rows: list[dict], window: Window, names: set, counts: Mapping[tuple, Mapping[str, int]]) -> None:
+    """Add to ``by=job`` rows their ``kind`` (``endpoint`` for a name that served in the window,
+    else ``job``) and to an endpoint's its ``requests`` (``{"total", "byStatus"}``) in the row's
+    bucket. ``names``: ``{(namespace, name)}``; ``counts``: ``(namespace, name, minute) -> {code:
+    count}`` (``endpointrequests.in_window``: a minute counts in the bucket it begins in)."""
+    if window.by != "job":
+        return
+    per_row: dict[tuple, dict[str, int]] = {}
+    step = window.step or (window.until - window.since)
+    for (namespace, name, minute), codes in counts.items():
+        bucket = window.since + (minute - window.since) // step * step
+        into = per_row.setdefault((namespace, name, bucket), {})
+        for code, count in codes.items():
+            into[code] = into.get(code, 0) + count
+    for row in rows:
+        endpoint = (row["namespace"], row["job"])
+        row["kind"] = "endpoint" if endpoint in names else "job"
+        if row["kind"] == "endpoint":
+            bucket = parse_time(row["start"], "start") if "start" in row else window.since
+            codes = per_row.get((*endpoint, bucket), {})
+            row["requests"] = {"total": sum(codes.values()), "byStatus": dict(sorted(codes.items()))}
+
+
 def total(sums: Mapping[tuple, Totals]) -> Totals:
     out = Totals()
     for totals in sums.values():

@@ -40,9 +40,12 @@ export interface paths {
          *     `balance` event for each of the caller's namespaces (those `GET /namespaces` lists), then
          *     sends one whenever a namespace's balance or one of its jobs changes: `event: balance`
          *     with `data:` the JSON of `GET /namespaces/{namespace}/balance`, `event: job` with
-         *     `data:` a `Job` as `GET .../jobs/{name}` answers it, or `event: increase` with `data:` an
+         *     `data:` a `Job` as `GET .../jobs/{name}` answers it, `event: increase` with `data:` an
          *     `Increase` as `GET /increases` lists it (requested, decided or ended, by any process on
-         *     the same state). A submit or cancel is sent at once; changes the backend makes (a job
+         *     the same state), or `event: endpoint` with `data:` an `Endpoint` as `GET
+         *     .../endpoints/{name}` answers it but without `url` (which depends on the server asked),
+         *     sent when its `phase`, `models`, `reason` or `message` change, within about a second
+         *     (readiness is no job change; a request through its proxy is not a change). A submit or cancel is sent at once; changes the backend makes (a job
          *     that ends) and increase requests within about a second; what nothing reports (a job's
          *     `stalled` flag, read from its log's silence) within about ten. The caller is
          *     authorised as for `GET /namespaces`: no event of another team is ever sent. A comment
@@ -842,9 +845,24 @@ export interface components {
             lastRequestAt?: string;
             /** Format: date-time */
             finishedAt?: string;
-            /** @description As a job's; `Idle` when no request came for `JupyterQuota.endpoint_idle_minutes` */
+            /** @description As a job's; `Idle` when no request came for `JupyterQuota.endpoint_idle_minutes`; `Reclaimed` or `PreemptedByPriority` while a best-effort endpoint is preempted, then `Requeued` (Pending: it starts again when GPUs free up) */
             reason?: string;
             message?: string;
+            requests?: components["schemas"]["EndpointRequests"];
+        };
+        /** @description What the proxy counted of the requests it forwarded to this endpoint (ms-swift's server has no metrics of its own): counts since the endpoint was created (kept in the service's records, so they survive a restart), and the latency, to the answer's last byte, of its last 1,000 requests through this server since it started. */
+        EndpointRequests: {
+            total: number;
+            /** @description Requests by the status class its caller got (`2xx`, `3xx`, `4xx`, `5xx`; no answer from the server is a `5xx`); classes with none are left out */
+            byStatus: {
+                [key: string]: number;
+            };
+            /** @description Nearest-rank quantiles in milliseconds of `sample` requests; null before any */
+            latencyMs: {
+                p50: number;
+                p99: number;
+                sample: number;
+            } | null;
         };
         EndpointList: {
             endpoints: components["schemas"]["Endpoint"][];
@@ -1527,6 +1545,18 @@ export interface components {
              * @description The bucket's start, with step
              */
             start?: string;
+            /**
+             * @description With by=job: `endpoint` when the row's name served as an endpoint created before `until`
+             * @enum {string}
+             */
+            kind?: "job" | "endpoint";
+            /** @description With by=job, an endpoint's: the requests its proxy forwarded in the row's window or bucket (requests are counted per minute; a minute counts where it begins) */
+            requests?: {
+                total: number;
+                byStatus: {
+                    [key: string]: number;
+                };
+            };
             gpuSeconds: number;
             cpuSeconds: number;
             memoryGibSeconds: number;
@@ -1552,6 +1582,8 @@ export interface components {
             memoryGibHours: number;
             memoryCost: number | null;
             cost: number | null;
+            /** @description The rows' requests, summed */
+            requests?: number;
         };
         ChargebackRow: {
             namespace: string;
@@ -1563,6 +1595,8 @@ export interface components {
             memoryGibHours: number;
             memoryCost: number | null;
             cost: number | null;
+            /** @description Requests the team's endpoints served through the proxy in the month */
+            requests?: number;
         };
         Chargeback: {
             month: string;

@@ -3,8 +3,8 @@
 One ``CollectorRegistry`` per service (never the process-wide one: a Jupyter server has its own
 metrics there, and tests run several services in one process). Counters and histograms are
 updated when something happens (a submit admitted or refused, a job seen starting or ending by
-the ``JobTracker``); gauges are read at scrape time (``collector.py``). Names follow
-kube-state-metrics (``jupyter_quota_resourcequota{type="hard"|"used"}``) and Kueue
+the ``JobTracker``, a request an endpoint's proxy forwarded); gauges are read at scrape time
+(``collector.py``). Names follow kube-state-metrics (``jupyter_quota_resourcequota{type="hard"|"used"}``) and Kueue
 (``..._admitted_jobs_total``); deploy/grafana/jupyter-quota.json queries them.
 """
 
@@ -16,6 +16,7 @@ import time
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from ..errors import QuotaError
+from ..proxytraffic import status_class
 from ..times import epoch_of, rfc3339
 from .collector import TEAM, StateCollector
 from .tracker import JobTracker
@@ -27,6 +28,9 @@ WAIT_BUCKETS = (1, 5, 15, 60, 300, 900, 1800, 3600, 14400, 86400)
 #: measured / estimated peak GPU memory (1 is exact); a ratio, not a signed error, because
 #: prometheus_client leaves out ``_sum`` of a histogram with negative buckets
 RATIO_BUCKETS = (0.5, 0.75, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0)
+#: seconds: a proxied request, from a health check to a long generation (the proxy's 600 s timeout)
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600)
+ENDPOINT = [*TEAM, "endpoint"]
 
 
 class QuotaMetrics:
@@ -75,6 +79,19 @@ class QuotaMetrics:
             buckets=RATIO_BUCKETS,
             registry=self.registry,
         )
+        self.endpoint_requests = Counter(
+            "jupyter_quota_endpoint_requests",
+            "Requests forwarded by an endpoint's proxy, by the status class its caller got (2xx, 4xx, 5xx, ...).",
+            [*ENDPOINT, "code"],
+            registry=self.registry,
+        )
+        self.endpoint_latency = Histogram(
+            "jupyter_quota_endpoint_request_duration_seconds",
+            "Time from the proxy forwarding a request to the answer's last byte (a streamed answer: its end).",
+            ENDPOINT,
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
         self.tracker = JobTracker(self._started, self._ended, since=rfc3339(time.time()))
         self.registry.register(
             StateCollector(
@@ -92,6 +109,11 @@ class QuotaMetrics:
             self.admitted.labels(profile.namespace, profile.team).inc()
         else:
             self.refused.labels(profile.namespace, profile.team, refusal_reason).inc()
+
+    def endpoint_request(self, namespace: str, team: str, endpoint: str, status: int, seconds: float) -> None:
+        labels = (namespace, team, endpoint)
+        self.endpoint_requests.labels(*labels, status_class(status)).inc()
+        self.endpoint_latency.labels(*labels).observe(max(0.0, seconds))
 
     def _started(self, job: dict) -> None:
         wait = epoch_of(job["startedAt"]) - epoch_of(job["createdAt"])

@@ -57,7 +57,7 @@ class QuotaService:
         self.metrics = QuotaMetrics(registry, backend, self.memory, self.effective)
         self.increases = Increases(config, registry, self.effective, log=self.log)
         self.stalled = StalledJobs(config.stalled_job_action, registry, backend, config.state_dir, self.log)
-        self.reports = UsageReports(registry, backend, config.prices)
+        self.reports = UsageReports(registry, backend, config.prices, config.state_dir)
         self.recommender = Recommendations(config, registry, backend)  # GET /recommendations, POST /replay
         self.planning = Planning(registry, backend, self.memory, self.profile_for, config.plan_fit)
         self.jobs = Jobs(
@@ -78,6 +78,7 @@ class QuotaService:
             deploy_command=list(config.deploy_command),
             idle_minutes=config.endpoint_idle_minutes,
             log=self.log,
+            state_dir=config.state_dir,
         )
         #: balance and job changes pushed to ``GET /events`` subscribers (service/events.py)
         self.events = EventHub(
@@ -88,6 +89,7 @@ class QuotaService:
             log=self.log,
         )
         self.effective.on_write = self.events.changed  # increases decided or expired, windows, edits
+        self.endpoints.on_change = self.events.endpoint_changed  # readiness is no job row change
         #: follows the profiles' time windows (service/windows.py); tests wait on its passes
         self.window_timer: Ticker | None = None
         # The local backend schedules across teams (elastic quota): it reads their effective quotas.
@@ -280,6 +282,13 @@ class QuotaService:
     def endpoint_target(self, who: Identity, namespace: str, name: str) -> str:
         """Where the proxy sends a request to the endpoint's API (409 unless it is Ready)."""
         return self.endpoints.target(who, namespace, name)
+
+    def endpoint_served(self, namespace: str, name: str, status: int, seconds: float) -> None:
+        """One request the proxy forwarded to the endpoint: its status and latency, for the
+        endpoint's ``requests``, usage and the metrics (called on the IO loop: memory only)."""
+        team = self.endpoints.observe(namespace, name, status, seconds)
+        if team is not None:
+            self.metrics.endpoint_request(namespace, team, name, status, seconds)
 
     # -- metrics ------------------------------------------------------------------------------
 

@@ -15,7 +15,9 @@ Two parts:
 
 Frames are delivered on the subscribers' IO loop (``call_soon_threadsafe``); a subscriber's
 ``send`` writes the frame to its stream. An event's ``data`` is the JSON of the matching REST
-answer: ``balance`` is ``GET /namespaces/{ns}/balance``'s body, ``job`` a job object.
+answer: ``balance`` is ``GET /namespaces/{ns}/balance``'s body, ``job`` a job object,
+``endpoint`` an endpoint as ``GET .../endpoints/{name}`` answers it (without ``url``, which
+depends on the server asked): its readiness and models change with no job row changing.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from collections.abc import Callable, Iterable
 
 from ..ticker import Ticker
 
-#: event names (the ``event:`` line); the frontend's ``events.ts`` listens to the same three
+#: event names (the ``event:`` line); the frontend's ``events.ts`` names the same ones
 BALANCE = "balance"
 JOB = "job"
+#: an endpoint's phase, readiness, models or reason changed (``service/endpoints.py`` tells)
+ENDPOINT = "endpoint"
 #: a temporary increase requested, decided or ended: the request as ``GET /increases`` lists it
 INCREASE = "increase"
 #: how often the pass asks the backend what changed while anyone subscribes (seconds)
@@ -199,6 +203,11 @@ class EventHub:
             self._jobs.append(job)
             self._dirty.add(job["team"])
         self._wake()
+
+    def endpoint_changed(self, endpoint: dict) -> None:
+        """An endpoint shows something new (``Endpoints.on_change``): send it to its team's
+        subscribers now (the endpoint manager sends each change once)."""
+        self._deliver(endpoint["team"], frame(ENDPOINT, endpoint))
 
     # -- subscribers -----------------------------------------------------------------------------
 

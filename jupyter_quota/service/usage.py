@@ -1,5 +1,6 @@
 """Usage and the monthly chargeback as use cases: the backend's spans, integrated over a window
-(``jupyter_quota/usage.py``) and priced (``chargeback.py``), as each caller may see them."""
+(``jupyter_quota/usage.py``) and priced (``chargeback.py``), as each caller may see them; rows
+of endpoints carry the requests their proxy counted (``endpointrequests.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 from traitlets import Dict, validate
 from traitlets.config import Configurable
 
-from .. import chargeback, usage
+from .. import chargeback, endpointrequests, usage
 from ..identity import Identity
 
 
@@ -32,10 +33,12 @@ class UsageSettings(Configurable):
 
 
 class UsageReports:
-    def __init__(self, registry, backend, prices: dict):
+    def __init__(self, registry, backend, prices: dict, state_dir: str | None = None):
         self.registry = registry
         self.backend = backend
         self.prices = chargeback.parse_prices(prices)
+        #: where endpoints' request counts are recorded (None: rows carry no ``kind``/``requests``)
+        self.state_dir = state_dir
 
     def usage(self, who: Identity, since=None, until=None, by=None, namespace=None, step=None) -> dict:
         """Requested resources integrated over the window, per team, user or job: an admin sees
@@ -49,7 +52,12 @@ class UsageReports:
         everyone = who.admin and window.namespace is None
         spans = self.backend.usage_spans(window.since, window.until, None if everyone else visible)
         sums = usage.integrate(spans, window, now, max_rows=usage.MAX_ROWS)  # a 400 past it
-        return chargeback.usage_json(sums, window, self.prices)
+        report = chargeback.usage_json(sums, window, self.prices)
+        if window.by == "job" and self.state_dir is not None:
+            namespaces = None if everyone else {window.namespace} if window.namespace else visible
+            names, counts = endpointrequests.in_window(self.state_dir, window.since, window.until, namespaces)
+            usage.mark_endpoints(report["rows"], window, names, counts)
+        return report
 
     def chargeback(self, month=None) -> dict:
         """A month's usage and cost per team, with a totals row that adds up (the façade checks admin)."""
@@ -57,4 +65,8 @@ class UsageReports:
         month, since, until = chargeback.month_window(month, now)
         window = usage.Window(since, until, "team")
         sums = usage.integrate(self.backend.usage_spans(since, until), window, now)
-        return chargeback.chargeback(sums, month, since, until, self.prices)
+        report = chargeback.chargeback(sums, month, since, until, self.prices)
+        if self.state_dir is not None:
+            _, counts = endpointrequests.in_window(self.state_dir, since, until)
+            chargeback.add_requests(report, counts)
+        return report
