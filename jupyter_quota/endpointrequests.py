@@ -73,9 +73,12 @@ def in_window(state_dir: str, since: int, until: int, namespaces=None) -> tuple[
     counts: dict[tuple, Counter] = {}
     with store.read() as con:
         names = set(
-            con.execute(
-                "SELECT DISTINCT namespace, name FROM endpoints WHERE created_at < ?" + _IN,
-                (format_time(until), listed, listed),
+            map(
+                tuple,
+                con.execute(
+                    "SELECT DISTINCT namespace, name FROM endpoints WHERE created_at < ?" + _IN,
+                    (format_time(until), listed, listed),
+                ),
             )
         )
         for ns, name, minute, code, count in con.execute(

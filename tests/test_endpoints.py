@@ -261,3 +261,47 @@ async def test_a_quiet_endpoint_is_not_a_stalled_job(api, hold):
     assert endpoint_job["phase"] == "Running" and endpoint_job["stalled"] is None, endpoint_job
     await api("DELETE", "namespaces", NS, "endpoints", "quiet")
     await wait_cpu_used(api, "2")  # the fine-tune's own, until the test ends
+
+
+async def test_the_proxy_counts_requests_and_latency_and_usage_names_the_endpoint(api, jp_fetch):
+    """ms-swift's server has no /metrics: what the proxy forwarded is counted per status class,
+    with its latency, on the endpoint, and in usage by job (written to the records each pass)."""
+    status, _ = await api("POST", "namespaces", NS, "endpoints", body={"name": "counted", "args": ["--model", "tiny"]})
+    assert status == 201
+    await wait_endpoint(api, "counted", ("Ready",))
+    _, before = await api("GET", "namespaces", NS, "endpoints", "counted")
+    assert before["requests"] == {"total": 0, "byStatus": {}, "latencyMs": None}
+    proxied = ("namespaces", NS, "endpoints", "counted", "v1")
+    chat = {"model": "tiny", "messages": [{"role": "user", "content": "count me"}]}
+    answers = [
+        await api("GET", *proxied, "models"),
+        await api("POST", *proxied, "chat", "completions", body=chat),
+        await api("GET", *proxied, "nothing"),
+    ]
+    streamed = await jp_fetch(
+        "quota", "v1", *proxied, "chat", "completions", method="POST",
+        body=json.dumps({**chat, "stream": True}), headers={"X-Test-User": OWNER},
+    )  # fmt: skip
+    assert [status for status, _ in answers] + [streamed.code] == [200, 200, 404, 200]
+    _, shown = await api("GET", "namespaces", NS, "endpoints", "counted")
+    assert_matches("Endpoint", shown)
+    counted = shown["requests"]
+    assert (counted["total"], counted["byStatus"]) == (4, {"2xx": 3, "4xx": 1}), counted
+    assert counted["latencyMs"]["sample"] == 4 and 0 < counted["latencyMs"]["p50"] <= counted["latencyMs"]["p99"]
+
+    async def row():
+        status, report = await api("GET", "usage", params={"by": "job", "namespace": NS})
+        assert status == 200, report
+        return report
+
+    def recorded(report) -> bool:
+        rows = [r for r in report["rows"] if r["job"] == "counted"]
+        return bool(rows) and rows[0].get("requests", {}).get("total") == 4
+
+    report = await eventually(row, recorded, lambda r: f"usage never counted the 4 requests: {r['rows']}", 60)
+    assert_matches("UsageReport", report)
+    (served,) = [r for r in report["rows"] if r["job"] == "counted"]
+    assert served["kind"] == "endpoint" and served["requests"]["byStatus"] == {"2xx": 3, "4xx": 1}
+    assert served["cpuSeconds"] > 0, "an endpoint's requested CPU counts as any job's"
+    await api("DELETE", "namespaces", NS, "endpoints", "counted")
+    await wait_cpu_used(api, "0")

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from quota_testing import QUOTA_MODES
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from jupyter_quota.backends.base import JobChanges
-from jupyter_quota.service.events import BALANCE, HEARTBEAT_FRAME, INCREASE, JOB, EventHub, FanOut, frame
+from jupyter_quota.service.events import BALANCE, ENDPOINT, HEARTBEAT_FRAME, INCREASE, JOB, EventHub, FanOut, frame
 
 GPU = "requests.nvidia.com/gpu"
 
@@ -297,6 +299,42 @@ async def test_an_increase_request_is_pushed_to_its_team(open_stream, api):
     status, listed = await api("GET", "increases")
     assert pushed == listed["increases"][0], "the same JSON as GET /increases"
     assert pushed["name"] == made["name"] and pushed["phase"] == "Pending"
+
+
+@pytest.mark.parametrize(
+    "extra_quota_config", [{"deploy_command": [sys.executable, str(Path(__file__).parent / "fake_deploy.py")]}]
+)
+async def test_an_endpoints_readiness_and_end_are_pushed_though_no_job_row_changes(open_stream, api):
+    """Ready is learnt from the server's ``/health``, not from the job: it still reaches the stream,
+    as the endpoint ``GET .../endpoints/{name}`` shows (without ``url``), and so does its end."""
+    stream = await open_stream()
+    await stream(lambda n, d: n == BALANCE)
+    phases: list[tuple] = []
+
+    def endpoint_in(phase):
+        def test(name, data):
+            if name != ENDPOINT:
+                return False
+            phases.append((data["phase"], data.get("reason")))
+            return data["phase"] == phase
+
+        return test
+
+    body = {"name": "chat", "args": ["--model", "/m/tiny-chat"]}
+    status, created = await api("POST", "namespaces", "team-alpha", "endpoints", body=body)
+    assert status == 201, created
+    _, ready = await stream(endpoint_in("Ready"))
+    status, shown = await api("GET", "namespaces", "team-alpha", "endpoints", "chat")
+    assert ready == {k: v for k, v in shown.items() if k != "url"}, "the same JSON as GET, less url"
+    assert ready["models"] == ["tiny-chat"] and ready["team"] == "alpha"
+    status, _ = await api("GET", "namespaces", "team-alpha", "endpoints", "chat", "v1", "models")
+    assert status == 200  # a request through the proxy is not a change
+    status, _ = await api("DELETE", "namespaces", "team-alpha", "endpoints", "chat")
+    assert status == 200
+    _, stopped = await stream(endpoint_in("Stopped"))
+    assert stopped["reason"] == "Cancelled" and stopped["models"] == []
+    # each change once (a Ready being deleted may show once more, with reason Terminating)
+    assert phases[0][0] in ("Pending", "Starting") and phases.count(("Ready", None)) == 1, phases
 
 
 def _drain(queue: asyncio.Queue) -> list:
