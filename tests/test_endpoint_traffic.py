@@ -16,9 +16,10 @@ from jupyter_quota.records import open_records
 T0 = 1_796_083_200  # 2026-12-01T00:00:00Z, a whole minute
 
 
-@pytest.mark.parametrize(
-    ("status", "code"), [(200, "2xx"), (204, "2xx"), (304, "3xx"), (404, "4xx"), (409, "4xx"), (503, "5xx"), (599, "5xx"), (0, "5xx")]
-)  # fmt: skip
+CLASSES = [(200, "2xx"), (204, "2xx"), (304, "3xx"), (404, "4xx"), (409, "4xx"), (503, "5xx"), (599, "5xx"), (0, "5xx")]
+
+
+@pytest.mark.parametrize(("status", "code"), CLASSES)
 def test_a_status_is_counted_in_its_class_and_no_answer_is_a_5xx(status, code):
     assert status_class(status) == code
 
