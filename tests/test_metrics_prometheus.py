@@ -1,15 +1,19 @@
 """A real Prometheus (Debian's ``prometheus``, scripts/install-prometheus.sh) scrapes a real
 server's GET quota/v1/metrics with the scrape token, and every query of the Grafana dashboard
-(deploy/grafana/jupyter-quota.json) returns series through Prometheus' HTTP API."""
+(deploy/grafana/jupyter-quota.json) returns series through Prometheus' HTTP API; requests through
+an endpoint's proxy (to ``fake_deploy.py``) show as its request counter and latency histogram."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+import sys
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 from dashboard_queries import queries
@@ -30,7 +34,9 @@ pytestmark = [
 def server(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
-    srv = ServerProcess(tmp_path / "state", root, f"c.JupyterQuota.metrics_token = {SCRAPE_TOKEN!r}\n").start()
+    deploy = [sys.executable, str(Path(__file__).resolve().parent / "fake_deploy.py")]
+    extra = f"c.JupyterQuota.metrics_token = {SCRAPE_TOKEN!r}\nc.JupyterQuota.deploy_command = {deploy!r}\n"
+    srv = ServerProcess(tmp_path / "state", root, extra).start()
     yield srv
     srv.stop()
 
@@ -127,3 +133,40 @@ def test_every_dashboard_query_returns_series_from_a_real_prometheus(server, pro
     # Each panel's query, as Grafana would send it: rates need two scrapes, so each is polled.
     for title, expr in queries():
         poll(lambda expr=expr: series(prometheus, expr), f"series from panel {title!r}: {expr}")
+
+
+def proxied(server, path: str, body=None) -> int:
+    """A request through the endpoint's proxy, as the openai client sends it; its status."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/quota/v1/namespaces/team-alpha/endpoints/chat/v1/{path}",
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+            return response.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_requests_through_an_endpoints_proxy_are_counted_and_timed_in_prometheus(server, prometheus):
+    status, created = server.call(
+        "POST", "/namespaces/team-alpha/endpoints", {"name": "chat", "args": ["--model", "tiny"]}
+    )
+    assert status == 201, created
+    poll(lambda: server.call("GET", "/namespaces/team-alpha/endpoints/chat")[1]["phase"] == "Ready", "the endpoint")
+    chat = {"model": "tiny", "messages": [{"role": "user", "content": "hi"}]}
+    codes = [proxied(server, "models"), proxied(server, "chat/completions", chat), proxied(server, "nothing")]
+    assert codes == [200, 200, 404]
+
+    where = 'namespace="team-alpha",team="alpha",endpoint="chat"'
+    poll(lambda: series(prometheus, f'jupyter_quota_endpoint_requests_total{{{where},code="2xx"}} == 2'), "2xx")
+    poll(lambda: series(prometheus, f'jupyter_quota_endpoint_requests_total{{{where},code="4xx"}} == 1'), "4xx")
+    poll(lambda: series(prometheus, f"jupyter_quota_endpoint_request_duration_seconds_count{{{where}}} == 3"), "count")
+    buckets = series(prometheus, f"jupyter_quota_endpoint_request_duration_seconds_bucket{{{where}}}")
+    by_le = {s["metric"]["le"]: float(s["value"][1]) for s in buckets}
+    assert by_le["+Inf"] == 3 and by_le["600.0"] == 3, by_le  # within the proxy's request timeout
+    latency = series(prometheus, f"jupyter_quota_endpoint_request_duration_seconds_sum{{{where}}}")
+    assert 0 < float(latency[0]["value"][1]) < 600, latency
+    server.call("DELETE", "/namespaces/team-alpha/endpoints/chat")
