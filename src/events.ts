@@ -23,6 +23,12 @@ import { IBalance, IIncrease, IJob } from './tokens';
 export const BALANCE_EVENT = 'balance';
 export const JOB_EVENT = 'job';
 export const INCREASE_EVENT = 'increase';
+/**
+ * An endpoint's phase, readiness, models or reason changed: its JSON as
+ * `GET .../endpoints/{name}` answers it, without `url` (nothing here listens
+ * to it yet).
+ */
+export const ENDPOINT_EVENT = 'endpoint';
 
 /** `EventSource.CLOSED`: the browser will not reconnect by itself. */
 const CLOSED = 2;
