@@ -17,6 +17,7 @@ import pytest
 import usage_seed
 from quota_testing import DEMO_CONFIG
 
+from jupyter_quota import endpointrequests, usage
 from jupyter_quota.profiles import TeamProfile
 
 SINCE, UNTIL = "2026-11-16T00:00:00Z", "2026-11-23T00:00:00Z"
@@ -81,6 +82,27 @@ def test_the_chargeback_table_adds_up(config):
     assert [line["team"] for line in lines] == ["alpha", "beta", ""]
     for column in ("gpuCost", "cpuCost", "memoryCost", "cost"):
         assert Decimal(lines[-1][column]) == sum(Decimal(line[column]) for line in lines[:-1])
+
+
+def test_usage_by_job_names_the_endpoints_and_their_requests(config):
+    """An endpoint recorded in the records (as the service records one it creates) among the seeded
+    jobs: its row says ``endpoint`` and how many requests its proxy forwarded in the window."""
+    path, state = config
+    week = ("--since", SINCE, "--until", UNTIL, "--by", "job", "--namespace", "team-alpha", "--config", str(path))
+    rows = list(csv.DictReader(io.StringIO(quota("usage", *week, "--format", "csv").stdout)))
+    served = rows[0]
+    created = "2026-11-16T00:00:00Z"
+    endpointrequests.remember(str(state), {"namespace": "team-alpha", "name": served["job"], "createdAt": created,
+                                           "team": served["team"], "owner": served["user"]})  # fmt: skip
+    minute = usage.parse_time(SINCE, "since") + 3600
+    key = ("team-alpha", served["job"], created)
+    endpointrequests.add(str(state), {key: {(minute, "2xx"): [40, 4.0], (minute + 60, "5xx"): [2, 0.2]}})
+    rows = list(csv.DictReader(io.StringIO(quota("usage", *week, "--format", "csv").stdout)))
+    kinds = {(r["job"], r["kind"], r["requests"]) for r in rows[:-1]}
+    assert (served["job"], "endpoint", "42") in kinds
+    assert all(kind == "job" and requests == "" for job, kind, requests in kinds if job != served["job"])
+    table = quota("usage", *week).stdout
+    assert "kind" in table.splitlines()[0] and "endpoint" in table
 
 
 def test_bad_options_say_what_to_fix(config):

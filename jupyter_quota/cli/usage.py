@@ -68,8 +68,16 @@ def add_commands(sub) -> None:
 def _usage(args) -> int:
     params = {"since": args.since, "until": args.until, "by": args.by, "namespace": args.namespace, "step": args.step}
     answer = _ask(args.config, "usage", {k: v for k, v in params.items() if v is not None})
-    columns = ["namespace", "team", *(["user"] if args.by != "team" else []), *(["job"] if args.by == "job" else [])]
+    columns = [
+        "namespace",
+        "team",
+        *(["user"] if args.by != "team" else []),
+        *(["job", "kind"] if args.by == "job" else []),
+    ]
     columns += [*(["start"] if answer["step"] else []), *usage.FIGURES, "cost"]
+    if args.by == "job" and args.format != "json":  # an endpoint's requests, as one number a cell holds
+        columns.append("requests")
+        answer = {**answer, "rows": [{**r, "requests": (r.get("requests") or {}).get("total")} for r in answer["rows"]]}
     _print(answer, columns, args.format)
     return 0
 
