@@ -4,14 +4,19 @@ written whole or not at all), and how usage and the chargeback show them."""
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import threading
 from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 
 from jupyter_quota import chargeback, endpointrequests, usage
+from jupyter_quota.identity import Identity
 from jupyter_quota.proxytraffic import LATENCY_SAMPLE, Tally, quantile, requests_json, status_class
 from jupyter_quota.records import open_records
+from jupyter_quota.service.endpoints import Endpoints
 
 T0 = 1_796_083_200  # 2026-12-01T00:00:00Z, a whole minute
 
@@ -109,3 +114,55 @@ def test_the_chargeback_counts_each_teams_endpoint_requests_and_the_total_adds_u
     counts = {("team-a", "chat", T0): {"2xx": 2, "4xx": 1}, ("team-a", "other", T0 + 60): {"2xx": 4}}
     chargeback.add_requests(report, counts)
     assert [r["requests"] for r in report["rows"]] == [7, 0] and report["totals"]["requests"] == 7
+
+
+class _Teams:
+    def for_namespace(self, who, namespace):
+        return SimpleNamespace(namespace=namespace)
+
+
+class _Backend:
+    name = "local"
+
+    def __init__(self, job):
+        self.job = job
+
+    def get_job(self, profile, name):
+        return self.job
+
+
+def test_a_read_while_counts_are_being_written_neither_misses_nor_doubles_them(tmp_path, monkeypatch):
+    """The watch pass moves counts from memory to the records; a GET in the middle waits for it,
+    then reads them once (before, it read them in neither place and showed too few)."""
+    job = {**endpoint("chat"), "kind": "endpoint", "phase": "Running", "args": ["--port", "1"], "gpus": 0,
+           "priority": "normal", "resources": {}, "startedAt": "2026-12-01T00:00:01Z"}  # fmt: skip
+    manager = Endpoints(_Teams(), _Backend(job), None, deploy_command=[], idle_minutes=0,
+                        log=logging.getLogger("test"), state_dir=str(tmp_path))  # fmt: skip
+    manager._watch(job)
+    for status in (200, 200, 404):
+        manager.observe("team-a", "chat", status, 0.01)
+    writing, read, done = threading.Event(), threading.Event(), threading.Event()
+    add, totals = endpointrequests.add, endpointrequests.totals
+    during: list[bool] = []
+
+    def slow_add(state_dir, batches):  # a write that lasts until a reader has read (2 s at most)
+        writing.set()
+        read.wait(2)
+        add(state_dir, batches)
+        done.set()
+
+    def watched_totals(state_dir, namespace):
+        during.append(writing.is_set() and not done.is_set())
+        read.set()
+        return totals(state_dir, namespace)
+
+    monkeypatch.setattr(endpointrequests, "add", slow_add)
+    monkeypatch.setattr(endpointrequests, "totals", watched_totals)
+    flusher = threading.Thread(target=manager.flush)
+    flusher.start()
+    assert writing.wait(30)
+    shown = manager.get(Identity("alice"), "team-a", "chat")
+    flusher.join(30)
+    assert during == [False], "the read waited for the write"
+    assert shown["requests"]["total"] == 3 and shown["requests"]["byStatus"] == {"2xx": 2, "4xx": 1}
+    assert manager.get(Identity("alice"), "team-a", "chat")["requests"]["total"] == 3, "once, from the records"

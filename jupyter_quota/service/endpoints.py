@@ -102,6 +102,9 @@ class Endpoints:
         self.interval = interval
         self.clock = clock
         self._lock = threading.Lock()
+        #: held while counts move from memory to the records, and while both are read together, so
+        #: a read never misses a batch being written (nor counts it twice)
+        self._counting = threading.Lock()
         #: (namespace, name) -> {"team", "port", "createdAt", "models", "readyAt", "readyFor",
         #: "lastRequest"}: live endpoints (``readyFor``: the run of the job the probe answered for)
         self._watched: dict[tuple[str, str], dict] = {}
@@ -163,11 +166,16 @@ class Endpoints:
     def list(self, who: Identity, namespace: str) -> dict:
         profile = self.registry.for_namespace(who, namespace)
         jobs = [j for j in self.backend.list_jobs(profile) if is_endpoint(j)]
-        counted = self._counted(namespace) if jobs else {}
-        return {"endpoints": [self._shown(j, counted) for j in jobs]}
+        if not jobs:
+            return {"endpoints": []}
+        with self._counting:
+            counted = self._counted(namespace)
+            return {"endpoints": [self._shown(j, counted) for j in jobs]}
 
     def get(self, who: Identity, namespace: str, name: str) -> dict:
-        return self._shown(self._job(self.registry.for_namespace(who, namespace), name), self._counted(namespace))
+        job = self._job(self.registry.for_namespace(who, namespace), name)
+        with self._counting:
+            return self._shown(job, self._counted(namespace))
 
     def delete(self, who: Identity, namespace: str, name: str) -> dict:
         profile = self.registry.for_namespace(who, namespace)
@@ -203,17 +211,20 @@ class Endpoints:
     def flush(self) -> None:
         """Write the counts the proxy saw since the last flush, in one transaction (kept for the
         next flush if the write fails)."""
-        with self._lock:
-            batches = {key: tally.take() for key, tally in self._tallies.items() if tally.pending}
-        if not batches or self.state_dir is None:
+        if self.state_dir is None:
             return
-        try:
-            endpointrequests.add(self.state_dir, batches)
-        except Exception:  # a full or read-only state dir: counted again at the next pass
-            self.log.exception("jupyter_quota: recording endpoint request counts failed")
+        with self._counting:
             with self._lock:
-                for key, pending in batches.items():
-                    self._tallies.setdefault(key, Tally()).give_back(pending)
+                batches = {key: tally.take() for key, tally in self._tallies.items() if tally.pending}
+            if not batches:
+                return
+            try:
+                endpointrequests.add(self.state_dir, batches)
+            except Exception:  # a full or read-only state dir: counted again at the next pass
+                self.log.exception("jupyter_quota: recording endpoint request counts failed")
+                with self._lock:
+                    for key, pending in batches.items():
+                        self._tallies.setdefault(key, Tally()).give_back(pending)
 
     # -- the watch loop ----------------------------------------------------------------------------
 
@@ -263,7 +274,9 @@ class Endpoints:
                 return
             self._pushed[key] = text
         try:
-            self.on_change(self._shown(job, self._counted(job["namespace"])))
+            with self._counting:
+                shown = self._shown(job, self._counted(job["namespace"]))
+            self.on_change(shown)
         except Exception:  # the push must not stop the watch
             self.log.exception("jupyter_quota: pushing endpoint %s/%s failed", *key)
 
