@@ -40,6 +40,8 @@ from .client import KubeError, ns_path
 
 #: The kinds an endpoint is made of, as the API server names them in its messages.
 DEPLOYMENTS = "deployments.apps"
+#: The cached kinds an endpoint's view reads.
+ENDPOINT_KINDS = ("deployments", "pods")
 #: Lines of a failed server's log its message carries.
 LOG_TAIL_LINES = 20
 _BACKGROUND = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
@@ -64,7 +66,7 @@ class KubeEndpoints:
         return build_deployment(profile, served_request(request), owner, command, self.backend.job_settings)
 
     def submit(self, profile, deployment: dict, owner: str) -> dict:
-        namespace = self.backend._watched(profile)
+        namespace = self._synced(profile)
         name = deployment["metadata"]["name"]
         self.backend._require_synced(namespace)
         if self.cache["deployments"].get(namespace, name) is not None:
@@ -117,7 +119,7 @@ class KubeEndpoints:
     # -- reads ---------------------------------------------------------------------------------------
 
     def list_jobs(self, profile) -> list[dict]:
-        namespace = self.backend._watched(profile)
+        namespace = self._synced(profile)
         names = {d["metadata"]["name"] for d in self.cache["deployments"].items(namespace) if _is_endpoint(d)}
         with self._lock:
             names |= {n for (ns, n) in self._ended if ns == namespace}
@@ -192,6 +194,14 @@ class KubeEndpoints:
                     raise
 
     # -- helpers -------------------------------------------------------------------------------------
+
+    def _synced(self, profile) -> str:
+        """The profile's namespace, once its Deployments and pods were listed (a restarted service
+        lists the endpoints it finds at start, before its first watch has answered)."""
+        namespace = self.backend._watched(profile)
+        self.backend.start()
+        self.cache.wait(lambda: self.cache.synced(ENDPOINT_KINDS, namespace), self.backend.sync_timeout)
+        return namespace
 
     def _from_server(self, namespace: str, name: str) -> dict:
         try:
