@@ -14,6 +14,7 @@ from pathlib import Path
 
 import kubecluster
 import kubenode
+import openai
 import pytest
 import test_real_node
 from kubecluster import REAL_NODE_LABEL, until
@@ -114,12 +115,16 @@ def test_a_real_swift_deploy_serves_on_the_node_through_the_proxy_route_and_dele
 
         status, models = server.call("GET", f"{base}/tiny/v1/models")
         assert status == 200 and [m["id"] for m in models["data"]] == ["model"], models
-        chat = {"model": "model", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8}
-        status, completion = server.call("POST", f"{base}/tiny/v1/chat/completions", chat, timeout=120)
-        assert status == 200, completion
-        assert completion["choices"][0]["message"]["role"] == "assistant"
-        assert completion["usage"]["completion_tokens"] > 0
-        print(f"\nendpoint on the node: pod {pod['status']['podIP']}, completion {completion['choices'][0]}")
+        # the openai client, as a notebook calls it: the Jupyter token as its api_key
+        client = openai.OpenAI(
+            base_url=server.url.removesuffix("/quota/v1") + ready["url"], api_key=server.token, max_retries=0
+        )
+        completion = client.chat.completions.create(
+            model="model", messages=[{"role": "user", "content": "Hello"}], max_tokens=8, timeout=120
+        )
+        assert completion.choices[0].message.role == "assistant"
+        assert completion.usage.completion_tokens > 0
+        print(f"\nendpoint on the node: pod {pod['status']['podIP']}, completion {completion.choices[0].message!r}")
 
         # a restarted server finds the running endpoint, probes it again, and proxies to it
         server.stop()
