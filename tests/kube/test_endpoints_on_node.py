@@ -10,6 +10,7 @@ usage report counts the pod's GPU-hours.
 from __future__ import annotations
 
 import getpass
+from dataclasses import replace
 from pathlib import Path
 
 import kubecluster
@@ -21,6 +22,7 @@ from kubecluster import REAL_NODE_LABEL, until
 from server_process import ServerProcess
 from test_real_node import SWIFT_TIMEOUT, TOLERATION
 
+from jupyter_quota import endpoints
 from jupyter_quota.backends.kube import apply_profiles
 from jupyter_quota.profiles import TeamProfile
 
@@ -107,10 +109,15 @@ def test_a_real_swift_deploy_serves_on_the_node_through_the_proxy_route_and_dele
         ready = until(phase("Ready"), SWIFT_TIMEOUT, "the endpoint to be Ready")
         assert ready["models"] == ["model"], ready
         assert ready["url"].endswith(f"/quota/v1{base}/tiny/v1/")
-        pods = kube.get(f"/api/v1/namespaces/{namespace_name}/pods", labelSelector="jupyter-quota/job=tiny")["items"]
-        (pod,) = pods
-        conditions = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
-        assert conditions["Ready"] == "True", conditions  # the kubelet's probe of /health passed too
+
+        def kubelet_ready():  # the kubelet's own probe of /health (every 5 s) passes too
+            (pod,) = kube.get(f"/api/v1/namespaces/{namespace_name}/pods", labelSelector="jupyter-quota/job=tiny")[
+                "items"
+            ]
+            conditions = {c["type"]: c["status"] for c in pod["status"]["conditions"]}
+            return pod if conditions.get("Ready") == "True" else None
+
+        pod = until(kubelet_ready, 60, "the kubelet's readiness probe to pass")
         assert pod["spec"]["nodeName"] == kubenode.NODE_NAME
 
         status, models = server.call("GET", f"{base}/tiny/v1/models")
@@ -160,3 +167,31 @@ def test_a_real_swift_deploy_serves_on_the_node_through_the_proxy_route_and_dele
     finally:
         server.call("DELETE", f"{base}/tiny")
         server.stop()
+
+
+def test_a_server_that_exits_on_the_node_fails_the_endpoint_with_its_log_tail_and_frees_the_quota(
+    node_cluster, kube, namespace_name, make_kube_backend
+):
+    profile = test_real_node.real_profile(namespace_name, image=kubenode.BUSYBOX_IMAGE)
+    apply_profiles([profile], kube)
+    kubecluster.wait_quota_status(kube, namespace_name)
+    backend = make_kube_backend()
+    small = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "32Mi"}}
+    request = endpoints.parse_endpoint_request({"name": "crash", "args": ["--model", "m"], "gpus": 1}, profile)
+    request = replace(request, resources={k: {**v, "nvidia.com/gpu": "1"} for k, v in small.items()})
+    script = "echo loading the model; echo 'ValueError: no such model' >&2; exit 3"
+    deployment = backend.endpoints.build_job(profile, request, "alice", ["sh", "-c", script, "swift-deploy"])
+    backend.endpoints.submit(profile, deployment, "alice")
+
+    def failed():
+        job = backend.endpoints.get_job(profile, "crash")
+        return job if job["phase"] == "Failed" else None
+
+    job = until(failed, 120, "the endpoint to fail")
+    assert (job["reason"], job["exitCode"]) == ("Error", 3), job
+    assert job["message"] == (
+        "the server exited with code 3; the last lines of its log:\nloading the model\nValueError: no such model"
+    ), job
+    until(lambda: used(kube, namespace_name)[GPU] == "0", 90, "the quota to be freed")
+    assert kube.get(f"/apis/apps/v1/namespaces/{namespace_name}/deployments")["items"] == []
+    print(f"\nfailed endpoint on the node: {job['message']!r}")
