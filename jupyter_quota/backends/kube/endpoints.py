@@ -145,7 +145,10 @@ class KubeEndpoints:
             if view.get("reason") == reasons.ERROR:
                 tail = self._log_tail(namespace, endpointview.live_pod(pods))
                 view = endpointview.endpoint_job(deployment, pods, profile.gpuResource, log_tail=tail)
-            self._end(namespace, name, deployment, view)  # a failed server holds no quota
+            try:
+                self._end(namespace, name, deployment, view)  # a failed server holds no quota
+            except errors.QuotaError as e:  # the read still answers; the next one tries again
+                self.log.warning("endpoint %s/%s failed, and deleting it failed: %s", namespace, name, e)
         return view
 
     def base_url(self, job: dict) -> str | None:
@@ -176,10 +179,12 @@ class KubeEndpoints:
         return _shown(stopped)
 
     def _end(self, namespace: str, name: str, deployment: dict, view: dict) -> None:
+        """Delete the endpoint's objects, then remember how it ended (not before: a delete the
+        API server did not take leaves it live, and the next read or DELETE tries again)."""
+        self._delete(namespace, name)
         remembered = dict(view, _uid=(deployment.get("metadata") or {}).get("uid", ""))
         with self._lock:
             self._ended[(namespace, name)] = remembered
-        self._delete(namespace, name)
 
     def _delete(self, namespace: str, name: str) -> None:
         for path, what in (
