@@ -69,9 +69,10 @@ def parse_endpoint_request(body, profile: TeamProfile) -> JobRequest:
     return replace(request, args=args, kind=labels.KIND_ENDPOINT)
 
 
-def served_args(args: list[str], port: int) -> list[str]:
-    """The argv ``swift deploy`` runs with: the user's, then where to listen."""
-    return [*args, "--host", HOST, "--port", str(port)]
+def served_args(args: list[str], port: int, host: str = HOST) -> list[str]:
+    """The argv ``swift deploy`` runs with: the user's, then where to listen (``host``: the
+    loopback address locally; every address of its pod on Kubernetes, ``endpointspec.HOST``)."""
+    return [*args, "--host", host, "--port", str(port)]
 
 
 def port_of(job: dict) -> int | None:

@@ -9,8 +9,12 @@ Jobs and Events there (``cache.KINDS``, one watch per namespace and kind); a sub
 ResourceQuotas and creates a Job; a job read that misses the cache gets the Job; logs get
 ``pods/log``; a cancel deletes the Job; an admin's ``PUT /profiles/{team}`` gets, then creates or
 updates, the namespace's ResourceQuotas and LimitRange (``KubeBackend.apply_profile``), so an
-edit holds for every user at once. ``tests/kube/test_kube_rbac.py`` runs the backend with
-only these rights and checks that every call passes and that nothing else does.
+edit holds for every user at once. An endpoint (``backends/kube/endpoints.py``) is a Deployment
+and a Service: the cache lists and watches Deployments, a create posts both, a read that misses
+the cache gets the Deployment, a stop deletes both, and a failed server's log tail is
+``pods/log``; the proxy reaches the pod by its IP, so no ``services/proxy``.
+``tests/kube/test_kube_rbac.py`` runs the backend with only these rights and checks that every
+call passes and that nothing else does.
 
 ``jupyter quota profiles render|apply`` emits them next to each team's Namespace, ResourceQuota
 and LimitRange (:func:`team_objects`).
@@ -36,6 +40,8 @@ RULES = (
         "resources": ["resourcequotas", "limitranges"],
         "verbs": ["create", "get", "list", "update", "watch"],
     },
+    {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["create", "delete", "get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["services"], "verbs": ["create", "delete"]},
 )
 
 

@@ -84,8 +84,6 @@ REQUEUED = "Requeued"
 
 #: 409: a call through the proxy to an endpoint that is not Ready (Pending, Starting, Stopped, Failed).
 NOT_READY = "NotReady"
-#: 409: endpoints on a backend that does not run them yet (Kubernetes, for now).
-UNSUPPORTED_BACKEND = "UnsupportedBackend"
 
 # -- increase requests (``increaseservice``) --------------------------------------------------------
 

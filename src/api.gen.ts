@@ -286,8 +286,10 @@ export interface paths {
          *     (`swift deploy`) with `args`, then `--host 127.0.0.1 --port N`: a free port the server picks
          *     and proxies (so `args` may not set `--port`, `--host` or `--api_key`; `--model` is required).
          *     It is `Ready` once the server's `/health` answers, with the model names its `/v1/models`
-         *     gives; its OpenAI-compatible API is then at `url`. Local backend only for now (409
-         *     `UnsupportedBackend` on Kubernetes).
+         *     gives; its OpenAI-compatible API is then at `url`. On Kubernetes it is a Deployment (one
+         *     replica, a readiness probe on `/health`) and a Service of its name in the namespace, its
+         *     pod admitted by the ResourceQuota (GPUs from `gpus`, cpu and memory from the LimitRange's
+         *     defaults) and listening on `--host 0.0.0.0 --port 8000`; it is not in `GET .../jobs`.
          */
         post: operations["createEndpoint"];
         delete?: never;
@@ -314,7 +316,9 @@ export interface paths {
          * Stop an endpoint (its owner or an admin) and give its quota back
          * @description Cancels its job (SIGTERM, then SIGKILL after `cancel_grace_period`): the answer may still
          *     say Ready or Starting with reason `Terminating`; it is `Stopped` (reason `Cancelled`), and
-         *     its quota back in the balance, once its processes have exited.
+         *     its quota back in the balance, once its processes have exited. On Kubernetes it deletes
+         *     the Deployment and the Service and answers `Stopped` at once; the quota is back when the
+         *     pod is gone.
          */
         delete: operations["deleteEndpoint"];
         options?: never;

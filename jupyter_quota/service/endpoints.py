@@ -101,6 +101,9 @@ class Endpoints:
         self.log = log
         self.interval = interval
         self.clock = clock
+        #: who runs endpoints: the local backend's jobs, or the kube backend's Deployments
+        #: (``backends/kube/endpoints.py``), through the same calls
+        self.runner = getattr(backend, "endpoints", None) or backend
         self._lock = threading.Lock()
         #: held while counts move from memory to the records, and while both are read together, so
         #: a read never misses a batch being written (nor counts it twice)
@@ -122,10 +125,8 @@ class Endpoints:
 
     def start(self) -> None:
         """Watch the live endpoints a previous server left, then every ``interval`` seconds."""
-        if self.backend.name != "local":
-            return  # endpoints run on the local backend only (so far)
         for profile in self.registry.all():
-            for job in self.backend.list_jobs(profile):
+            for job in self.runner.list_jobs(profile):
                 if is_endpoint(job) and job["phase"] in ("Pending", "Running"):
                     self._watch(job)
                     self._remember(job)
@@ -143,18 +144,13 @@ class Endpoints:
 
     def create(self, who: Identity, namespace: str, body) -> dict:
         profile = self.profile_for(who, namespace)
-        if self.backend.name != "local":
-            raise Conflict(
-                f"endpoints run on the local backend only for now; this server's backend is {self.backend.name}",
-                reason=reasons.UNSUPPORTED_BACKEND,
-            )
         request = parse_endpoint_request(body, profile)
 
         def create(named):
-            port = free_port()
-            named.args = served_args(named.args, port)
-            job = self.backend.build_job(profile, named, who.name, list(self.deploy_command))
-            return self.backend.submit(profile, job, who.name)
+            if self.runner is self.backend:  # a local process: on a free loopback port
+                named.args = served_args(named.args, free_port())
+            job = self.runner.build_job(profile, named, who.name, list(self.deploy_command))
+            return self.runner.submit(profile, job, who.name)
 
         job = create_named(request, create)
         self._watch(job)
@@ -165,7 +161,7 @@ class Endpoints:
 
     def list(self, who: Identity, namespace: str) -> dict:
         profile = self.registry.for_namespace(who, namespace)
-        jobs = [j for j in self.backend.list_jobs(profile) if is_endpoint(j)]
+        jobs = [j for j in self.runner.list_jobs(profile) if is_endpoint(j)]
         if not jobs:
             return {"endpoints": []}
         with self._counting:
@@ -182,7 +178,7 @@ class Endpoints:
         job = self._job(profile, name)
         if job["owner"] != who.name and not who.admin:
             raise Forbidden(f'endpoint "{name}" belongs to {job["owner"]}; only its owner or an admin may delete it')
-        return self._shown(self.backend.cancel(profile, name, who.name))
+        return self._shown(self.runner.cancel(profile, name, who.name))
 
     def target(self, who: Identity, namespace: str, name: str) -> str:
         """The server's base URL for the proxy (a member of the team may call it); 409 unless Ready.
@@ -191,8 +187,10 @@ class Endpoints:
         with self._lock:
             watched = self._watched.get((namespace, name))
             if watched is not None and _ready(watched, job):
-                watched["lastRequest"] = self.clock()
-                return f"http://{endpoints.HOST}:{watched['port']}"
+                base = self._base(job, watched)
+                if base:
+                    watched["lastRequest"] = self.clock()
+                    return base
         phase = endpoint_json(job, {"readyAt": watched and _ready(watched, job)})["phase"]
         wait = f"; wait until GET .../endpoints/{name} says Ready" if phase in ("Pending", "Starting") else ""
         raise Conflict(f'endpoint "{name}" is {phase}, not Ready{wait}', reason=reasons.NOT_READY)
@@ -236,7 +234,7 @@ class Endpoints:
             watched = list(self._watched.items())
         for (namespace, name), state in watched:
             try:
-                job = self.backend.get_job(self.registry.get(state["team"]), name)
+                job = self.runner.get_job(self.registry.get(state["team"]), name)
             except (NotFound, KeyError):
                 job = None
             if job is not None and job.get("createdAt") != state["createdAt"]:
@@ -281,7 +279,9 @@ class Endpoints:
             self.log.exception("jupyter_quota: pushing endpoint %s/%s failed", *key)
 
     def _probe(self, namespace: str, name: str, state: dict, job: dict) -> None:
-        base = f"http://{endpoints.HOST}:{state['port']}"
+        base = self._base(job, state)
+        if not base:
+            return  # no address yet (a pod without its IP)
         try:
             with urllib.request.urlopen(base + "/health", timeout=PROBE_TIMEOUT) as r:
                 if r.status != 200:
@@ -299,7 +299,7 @@ class Endpoints:
         message = endpoints.idle_message(self.idle_minutes)
         self.log.info("endpoint %s/%s: %s", namespace, name, message)
         try:
-            self.backend.cancel(
+            self.runner.cancel(
                 self.registry.get(state["team"]), name, IDLE_POLICY, reason=reasons.IDLE, message=message
             )
         except (NotFound, KeyError):
@@ -338,12 +338,18 @@ class Endpoints:
 
     def _job(self, profile: TeamProfile, name: str) -> dict:
         try:
-            job = self.backend.get_job(profile, name)
+            job = self.runner.get_job(profile, name)
         except NotFound:
             job = None
         if job is None or not is_endpoint(job):
             raise NotFound(f'endpoint "{name}" not found in namespace {profile.namespace}')
         return job
+
+    def _base(self, job: dict, state: dict) -> str | None:
+        """The server's base URL: the loopback port locally, the backend's answer on a cluster."""
+        if self.runner is self.backend:
+            return f"http://{endpoints.HOST}:{state['port']}"
+        return self.runner.base_url(job)
 
     def _shown(self, job: dict, counted: dict | None = None) -> dict:
         """The endpoint as the API shows it; ``counted``: the namespace's recorded request counts."""

@@ -2,12 +2,13 @@
 
 ``start_cluster()`` runs etcd, kube-apiserver (TLS, bearer tokens, RBAC authorization with the
 admin in ``system:masters`` and the test identities of :data:`IDENTITIES`, LimitRanger and
-ResourceQuota admission on), kube-controller-manager (resourcequota, job, garbagecollector and
-namespace controllers) and kube-scheduler, all from ``scripts/build-kube.sh``'s cache, on free
-loopback ports in a temporary directory; registers simulated GPU nodes; and runs a
-:class:`NodeAgent` that plays the kubelet, as kwok does: a bound pod goes Running, then
-Succeeded or Failed as its container's arguments say (``--sleep S``, ``--exit CODE``, the
-arguments ``tests/fake_trainer.py`` takes), and a pod being deleted is removed.
+ResourceQuota admission on), kube-controller-manager (resourcequota, job, garbagecollector,
+namespace, and the deployment and replicaset controllers endpoints need) and kube-scheduler, all
+from ``scripts/build-kube.sh``'s cache, on free loopback ports in a temporary directory;
+registers simulated GPU nodes; and runs a :class:`NodeAgent` that plays the kubelet, as kwok
+does: a bound pod goes Running, then Succeeded or Failed as its container's arguments say
+(``--sleep S``, ``--exit CODE``, the arguments ``tests/fake_trainer.py`` takes), and a pod being
+deleted is removed.
 
 ``JUPYTER_QUOTA_TEST_KUBECONFIG=/path/to/kubeconfig`` points the tier at an existing cluster
 instead (any version from 1.20 on, with nodes that have ``nvidia.com/gpu``); nothing is started
@@ -291,7 +292,7 @@ def start_cluster(*, nodes: bool = True, agent: bool = True, workdir: Path | Non
                 str(binaries["kube-controller-manager"]),
                 f"--kubeconfig={cluster.kubeconfig}",
                 "--leader-elect=false",
-                "--controllers=resourcequota,job,garbagecollector,namespace",
+                "--controllers=resourcequota,job,garbagecollector,namespace,deployment,replicaset",
                 "--bind-address=127.0.0.1",
                 "--secure-port=0",
                 "--port=0",

@@ -1,6 +1,6 @@
 """Least privilege on a real kube-apiserver with RBAC: only the quota service's account may act
 in team namespaces, with exactly the rights ``jupyter_quota/rbac.py`` renders, and those rights
-are enough for the whole backend (balance, submit, jobs, logs, cancel).
+are enough for the whole backend (balance, submit, jobs, logs, cancel, endpoints).
 
 The test cluster authorizes with RBAC (``kubecluster.IDENTITIES``): ``service`` is the hub pod's
 account ``system:serviceaccount:jhub:hub``, ``user-pod`` a single-user pod's account.
@@ -14,8 +14,8 @@ import kubecluster
 import pytest
 from kubecluster import allowed, team_profile
 
-from jupyter_quota import errors, jobspec, rbac
-from jupyter_quota.backends.kube import KubeBackend, LogsUnavailable, apply_profiles
+from jupyter_quota import endpoints, errors, jobspec, rbac
+from jupyter_quota.backends.kube import KubeBackend, LogsUnavailable, apply_profiles, cache
 
 ACCOUNT = kubecluster.SERVICE_ACCOUNT
 #: Each (group, resource, subresource, verb) the rendered Role grants.
@@ -41,6 +41,12 @@ NOT_GRANTED = [
     ("rbac.authorization.k8s.io", "roles", "", "create"),
     ("rbac.authorization.k8s.io", "rolebindings", "", "create"),
     ("", "serviceaccounts", "token", "create"),
+    ("apps", "deployments", "", "update"),
+    ("apps", "deployments", "", "patch"),
+    ("apps", "deployments", "scale", "update"),
+    ("", "services", "", "update"),
+    ("", "services", "proxy", "get"),  # the endpoint proxy reaches the pod by its IP
+    ("", "pods", "proxy", "get"),
 ]
 
 
@@ -131,6 +137,14 @@ def test_the_whole_backend_works_with_only_the_team_role(kube_cluster, team):
 
         backend.submit(team, build(team, "cancelled", "--sleep", "600"), owner="alice")
         assert backend.cancel(team, "cancelled", "alice")["reason"] == "Cancelled"
+
+        # an endpoint: its Deployment and Service created, read (a cache miss gets it), listed, deleted
+        served = backend.endpoints.submit(team, build_endpoint(backend, team, "served"), owner="alice")
+        assert served["kind"] == "endpoint"
+        with pytest.raises(errors.NotFound):
+            backend.endpoints.get_job(team, "never-served")
+        assert [e["name"] for e in backend.endpoints.list_jobs(team)] == ["served"]
+        assert backend.endpoints.cancel(team, "served", "alice")["reason"] == "Cancelled"
         assert backend.cache.errors(namespace=team.namespace) == {}
         assert sorted(backend.cache["jobs"].namespaces()) == [team.namespace]
     finally:
@@ -149,7 +163,7 @@ def test_watching_the_whole_cluster_is_refused_to_the_service_account(kube_clust
     backend.start()
     try:
         refused = lambda: [e for e in backend.cache.errors().values() if "forbidden" in e]  # noqa: E731
-        assert backend.cache.wait(lambda: len(refused()) == 5, 30), backend.cache.errors()
+        assert backend.cache.wait(lambda: len(refused()) == len(cache.KINDS), 30), backend.cache.errors()
         assert "at the cluster scope" in refused()[0]
         assert backend.balance(team)["stale"]
     finally:
@@ -161,3 +175,10 @@ def build(profile, name, *args):
     return jobspec.build_job(
         profile, request, "alice", kubecluster.JOB_COMMAND, jobspec.JobSettings(image=kubecluster.JOB_IMAGE)
     )
+
+
+def build_endpoint(backend, profile, name):
+    request = endpoints.parse_endpoint_request(
+        {"name": name, "args": ["--model", "m", "--sleep", "600"], "gpus": 1}, profile
+    )
+    return backend.endpoints.build_job(profile, request, "alice", kubecluster.JOB_COMMAND)

@@ -48,6 +48,7 @@ from .admission import Turns
 from .bounded import bounded
 from .cache import STALE_AFTER, ClusterCache
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
+from .endpoints import KubeEndpoints
 from .logprogress import LogProgress
 from .usagerecorder import UsageRecorder
 from .usagestore import UsageStore
@@ -118,6 +119,8 @@ class KubeBackend(Backend):
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
+        #: endpoints: Deployments and Services (``endpoints.py``; ``service/endpoints.py`` drives them)
+        self.endpoints = KubeEndpoints(self)
 
     @classmethod
     def from_config(cls, config, log: logging.Logger | None = None) -> KubeBackend:

@@ -29,7 +29,7 @@ def bounded(kind: str, obj: dict) -> dict:
                 bounds.clamp_map(item.get(field))
     elif kind == "pods":
         bounds.clamp_pod_spec(spec)
-    elif kind == "jobs":
+    elif kind in ("jobs", "deployments"):
         template = spec.get("template") if isinstance(spec.get("template"), dict) else {}
         bounds.clamp_pod_spec(template.get("spec"))
     return obj

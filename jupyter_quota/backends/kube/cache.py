@@ -1,6 +1,6 @@
 """An informer-like cache: list once, then watch, for the kinds the backend reads.
 
-One :class:`Reflector` per kind (ResourceQuota, LimitRange, Pod, Job, Event) keeps a store of
+One :class:`Reflector` per kind (ResourceQuota, LimitRange, Pod, Job, Event, Deployment) keeps a store of
 plain dicts, indexed by namespace, current through a watch that resumes from the last
 ``resourceVersion`` it saw (``allowWatchBookmarks`` keeps that version fresh on quiet kinds).
 When the server answers that the version is too old (``410``/``Expired``, as an HTTP status or
@@ -21,7 +21,7 @@ default), and renews it from the last ``resourceVersion``. The server sends a bo
 before that end and then closes the stream, both of which count as data: a healthy kind is
 never silent for longer than about ``watch_timeout``. (Bookmarks alone would not do: an API
 server sends them about once a minute, and kube-apiserver 1.20 only before a watch's end.)
-Renewing five watches every 10 s costs the API server little: most resume from its watch cache.
+Renewing six watches every 10 s costs the API server little: most resume from its watch cache.
 The socket's read timeout is ``stale_after`` too, so a silent connection is dropped and opened
 again instead of waiting forever. Hence the bound: ``stale`` turns true at most ``stale_after``
 seconds after the last data, and so at most 15 s into a hang. 15 s is long enough that a loaded
@@ -50,6 +50,8 @@ KINDS = {
     "limitranges": ("", "", ""),
     "pods": ("", labels.MANAGED_SELECTOR, ""),
     "jobs": ("batch/v1", labels.MANAGED_SELECTOR, ""),
+    # endpoints (``endpoints.py``): their Deployments; their pods are among the pods above
+    "deployments": ("apps/v1", labels.MANAGED_SELECTOR, ""),
     "events": ("", "", "involvedObject.kind=Job"),
 }
 BACKOFF_START = 0.2
@@ -305,7 +307,7 @@ class Reflector:
 
 
 class ClusterCache:
-    """The five kinds the backend reads from, started and stopped together.
+    """The six kinds the backend reads from, started and stopped together.
 
     ``namespaced``: one reflector per kind and team namespace (:meth:`watch` adds a namespace),
     as the per-namespace Role allows; otherwise one per kind across all namespaces.

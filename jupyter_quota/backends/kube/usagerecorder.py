@@ -147,6 +147,8 @@ class UsageRecorder:
         meta = pod.get("metadata") or {}
         name = (meta.get("labels") or {}).get(labels.JOB) or (meta.get("labels") or {}).get(labels.JOB_NAME)
         job = self.cache["jobs"].get(meta.get("namespace", ""), name) if name else None
+        if job is None and name and (meta.get("labels") or {}).get(labels.KIND) == labels.KIND_ENDPOINT:
+            job = self.cache["deployments"].get(meta.get("namespace", ""), name)  # an endpoint's pod
         if job is None:
             return "", None
         created = job["metadata"].get("creationTimestamp")
