@@ -259,8 +259,9 @@ mkdir -p "$WORK/wheel"
 WHEEL="$(ls "$WORK"/wheel/jupyter_quota-*.whl)"
 HUB_VERSION="$("$PY" -c 'import importlib.metadata as m; print(m.version("jupyterhub"))')"
 LAB_VERSION="$("$PY" -c 'import importlib.metadata as m; print(m.version("jupyterlab"))')"
-# A wheel's zip carries its build time; its files' contents are what count.
-wheel_sum="$(python3 -c 'import hashlib,sys,zipfile; z=zipfile.ZipFile(sys.argv[1]); print(hashlib.sha256(b"".join(n.encode()+z.read(n) for n in sorted(z.namelist()) if ".dist-info/RECORD" not in n)).hexdigest())' "$WHEEL")"
+# What the wheel installs: its files and entry points (not its zip's times, nor its metadata,
+# which carries the README as the long description).
+wheel_sum="$(python3 -c 'import hashlib,sys,zipfile; z=zipfile.ZipFile(sys.argv[1]); print(hashlib.sha256(b"".join(n.encode()+z.read(n) for n in sorted(z.namelist()) if ".dist-info/" not in n or n.endswith("/entry_points.txt"))).hexdigest())' "$WHEEL")"
 USER_HASH="$( { echo "$HASH"; declare -f build_user_image; echo "$wheel_sum $HUB_VERSION $LAB_VERSION"; } | sha256sum | cut -c1-16)"
 USER_TAR="$IMAGES/user-$USER_HASH.tar"
 if [ -s "$USER_TAR" ]; then
