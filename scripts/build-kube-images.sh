@@ -6,10 +6,14 @@
 #   pause.tar     localhost/jupyter-quota-pause:3.4.1   Kubernetes' own pause.c (the pod sandbox)
 #   job-<hash>.tar localhost/jupyter-quota-job:latest   Debian bookworm (debootstrap) + Python 3.11 +
 #                 torch (CPU) + ms-swift, at the versions scripts/install-swift.sh installs
+#   user-<hash>.tar localhost/jupyter-quota-user:latest   the job image plus a second layer: this
+#                 checkout's jupyter_quota (a wheel), jupyterhub (singleuser) and jupyterlab at the
+#                 hub's versions, and the user jovyan (1000:100); KubeSpawner's single-user image
 #
 #   scripts/build-kube-images.sh            # builds what is missing; prints timings
 #   scripts/build-kube-images.sh --no-job   # only busybox and pause (seconds)
 #   scripts/build-kube-images.sh --no-pause # busybox and the job image (before build-kube.sh is done)
+#   scripts/build-kube-images.sh --no-user  # all but the user image
 #
 # The job image is cached by a content hash of its inputs (this script, the [swift] extra of
 # pyproject.toml, the torch pin, the Debian suite, pip's constraints): it is rebuilt only when one
@@ -29,9 +33,11 @@ JOB_REF="localhost/jupyter-quota-job:latest"
 T0=$(date +%s)
 log() { printf '[kube-images %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
 
-WANT_JOB=1 WANT_PAUSE=1
-[ "${1:-}" = "--no-job" ] && WANT_JOB=0
+WANT_JOB=1 WANT_PAUSE=1 WANT_USER=1
+[ "${1:-}" = "--no-job" ] && WANT_JOB=0 WANT_USER=0
 [ "${1:-}" = "--no-pause" ] && WANT_PAUSE=0
+[ "${1:-}" = "--no-user" ] && WANT_USER=0
+USER_REF="localhost/jupyter-quota-user:latest"
 
 mkdir -p "$IMAGES"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/jq-kube-images.XXXXXX")"
@@ -177,9 +183,92 @@ JOB_TAR="$IMAGES/job-$HASH.tar"
 if [ -s "$JOB_TAR" ]; then
   log "job image $JOB_REF up to date ($JOB_TAR)"
   echo "$HASH" > "$IMAGES/job.hash"
-  finish
+else
+  build_job_image
 fi
+[ "$WANT_USER" = 1 ] || { log "total $(( $(date +%s) - T0 ))s"; finish; }
 
-build_job_image
+# The user image: the job image's layer as it is, plus one layer written by pip in an overlay
+# mount over it (so only what pip adds is packed, and containerd stores the base layer once).
+build_user_image() {
+  local L="$WORK/user/lower" U="$WORK/user/upper" O="$WORK/user/work" M="$WORK/user/merged" t w f d
+  mkdir -p "$L" "$U" "$O" "$M"
+  t=$(date +%s)
+  tar -xOf "$JOB_TAR" layer.tar | tar --numeric-owner -xf - -C "$L"
+  mount -t overlay overlay -o "lowerdir=$L,upperdir=$U,workdir=$O" "$M"
+  # This machine's pip settings, CA bundle and local wheel dirs for the build only: bind mounts,
+  # so none of them lands in the layer (their mount points are removed below).
+  binds=()
+  for f in /etc/resolv.conf /etc/ssl/certs/ca-certificates.crt /etc/pip.conf /etc/xdg/pip /opt/wheels /opt/pypi /opt/pypi-more $(echo "${PIP_FIND_LINKS:-}" | tr ' ' '\n'); do
+    [ -e "$f" ] || continue
+    if [ -d "$f" ]; then mkdir -p "$M$f"; else mkdir -p "$(dirname "$M$f")"; [ -e "$M$f" ] || : > "$M$f"; fi
+    mount --bind -o ro "$f" "$M$f"; binds+=("$f")
+  done
+  mount -t proc proc "$M/proc"
+  pip_env=(HOME=/root PATH=/opt/venv/bin:/usr/bin:/bin)
+  while IFS='=' read -r k v; do pip_env+=("$k=$v"); done < <(env | grep -E '^(PIP_|REQUESTS_CA_BUNDLE=|SSL_CERT_FILE=|https?_proxy=|HTTPS?_PROXY=|no_proxy=|NO_PROXY=)' || true)
+  mkdir -p "$M/tmp/wheel"; cp "$WHEEL" "$M/tmp/wheel/"
+  chroot "$M" /usr/bin/env -i "${pip_env[@]}" /opt/venv/bin/pip install --quiet --no-cache-dir \
+    "/tmp/wheel/$(basename "$WHEEL")" "jupyterhub==$HUB_VERSION" "jupyterlab==$LAB_VERSION" \
+    >"$WORK/pip-user.log" 2>&1 || { umount -R "$M"; tail -30 "$WORK/pip-user.log" >&2; exit 1; }
+  chroot "$M" /opt/venv/bin/python -c 'import jupyter_quota, jupyterhub, jupyterlab' \
+    || { umount -R "$M"; echo "the user image's packages cannot be imported" >&2; exit 1; }
+  grep -q '^jovyan:' "$M/etc/passwd" || echo 'jovyan:x:1000:100:jovyan:/home/jovyan:/bin/bash' >> "$M/etc/passwd"
+  mkdir -p "$M/home/jovyan"; chown 1000:100 "$M/home/jovyan"
+  rm -rf "$M/tmp/wheel"
+  umount "$M/proc"
+  for ((i=${#binds[@]}-1; i>=0; i--)); do umount "$M${binds[i]}"; done
+  umount "$M"
+  # Mount points made for the binds, when the base had nothing there (the CA bundle and
+  # resolv.conf are the base's own files, untouched by the bind).
+  for f in "${binds[@]}"; do [ -e "$L$f" ] || rm -rf "${U:?}$f"; done
+  for d in /opt /etc/xdg; do [ -e "$L$d" ] || rmdir "$U$d" 2>/dev/null || true; done
+  find "$U" -name __pycache__ -prune -exec rm -rf {} +
+  # overlayfs whiteouts (0/0 character devices, opaque directories) as the image format's .wh. files
+  find "$U" -type c | while read -r f; do rm -f "$f"; : > "$(dirname "$f")/.wh.$(basename "$f")"; done
+  python3 -c 'import os,sys
+for d, _, _ in os.walk(sys.argv[1]):
+    try: opaque = os.getxattr(d, "trusted.overlay.opaque") == b"y"
+    except OSError: opaque = False
+    if opaque: open(os.path.join(d, ".wh..wh..opq"), "w").close()' "$U"
+  log "user layer (jupyterhub $HUB_VERSION, jupyterlab $LAB_VERSION, $(basename "$WHEEL")) in $(( $(date +%s) - t ))s: $(du -sh "$U" | cut -f1)"
+
+  t=$(date +%s)
+  w="$WORK/user/pack"; mkdir -p "$w"
+  tar -xf "$JOB_TAR" -C "$w" layer.tar config.json
+  mv "$w/layer.tar" "$w/base.tar"
+  tar --numeric-owner -C "$U" -cf "$w/user.tar" .  # no xattrs: overlayfs keeps its own there
+  base_id="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rootfs"]["diff_ids"][0])' "$w/config.json")"
+  user_id="sha256:$(sha256sum "$w/user.tar" | cut -d' ' -f1)"
+  printf '{"architecture":"amd64","os":"linux","config":{"Env":["PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin","HOME=/home/jovyan","SHELL=/bin/bash"],"User":"1000:100","WorkingDir":"/home/jovyan","Cmd":["jupyterhub-singleuser"]},"rootfs":{"type":"layers","diff_ids":["%s","%s"]}}' \
+    "$base_id" "$user_id" > "$w/config.json"
+  printf '[{"Config":"config.json","RepoTags":["%s"],"Layers":["base.tar","user.tar"]}]' "$USER_REF" > "$w/manifest.json"
+  tar -C "$w" -cf "$USER_TAR.tmp" manifest.json config.json base.tar user.tar
+  mv -f "$USER_TAR.tmp" "$USER_TAR"
+  for old in "$IMAGES"/user-*.tar; do [ "$old" = "$USER_TAR" ] || rm -f "$old"; done
+  echo "$USER_HASH" > "$IMAGES/user.hash"
+  log "user image $USER_REF packed in $(( $(date +%s) - t ))s: $(du -h "$USER_TAR" | cut -f1)"
+}
+
+# 4. The user image, keyed by the job image, its recipe, this checkout's wheel and the hub's versions.
+PY="${JUPYTER_QUOTA_VENV:-.venv}/bin/python"
+[ -x "$PY" ] || PY=python3
+mkdir -p "$WORK/wheel"
+"$PY" -m pip wheel --quiet --no-deps -w "$WORK/wheel" . >"$WORK/wheel.log" 2>&1 \
+  || { tail -30 "$WORK/wheel.log" >&2; echo "could not build this checkout's wheel (scripts/setup builds the labextension it needs)" >&2; exit 1; }
+WHEEL="$(ls "$WORK"/wheel/jupyter_quota-*.whl)"
+HUB_VERSION="$("$PY" -c 'import importlib.metadata as m; print(m.version("jupyterhub"))')"
+LAB_VERSION="$("$PY" -c 'import importlib.metadata as m; print(m.version("jupyterlab"))')"
+# What the wheel installs: its files and entry points (not its zip's times, nor its metadata,
+# which carries the README as the long description).
+wheel_sum="$(python3 -c 'import hashlib,sys,zipfile; z=zipfile.ZipFile(sys.argv[1]); print(hashlib.sha256(b"".join(n.encode()+z.read(n) for n in sorted(z.namelist()) if ".dist-info/" not in n or n.endswith("/entry_points.txt"))).hexdigest())' "$WHEEL")"
+USER_HASH="$( { echo "$HASH"; declare -f build_user_image; echo "$wheel_sum $HUB_VERSION $LAB_VERSION"; } | sha256sum | cut -c1-16)"
+USER_TAR="$IMAGES/user-$USER_HASH.tar"
+if [ -s "$USER_TAR" ]; then
+  log "user image $USER_REF up to date ($USER_TAR)"
+  echo "$USER_HASH" > "$IMAGES/user.hash"
+else
+  build_user_image
+fi
 log "total $(( $(date +%s) - T0 ))s"
 finish

@@ -56,6 +56,8 @@ SYSCTLS = ("vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops")
 HOST_PATHS = ("/var/log/pods", "/var/log/containers", "/var/lib/kubelet", "/var/lib/cni", "/run/containerd")
 PAUSE_IMAGE = "localhost/jupyter-quota-pause:3.4.1"
 JOB_IMAGE = "localhost/jupyter-quota-job:latest"
+#: KubeSpawner's single-user image (the job image plus jupyter_quota, jupyterhub, jupyterlab).
+USER_IMAGE = "localhost/jupyter-quota-user:latest"
 BUSYBOX_IMAGE = "docker.io/library/busybox:1.36"
 
 
@@ -176,6 +178,9 @@ class KubeletNode:
         if self.job_image:
             digest = (images / "job.hash").read_text().strip() if (images / "job.hash").exists() else ""
             wanted.append((f"job-{digest}.tar", JOB_IMAGE, f"localhost/jupyter-quota-job:{digest}"))
+            if (images / "user.hash").exists():  # built unless --no-user; test_kubespawner says so if not
+                digest = (images / "user.hash").read_text().strip()
+                wanted.append((f"user-{digest}.tar", USER_IMAGE, f"localhost/jupyter-quota-user:{digest}"))
         for tar, ref, marker in wanted:
             if marker in present:
                 continue
