@@ -22,7 +22,7 @@ from .jobspec import JobRequest, parse_job_request
 from .profiles import TeamProfile
 
 #: the body of ``POST /namespaces/{ns}/endpoints``
-REQUEST_FIELDS = ("name", "generateName", "args", "gpus", "priority")
+REQUEST_FIELDS = ("name", "generateName", "args", "job", "gpus", "priority")
 DEFAULT_GENERATE_NAME = "serve-"
 #: where a local endpoint's server listens: the proxy is its only door
 HOST = "127.0.0.1"

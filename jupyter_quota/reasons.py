@@ -86,6 +86,9 @@ REQUEUED = "Requeued"
 NOT_READY = "NotReady"
 #: 409: endpoints on a backend that does not run them yet (Kubernetes, for now).
 UNSUPPORTED_BACKEND = "UnsupportedBackend"
+#: 409: an endpoint asked to serve a job that is not a finished fine-tune with a checkpoint
+#: (not Succeeded, or its log names no checkpoint; ``servejob``).
+NOT_SERVABLE = "NotServable"
 
 # -- increase requests (``increaseservice``) --------------------------------------------------------
 

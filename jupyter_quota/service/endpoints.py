@@ -23,13 +23,16 @@ from traitlets import Float, List, Unicode
 from traitlets.config import Configurable
 
 from .. import endpoints, reasons
+from ..deploy import parse_deploy_args
 from ..endpoints import endpoint_json, is_endpoint, parse_endpoint_request, port_of, served_args
 from ..errors import Conflict, Forbidden, NotFound
+from ..estimator.serving import check_servable
 from ..identity import Identity
 from ..jobspec import create_named
 from ..profiles import TeamProfile
 from ..ticker import Ticker
 from ..times import rfc3339
+from .servejobs import ServedJobs
 
 #: seconds between two passes of the watch loop (sooner when an endpoint is created)
 INTERVAL = 1.0
@@ -98,6 +101,7 @@ class Endpoints:
         #: (namespace, name) -> {"team", "port", "models", "readyAt", "lastRequest"}: live endpoints
         self._watched: dict[tuple[str, str], dict] = {}
         self.ticker: Ticker | None = None
+        self.served_jobs = ServedJobs(registry, backend)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -127,7 +131,9 @@ class Endpoints:
                 f"endpoints run on the local backend only for now; this server's backend is {self.backend.name}",
                 reason=reasons.UNSUPPORTED_BACKEND,
             )
-        request = parse_endpoint_request(body, profile)
+        request = parse_endpoint_request(self.served_jobs.body_for(profile, body), profile)
+        self.served_jobs.check_paths(who, request.args)
+        check_servable(parse_deploy_args(request.args))
 
         def create(named):
             port = free_port()
