@@ -48,7 +48,10 @@ def parse_endpoint_request(body, profile: TeamProfile) -> JobRequest:
             f"unknown field(s) {', '.join(map(repr, unknown))}; an endpoint takes {', '.join(REQUEST_FIELDS)}"
         )
     if "args" not in body:
-        raise InvalidRequest(f'"args" is required: the swift deploy arguments as a list, e.g. {_EXAMPLE}')
+        raise InvalidRequest(
+            f'"args" is required: the swift deploy arguments as a list, e.g. {_EXAMPLE}; or "job": the '
+            "name of a finished fine-tune to serve"
+        )
     if not body.get("name") and not body.get("generateName"):
         body = {**body, "generateName": DEFAULT_GENERATE_NAME}
     request = parse_job_request(body, profile)
