@@ -27,7 +27,7 @@ export interface IEndpointViewProps {
   job: IJob;
   interval?: number;
   /** Ask the user to confirm; resolves true to go on. */
-  confirm: (title: string, body: string) => Promise<boolean>;
+  confirm: (title: string, body: string, action?: string) => Promise<boolean>;
 }
 
 export function EndpointView(props: IEndpointViewProps): JSX.Element {
@@ -56,7 +56,8 @@ export function EndpointView(props: IEndpointViewProps): JSX.Element {
   const onStop = async () => {
     const ok = await props.confirm(
       'Stop endpoint?',
-      `Stop ${job.name} in ${job.namespace}? Its server is stopped and its quota is given back.`
+      `Stop ${job.name} in ${job.namespace}? Its server is stopped and its quota is given back.`,
+      'Stop endpoint'
     );
     if (ok) {
       await stop.run();

@@ -30,7 +30,7 @@ export interface IJobsViewProps {
   now: number;
   tailLines: number;
   /** Ask the user to confirm; resolves true to go on. */
-  confirm: (title: string, body: string) => Promise<boolean>;
+  confirm: (title: string, body: string, action?: string) => Promise<boolean>;
   /** Milliseconds between reads of an endpoint not Ready yet (`EndpointView`). */
   endpointInterval?: number;
 }
