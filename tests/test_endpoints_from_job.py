@@ -87,6 +87,8 @@ async def test_what_is_not_a_finished_fine_tune_of_the_team_is_refused(api, hold
         ({"job": "ep"}, 400, "BadRequest", "itself an endpoint"),
         ({"job": "nosave", "args": ["--model", "x"]}, 400, "BadRequest", "leave out --model"),
         ({"job": "Not_A_Name"}, 400, "BadRequest", "the name of a finished fine-tune"),
+        ({"job": "nosave", "args": "--infer_backend vllm"}, 400, "BadRequest", "a list of strings"),
+        ({"job": "nosave", "args": [5]}, 400, "BadRequest", "a list of strings"),
     ]
     await assert_refused(api, cases)
     _, listed = await api("GET", "namespaces", NS, "endpoints")
