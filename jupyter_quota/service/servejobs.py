@@ -6,7 +6,7 @@ output refused (``servejob`` decides; this reads the jobs and their logs).
 from __future__ import annotations
 
 from .. import swiftlog
-from ..errors import Forbidden, NotFound
+from ..errors import Forbidden, InvalidRequest, NotFound
 from ..identity import Identity
 from ..profiles import TeamProfile
 from ..servejob import JOB_FIELD, deploy_args_for, inside, job_name, last_checkpoint, model_paths, output_roots
@@ -26,6 +26,9 @@ class ServedJobs:
         if not isinstance(body, dict) or JOB_FIELD not in body:
             return body
         name = job_name(body[JOB_FIELD])
+        args = body.get("args", [])
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise InvalidRequest('"args" must be a list of strings: the swift deploy arguments besides the job\'s')
         try:
             job = self.backend.get_job(profile, name)
         except NotFound:
@@ -36,7 +39,7 @@ class ServedJobs:
         checkpoint = None
         if job["phase"] == "Succeeded" and not job.get("kind"):
             checkpoint = last_checkpoint(self._progress(profile, name))
-        args = deploy_args_for(job, checkpoint, body.get("args", []))
+        args = deploy_args_for(job, checkpoint, args)
         rest = {k: v for k, v in body.items() if k != JOB_FIELD}
         return {**rest, "args": args}
 
