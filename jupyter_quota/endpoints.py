@@ -22,7 +22,7 @@ from .jobspec import JobRequest, parse_job_request
 from .profiles import TeamProfile
 
 #: the body of ``POST /namespaces/{ns}/endpoints``
-REQUEST_FIELDS = ("name", "generateName", "args", "gpus", "priority")
+REQUEST_FIELDS = ("name", "generateName", "args", "job", "gpus", "priority")
 DEFAULT_GENERATE_NAME = "serve-"
 #: where a local endpoint's server listens: the proxy is its only door
 HOST = "127.0.0.1"
@@ -48,7 +48,10 @@ def parse_endpoint_request(body, profile: TeamProfile) -> JobRequest:
             f"unknown field(s) {', '.join(map(repr, unknown))}; an endpoint takes {', '.join(REQUEST_FIELDS)}"
         )
     if "args" not in body:
-        raise InvalidRequest(f'"args" is required: the swift deploy arguments as a list, e.g. {_EXAMPLE}')
+        raise InvalidRequest(
+            f'"args" is required: the swift deploy arguments as a list, e.g. {_EXAMPLE}; or "job": the '
+            "name of a finished fine-tune to serve"
+        )
     if not body.get("name") and not body.get("generateName"):
         body = {**body, "generateName": DEFAULT_GENERATE_NAME}
     request = parse_job_request(body, profile)

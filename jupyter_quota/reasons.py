@@ -84,6 +84,9 @@ REQUEUED = "Requeued"
 
 #: 409: a call through the proxy to an endpoint that is not Ready (Pending, Starting, Stopped, Failed).
 NOT_READY = "NotReady"
+#: 409: an endpoint asked to serve a job that is not a finished fine-tune with a checkpoint
+#: (not Succeeded, or its log names no checkpoint; ``servejob``).
+NOT_SERVABLE = "NotServable"
 
 # -- increase requests (``increaseservice``) --------------------------------------------------------
 

@@ -285,6 +285,16 @@ export interface paths {
          *     `kind: endpoint`, and shares their names). Its command is `JupyterQuota.deploy_command`
          *     (`swift deploy`) with `args`, then `--host 127.0.0.1 --port N`: a free port the server picks
          *     and proxies (so `args` may not set `--port`, `--host` or `--api_key`; `--model` is required).
+         *     With `job`, the name of a Succeeded `swift sft` job of the same namespace, the server serves
+         *     that fine-tune: it puts `--model <base model> --adapters <last checkpoint>` (LoRA and other
+         *     adapters) or `--model <last checkpoint>` (full fine-tune) first, from the job's own
+         *     arguments and log, then the job's `--model_type`, `--template`, `--torch_dtype` where
+         *     `args` does not set them, then `args`. Refused: `--model`/`--adapters` beside `job` and a
+         *     `job` that is an endpoint (400); a job not Succeeded or with no checkpoint (409
+         *     `NotServable`); a job not in this namespace (404); a `--model` or `--adapters` path inside
+         *     the output of a job of a team the caller is not a member of (403). A context longer than
+         *     the model's and a tensor-parallel size that does not divide its heads are 400, checked
+         *     against the model's config where the estimator can read it.
          *     It is `Ready` once the server's `/health` answers, with the model names its `/v1/models`
          *     gives; its OpenAI-compatible API is then at `url`. On Kubernetes it is a Deployment (one
          *     replica, a readiness probe on `/health`) and a Service of its name in the namespace, its
@@ -806,17 +816,20 @@ export interface components {
         NamespaceList: {
             namespaces: components["schemas"]["NamespaceSummary"][];
         };
+        /** @description `args` or `job` (or both: then `args` adds to what `job` gives) */
         EndpointRequest: {
             /** @description The endpoint's (and its job's) name, a DNS-1123 label; 409 when a job of that name exists */
             name?: string;
             /** @description Without `name`: a prefix to which 5 random characters are added, as for a job (default `serve-`) */
             generateName?: string;
             /** @description ms-swift `deploy` arguments, one per item (never a shell string), with `--model`; not `--port`, `--host` or `--api_key` (the server's). Checked as `POST /estimate/serve` checks them. */
-            args: string[];
+            args?: string[];
+            /** @description A Succeeded `swift sft` job of this namespace whose last checkpoint to serve (the server adds `--model` and `--adapters`) */
+            job?: string;
             /** @description GPUs the server takes (default 0: transformers on CPU) */
             gpus?: number;
             priority?: components["schemas"]["Priority"];
-        };
+        } | unknown | unknown;
         Endpoint: {
             name: string;
             namespace: string;

@@ -18,6 +18,8 @@ import {
 } from './usage';
 import {
   IAuditLog,
+  IEndpoint,
+  IEndpointRequest,
   IEstimate,
   IEstimatorErrors,
   IIdentity,
@@ -88,6 +90,32 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
       {
         method: 'DELETE'
       }
+    );
+  }
+
+  /** `POST namespaces/{ns}/endpoints`: serve a model, or a finished fine-tune (`job`). */
+  createEndpoint(
+    namespace: string,
+    request: IEndpointRequest
+  ): Promise<IEndpoint> {
+    return this._send<IEndpoint>(
+      `namespaces/${enc(namespace)}/endpoints`,
+      'POST',
+      request
+    );
+  }
+
+  endpoint(namespace: string, name: string): Promise<IEndpoint> {
+    return this._get<IEndpoint>(
+      `namespaces/${enc(namespace)}/endpoints/${enc(name)}`
+    );
+  }
+
+  deleteEndpoint(namespace: string, name: string): Promise<IEndpoint> {
+    return requestAPI<IEndpoint>(
+      `namespaces/${enc(namespace)}/endpoints/${enc(name)}`,
+      this.serverSettings,
+      { method: 'DELETE' }
     );
   }
 

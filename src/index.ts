@@ -211,13 +211,17 @@ namespace Private {
     model.changed.connect(onChange);
   }
 
-  export async function confirm(title: string, body: string): Promise<boolean> {
+  export async function confirm(
+    title: string,
+    body: string,
+    action = 'Cancel job'
+  ): Promise<boolean> {
     const result = await showDialog({
       title,
       body,
       buttons: [
         Dialog.cancelButton({ label: 'Keep running' }),
-        Dialog.warnButton({ label: 'Cancel job' })
+        Dialog.warnButton({ label: action })
       ]
     });
     return result.button.accept;

@@ -19,6 +19,8 @@ import { balanceLine } from './quantity';
 import {
   IApiError,
   IBalance,
+  IEndpoint,
+  IEndpointRequest,
   IIdentity,
   IJob,
   IJobList,
@@ -42,6 +44,12 @@ export interface IQuotaClient {
   cancel(namespace: string, name: string): Promise<IJob>;
   logs(namespace: string, name: string, tailLines: number): Promise<IJobLogs>;
   replan(namespace: string, name: string): Promise<IPlanResult>;
+  createEndpoint(
+    namespace: string,
+    request: IEndpointRequest
+  ): Promise<IEndpoint>;
+  endpoint(namespace: string, name: string): Promise<IEndpoint>;
+  deleteEndpoint(namespace: string, name: string): Promise<IEndpoint>;
 }
 
 /**
@@ -301,6 +309,32 @@ export class QuotaModel implements IDisposable {
       request.resources = best.resources;
     }
     return this.submit(namespace, request);
+  }
+
+  /**
+   * Serve the last checkpoint of `job`, a finished fine-tune (`POST
+   * namespaces/{ns}/endpoints` with `job`): on one GPU if it trained on GPUs,
+   * else on CPUs; refreshes once it is admitted.
+   */
+  async serve(namespace: string, job: IJob): Promise<IEndpoint> {
+    const endpoint = await this._client.createEndpoint(namespace, {
+      job: job.name,
+      gpus: Math.min(job.gpus, 1)
+    });
+    this._refreshUnlessPushed();
+    return endpoint;
+  }
+
+  /** An endpoint as the server sees it now: its phase, URL and models. */
+  endpoint(namespace: string, name: string): Promise<IEndpoint> {
+    return this._client.endpoint(namespace, name);
+  }
+
+  /** Stop an endpoint; refreshes once the server has answered. */
+  async stopEndpoint(namespace: string, name: string): Promise<IEndpoint> {
+    const endpoint = await this._client.deleteEndpoint(namespace, name);
+    this._refreshUnlessPushed();
+    return endpoint;
   }
 
   /** The tail of a job's log. */

@@ -40,6 +40,12 @@ export type IKubeObject = Record<string, unknown>;
 /** A fine-tuning job that runs under a team's quota. */
 export type IJob = Schemas['Job'];
 
+/** A job that serves a model (`swift deploy`): its phase, URL and models. */
+export type IEndpoint = Schemas['Endpoint'];
+
+/** `POST namespaces/{namespace}/endpoints`: what to serve (`args`, or a finished fine-tune's `job`). */
+export type IEndpointRequest = Schemas['EndpointRequest'];
+
 /** The phase of a job, as Kubernetes reports a pod's. */
 export type JobPhase = IJob['phase'];
 

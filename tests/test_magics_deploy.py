@@ -77,3 +77,24 @@ def test_an_endpoint_is_served_called_with_openai_and_stopped(magics, ip, server
         time.sleep(0.1)
     _, balance = server.call("GET", "/namespaces/team-alpha/balance")
     assert balance["resources"]["requests.cpu"]["used"] == "0"
+
+
+def test_a_finished_fine_tune_is_served_by_its_job_name(magics, ip, server, tmp_path):
+    """``--job NAME``: the server adds the base model and the job's last checkpoint."""
+    train = ["--model", "/models/tiny-base", "--steps", "2", "--save-to", str(tmp_path / "out")]
+    status, job = server.call("POST", "/namespaces/team-alpha/jobs", {"generateName": "tune-", "args": train})
+    assert status == 201, job
+    deadline = time.monotonic() + 60
+    while server.call("GET", f"/namespaces/team-alpha/jobs/{job['name']}")[1]["phase"] != "Succeeded":
+        assert time.monotonic() < deadline, "the fine-tune never succeeded"
+        time.sleep(0.1)
+    with pytest.raises(UsageError, match="leave out --model and --adapters"):
+        ip.run_line_magic("swift_deploy", f"--job {job['name']} --model ./tiny")
+    with capture_output() as out:
+        ep = ip.run_line_magic("swift_deploy", f"--job={job['name']} --infer_backend pt")
+    assert isinstance(ep, Endpoint) and ep.phase == "Ready", (ep, out.stdout)
+    assert ep.models == ["tiny-base"]
+    checkpoint = tmp_path / "out" / "checkpoint-2"
+    assert f"Serving job {job['name']}: swift deploy --model /models/tiny-base --adapters {checkpoint}" in out.stdout
+    assert "--infer_backend pt -> transformers" in out.stdout, "the user's arguments are translated as always"
+    ep.stop()

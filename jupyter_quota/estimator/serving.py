@@ -125,6 +125,21 @@ def estimate_serve(
     return engine(spec, args, gpus, tp, gpu_memory, max_len, a, layout, weights, adapters, reserve, notes)
 
 
+def check_servable(args: DeployArgs) -> None:
+    """The refusals of :func:`estimate_serve` that need no GPU: a tensor-parallel size that does
+    not divide the heads, a context longer than the model's. Only for a model whose config the
+    estimator reads (catalog, local folder, hub cache): of an unknown or guessed one, the server
+    is the judge."""
+    try:
+        spec = resolve_model(args.model)
+    except InvalidRequest:
+        return
+    if spec.approximate:
+        return
+    check_tensor_parallel(spec, args.tensor_parallel)
+    _max_model_len(spec, args)
+
+
 def check_tensor_parallel(spec: ModelSpec, tp: int) -> None:
     """vLLM's and SGLang's rule: the attention heads split evenly over the ranks, and so do the KV
     heads, or the ranks over the KV heads (replicated then)."""

@@ -30,6 +30,7 @@ VALUE_OPTIONS = {"namespace": "--namespace", "gpus": "--gpus", "name": "--name",
 FLAG_OPTIONS = {"dry-run": "--dry-run", "as-is": "--as-is", "best-effort": "--best-effort"}
 #: ``%swift_deploy``'s own options (everything else goes to ``swift deploy``)
 DEPLOY_FLAG_OPTIONS = {"dry-run": "--dry-run", "best-effort": "--best-effort", "no-wait": "--no-wait"}
+DEPLOY_VALUE_OPTIONS = {**VALUE_OPTIONS, "job": "--job"}
 
 
 @magics_class
@@ -263,6 +264,14 @@ class QuotaMagics(Magics):
         help="high, normal (the default) or best-effort, as for a job.",
     )
     @argument("--best-effort", action="store_true", help="The same as --priority best-effort.")
+    @argument(
+        "--job",
+        default=None,
+        metavar="JOB",
+        help="Serve the finished fine-tune JOB (a Succeeded %%swift_sft job of the namespace): the "
+        "server adds its base model and its last checkpoint (--adapters, or --model after a full "
+        "fine-tune); give no --model or --adapters then.",
+    )
     @argument("--dry-run", action="store_true", help="Show the translated arguments; start nothing.")
     @argument("--no-wait", action="store_true", help="Return at once instead of waiting until it is Ready.")
     @argument(
@@ -287,8 +296,9 @@ class QuotaMagics(Magics):
 
             ep = %swift_deploy --model ./tiny-qwen2 --infer_backend transformers
             ep.openai().chat.completions.create(model=ep.models[0], messages=[...])
+            ep = %swift_deploy --job {job.name} --infer_backend transformers
         """
-        ours, deploy_argv = split_arguments(line, cell, VALUE_OPTIONS, DEPLOY_FLAG_OPTIONS)
+        ours, deploy_argv = split_arguments(line, cell, DEPLOY_VALUE_OPTIONS, DEPLOY_FLAG_OPTIONS)
         opts = self.swift_deploy.parser.parse_args(ours)
         with _friendly_errors():
             return self._swift_deploy(opts, deploy_argv)
@@ -298,21 +308,33 @@ class QuotaMagics(Magics):
         from .endpoint import Endpoint
 
         parsed = parse_deploy_args(deploy_argv)
-        if not parsed.model:
-            raise UsageError("--model is required: a hub id, a local folder, or a fine-tune's checkpoint")
+        if opts.job and (parsed.model or parsed.adapters):
+            raise UsageError(
+                f"--job {opts.job} serves that fine-tune's own checkpoint: leave out --model and --adapters"
+            )
+        if not parsed.model and not opts.job:
+            raise UsageError(
+                "--model is required (a hub id, a local folder, or a fine-tune's checkpoint), or "
+                "--job NAME to serve a finished fine-tune"
+            )
         args = parsed.to_argv()
         if parsed.notes:
             print("Translated from older ms-swift names:\n" + "\n".join(f"  {n}" for n in parsed.notes))
-        print(f"As ms-swift 4.x arguments:\n  {shlex.join(['swift', 'deploy', *args])}")
+        served = f" (after the model and checkpoint of job {opts.job})" if opts.job else ""
+        print(f"As ms-swift 4.x arguments{served}:\n  {shlex.join(['swift', 'deploy', *args])}")
         if opts.dry_run:
             print("Dry run: nothing started. Run the same line without --dry-run to serve.")
             return None
         client = self.client()
         namespace = self.choose_namespace(client, opts.namespace)
         body: dict = {"args": args, **_priority_and_name(opts)}
+        if opts.job:
+            body["job"] = opts.job
         if opts.gpus is not None:
             body["gpus"] = opts.gpus
         info = client.create_endpoint(namespace, body)
+        if opts.job:
+            print(f"Serving job {opts.job}: {shlex.join(['swift', 'deploy', *info['args']])}")
         endpoint = Endpoint(client, namespace, info["name"], info, interval=self.poll_interval)
         print(f"Created endpoint {namespace}/{endpoint.name}.")
         if not opts.no_wait:

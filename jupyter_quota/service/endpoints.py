@@ -28,14 +28,17 @@ from traitlets import Float, List, Unicode
 from traitlets.config import Configurable
 
 from .. import endpointrequests, endpoints, reasons
+from ..deploy import parse_deploy_args
 from ..endpoints import endpoint_json, is_endpoint, parse_endpoint_request, port_of, run_of, served_args
 from ..errors import Conflict, Forbidden, NotFound
+from ..estimator.serving import check_servable
 from ..identity import Identity
 from ..jobspec import create_named
 from ..profiles import TeamProfile
 from ..proxytraffic import Tally, requests_json
 from ..ticker import Ticker
 from ..times import rfc3339
+from .servejobs import ServedJobs
 
 #: seconds between two passes of the watch loop (sooner when an endpoint is created)
 INTERVAL = 1.0
@@ -120,6 +123,7 @@ class Endpoints:
         #: called with an endpoint (as GET shows it, without ``url``) whenever what it shows changes
         self.on_change: Callable[[dict], None] | None = None
         self.ticker: Ticker | None = None
+        self.served_jobs = ServedJobs(registry, backend)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -144,7 +148,9 @@ class Endpoints:
 
     def create(self, who: Identity, namespace: str, body) -> dict:
         profile = self.profile_for(who, namespace)
-        request = parse_endpoint_request(body, profile)
+        request = parse_endpoint_request(self.served_jobs.body_for(profile, body), profile)
+        self.served_jobs.check_paths(who, request.args)
+        check_servable(parse_deploy_args(request.args))
 
         def create(named):
             if self.runner is self.backend:  # a local process: on a free loopback port

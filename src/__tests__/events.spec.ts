@@ -187,6 +187,9 @@ function summary(name: string): INamespaceSummary {
 }
 
 class CountingClient implements IQuotaClient {
+  createEndpoint = jest.fn();
+  endpoint = jest.fn();
+  deleteEndpoint = jest.fn();
   calls: string[] = [];
   async namespaces() {
     this.calls.push('namespaces');

@@ -29,6 +29,9 @@ function summary(
 }
 
 class FakeClient implements IQuotaClient {
+  createEndpoint = jest.fn();
+  endpoint = jest.fn();
+  deleteEndpoint = jest.fn();
   namespacesList = [
     summary('team-alpha'),
     summary('team-beta', { hard: '4', used: '0', remaining: '4' })

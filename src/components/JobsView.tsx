@@ -1,6 +1,7 @@
 /**
  * A namespace's jobs: name, owner, phase, GPUs and age; why a job waits or
- * failed, in plain words; cancel for one's own jobs; the log tail on demand.
+ * failed, in plain words; cancel for one's own jobs; the log tail on demand;
+ * Serve on a finished fine-tune, and an endpoint's phase, URL, models and Stop.
  */
 
 import * as React from 'react';
@@ -15,9 +16,11 @@ import {
   phaseLabel,
   stalledLine
 } from '../jobs';
+import { canServe, isEndpoint } from '../endpoints';
 import { QuotaModel } from '../model';
 import { ageSeconds, formatAge } from '../quantity';
 import { IJob } from '../tokens';
+import { EndpointView } from './EndpointView';
 import { LogViewer } from './LogViewer';
 import { TaskError, useTask } from './task';
 
@@ -27,7 +30,9 @@ export interface IJobsViewProps {
   now: number;
   tailLines: number;
   /** Ask the user to confirm; resolves true to go on. */
-  confirm: (title: string, body: string) => Promise<boolean>;
+  confirm: (title: string, body: string, action?: string) => Promise<boolean>;
+  /** Milliseconds between reads of an endpoint not Ready yet (`EndpointView`). */
+  endpointInterval?: number;
 }
 
 export function JobsView(props: IJobsViewProps): JSX.Element {
@@ -103,12 +108,15 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
   const memory = memoryLine(job);
   const phase = phaseLabel(job);
   const [retried, setRetried] = React.useState('');
+  const [served, setServed] = React.useState('');
   const elastic = elasticLines(job);
   const logId = `jp-QuotaJob-log-${job.namespace}-${job.name}`;
   // One runner for both actions: one busy flag, one failure line, one retry.
-  const action = useTask(async (what: 'cancel' | 'retry') => {
+  const action = useTask(async (what: 'cancel' | 'retry' | 'serve') => {
     if (what === 'cancel') {
       await model.cancel(job.namespace, job.name);
+    } else if (what === 'serve') {
+      setServed((await model.serve(job.namespace, job)).name);
     } else {
       setRetried((await model.retry(job.namespace, job.name)).name);
     }
@@ -164,6 +172,19 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
           Retried as {retried} with the next plan down.
         </p>
       )}
+      {served && (
+        <p className="jp-QuotaJob-served" role="status">
+          Serving its last checkpoint as endpoint {served}.
+        </p>
+      )}
+      {isEndpoint(job) && (
+        <EndpointView
+          model={model}
+          job={job}
+          interval={props.endpointInterval}
+          confirm={props.confirm}
+        />
+      )}
       {elastic.length > 0 && (
         <ul className="jp-QuotaJob-elastic" aria-label={`${job.name} history`}>
           {elastic.map((line, i) => (
@@ -200,7 +221,19 @@ function JobItem(props: IJobsViewProps & { job: IJob }): JSX.Element {
             Retry smaller
           </button>
         )}
-        {canCancel(job, model.identity) && (
+        {canServe(job, model.identity) && (
+          <button
+            type="button"
+            className="jp-mod-styled jp-QuotaButton"
+            aria-label={`Serve ${job.name}`}
+            title="Serve its last checkpoint as an endpoint (swift deploy) under the team's quota"
+            disabled={action.busy}
+            onClick={() => void action.run('serve')}
+          >
+            Serve
+          </button>
+        )}
+        {canCancel(job, model.identity) && !isEndpoint(job) && (
           <button
             type="button"
             className="jp-mod-styled jp-QuotaButton jp-mod-warn"

@@ -26,7 +26,7 @@ export interface ISidebarOptions {
   client: IPlannerClient & IUsageClient & IRecommendationClient;
   /** Temporary increase requests: ask, and see where they stand. */
   increases: IIncreaseClient;
-  confirm: (title: string, body: string) => Promise<boolean>;
+  confirm: (title: string, body: string, action?: string) => Promise<boolean>;
   copy: (text: string) => void;
   /** Lines of log the viewer shows (read on each render, so settings apply at once). */
   tailLines: () => number;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 
@@ -14,14 +15,26 @@ from tornado.websocket import websocket_connect
 
 def run_in_kernel(hub: HubProcess, user: str, code: str, timeout: float = 240) -> str:
     """Start a kernel in ``user``'s server (REST), run ``code`` over the kernel websocket, return stdout."""
+    with kernel_of(hub, user) as execute:
+        return execute(code, timeout)
+
+
+@contextlib.contextmanager
+def kernel_of(hub: HubProcess, user: str):
+    """A kernel in ``user``'s server for several runs (a notebook's cells, with checks between):
+    yields ``execute(code, timeout=240) -> stdout``; the kernel is deleted at the end."""
     headers = {"Authorization": f"token {hub.token(user)}"}
     api = f"{hub.url}/user/{user}/api/kernels"
     r = requests.post(api, headers=headers, json={"name": "python3"}, timeout=120)
     assert r.status_code == 201, r.text
     kernel = r.json()["id"]
-    try:
-        ws = api.replace("http://", "ws://") + f"/{kernel}/channels"
+    ws = api.replace("http://", "ws://") + f"/{kernel}/channels"
+
+    def execute(code: str, timeout: float = 240) -> str:
         return asyncio.run(asyncio.wait_for(_execute(ws, headers, code), timeout))
+
+    try:
+        yield execute
     finally:
         requests.delete(f"{api}/{kernel}", headers=headers, timeout=60)
 

@@ -6,6 +6,7 @@
 
 import { IQuotaClient, QuotaModel } from '../../model';
 import {
+  IEndpoint,
   IIdentity,
   IIncrease,
   IJob,
@@ -47,6 +48,28 @@ export function job(fields: Partial<IJob> = {}): IJob {
     args: ['--model', 'Qwen/Qwen2.5-0.5B-Instruct'],
     gpus: 1,
     resources: {},
+    createdAt: '2026-12-01T11:00:00Z',
+    ...fields
+  };
+}
+
+/** An endpoint as `GET .../endpoints/{name}` returns it (Ready, serving `tiny`). */
+export function endpoint(fields: Partial<IEndpoint> = {}): IEndpoint {
+  return {
+    name: 'serve-x7k2p',
+    namespace: 'team-alpha',
+    team: 'alpha',
+    owner: 'ann',
+    phase: 'Ready',
+    url: '/quota/v1/namespaces/team-alpha/endpoints/serve-x7k2p/v1/',
+    models: ['tiny'],
+    args: ['--model', '/m/tiny', '--adapters', '/out/checkpoint-3'],
+    gpus: 0,
+    priority: 'normal',
+    resources: {
+      requests: { cpu: '2', memory: '4Gi' },
+      limits: { memory: '8Gi' }
+    },
     createdAt: '2026-12-01T11:00:00Z',
     ...fields
   };
@@ -122,6 +145,15 @@ export class FakeServer implements IQuotaClient {
   );
   replan = jest.fn();
   logs = jest.fn(async () => ({ logs: 'step 1' }) as never);
+  createEndpoint = jest.fn(async (namespace: string) =>
+    endpoint({ namespace, phase: 'Pending', models: [] })
+  );
+  endpoint = jest.fn(async (namespace: string, name: string) =>
+    endpoint({ namespace, name })
+  );
+  deleteEndpoint = jest.fn(async (namespace: string, name: string) =>
+    endpoint({ namespace, name, phase: 'Stopped', reason: 'Cancelled' })
+  );
 
   async namespaces() {
     return { namespaces: this.namespacesList };
