@@ -79,6 +79,8 @@ class QuotaService:
             idle_minutes=config.endpoint_idle_minutes,
             log=self.log,
         )
+        #: each namespace's last balance answer, by its validator (``GET .../balance``)
+        self.answers = validators.AnswerCache()
         #: balance and job changes pushed to ``GET /events`` subscribers (service/events.py)
         self.events = EventHub(
             lambda team: self.balance_of(self.registry.get(team)),
