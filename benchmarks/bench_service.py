@@ -7,11 +7,14 @@ hub's token check, which these benchmarks leave out. Beside the API:
 
 - ``GET /bench/computations``: balances the event pass computed, open subscriptions, and the
   longest the IO loop was held (a 50 ms timer's lateness; ``?reset=1`` starts it again);
+- ``GET /bench/served``: the service's own time per request (arrival to answer, its p50 and p99)
+  since the last call: beside the client's, where the time goes;
 - ``GET /bench/bare``: the stack's limit, a tornado handler that checks the token and answers a
   fixed JSON body (a real balance's bytes, made once at start).
 
 Environment: ``BENCH_READ_PATH=before`` serves balances as before issue 23's cheap read path
 (the ETag the computed answer's hash, the namespace's team found by a scan of every team);
+``BENCH_OFF=answer-cache,static-headers`` turns those of ``handlers.OPTIMISATIONS`` off;
 ``BENCH_HEARTBEAT=whole`` sends the 15 s heartbeat to every stream in one turn of the IO loop (as
 before it went in slices); ``BENCH_PROFILE=FILE`` runs the service under cProfile and writes its
 stats to FILE on SIGTERM.
@@ -71,6 +74,9 @@ SCRIPT = textwrap.dedent(
          "hard": {"requests.cpu": "100", "limits.memory": "100Gi"}}
         for i in range(teams)
     ]
+    from jupyter_quota import handlers
+    for name in filter(None, os.environ.get("BENCH_OFF", "").split(",")):
+        handlers.OPTIMISATIONS[name] = False  # KeyError: a name that is no optimisation
     service = build_service(JupyterQuota(config=c), log=logging.getLogger("bench"))
     service.start()
     if os.environ.get("BENCH_READ_PATH") == "before":
@@ -118,8 +124,26 @@ SCRIPT = textwrap.dedent(
             self.set_header("Content-Type", "application/json")
             self.finish(BARE)
 
+    served = []  # seconds from each request's arrival to its answer, in this process
+
+    class Served(tornado.web.RequestHandler):
+        def get(self):  # the service's own time per request, since the last call
+            times = sorted(served)
+            served.clear()
+            pick = lambda q: round(1000 * times[min(len(times) - 1, int(q * len(times)))], 3) if times else None
+            self.finish({"count": len(times), "p50Ms": pick(0.5), "p99Ms": pick(0.99)})
+
     app = make_app(service, TokenIsUser(), "PREFIX", logging.getLogger("bench"))
-    app.add_handlers(".*$", [(r"/bench/computations", Computations), (r"/bench/bare", Bare)])
+    bench = [(r"/bench/computations", Computations), (r"/bench/bare", Bare), (r"/bench/served", Served)]
+    app.add_handlers(".*$", bench)
+    logged = app.settings["log_function"]
+
+    def log_function(handler):
+        if not isinstance(handler, Served):
+            served.append(handler.request.request_time())
+        logged(handler)
+
+    app.settings["log_function"] = log_function
     app.listen(port, address="127.0.0.1", backlog=1024)
     profiler = None
     if os.environ.get("BENCH_PROFILE"):
