@@ -2,7 +2,8 @@
 """Open-loop balance reads on one quota service, beside the stack's limit, in one run (issue 23).
 
     python benchmarks/open_loop_bench.py [--rates 500,1000,2000,4000] [--seconds 5] [--teams 100]
-                                         [--users 1000] [--paths before,cheap]
+                                         [--users 1000] [--paths before,cheap,cache,headers,token]
+                                         [--proxy token]
 
 Requests are sent on a fixed schedule, request k at ``start + k / rate``, whatever the answers do:
 a request whose connection is busy waits for one, and its latency is counted from its scheduled
@@ -12,7 +13,7 @@ time, not from when it could be sent (no coordinated omission). Keep-alive conne
 than 200/304 counts as an error.
 
 The service is ``bench_service.py``'s (``hubservice.app``, local backend, ``--teams`` teams, users
-``u0``.. spread over them, identified by their token alone: the hub's token check is left out).
+``u0``.. spread over them).
 For each read path in ``--paths`` a service runs (all at once, each row measured on each path
 back to back, so that another load on the machine falls on both alike), and at each rate this
 process sends:
@@ -28,9 +29,18 @@ of each in one run: ``before`` (``bench_service``'s ``BENCH_READ_PATH=before``: 
 computed, then its hash compared; every team scanned); ``cheap`` (a conditional read answers from
 a validator, the balance is not computed; the namespace's team looked up, not scanned for);
 ``cache`` (and ``handlers.OPTIMISATIONS["answer-cache"]``: a 200 writes the bytes made last time
-for the same validator); ``lean`` (and ``"static-headers"``: jupyter-server's default headers made
-once), as the service runs now. Prints, per row, p50/p99/p99.9/max latency, errors, the
-answers' statuses, the service's CPU (percent of one core, all threads, and microseconds per
+for the same validator); ``headers`` (and ``"static-headers"``: jupyter-server's default headers
+made once); ``token`` (and ``"token-cache"``: the caller read straight from HubOAuth's token
+cache), as the service runs now. Callers are identified as in a hub's service: the service's own
+``HubServiceIdentityProvider``, its token cache holding the simulated users (no hub runs).
+
+``--proxy PATH`` also sends each row through configurable-http-proxy (``node_modules``), with the
+service's route added through the proxy's REST API as a hub adds it: rows ``PATH>chp``.
+
+Prints, per row, p50/p99/p99.9/max latency (client side, from the scheduled time), errors, the
+answers' statuses, the service's own time per request (``svc p50``/``svc p99``: from the request's
+arrival in the service to its answer, measured there: the rest of the client's figure is queueing
+before the service and, for ``>chp`` rows, the proxy), the service's CPU (percent of one core, all threads, and microseconds per
 answer: what a request costs the service whatever else shares the cores) and RSS, and this
 client's own CPU (it shares the cores: when it nears 100 % the client, not the service, is the
 limit). Then, per path and target, the highest rate held at p99 <= ``--p99-ms`` with no errors,
@@ -63,14 +73,15 @@ from quota_testing import free_port  # noqa: E402
 CHP = ROOT / "node_modules" / ".bin" / "configurable-http-proxy"
 
 TARGETS = ("bare", "balance", "balance 304")
-_ALL_OFF = ",".join(("answer-cache", "static-headers"))
 #: read paths: the service's environment (bench_service.py), from before issue 23 to now, each
 #: adding one optimisation (``handlers.OPTIMISATIONS``) to the one before
+_STEPS = ("answer-cache", "static-headers", "token-cache")
 PATHS = {
-    "before": {"BENCH_READ_PATH": "before", "BENCH_OFF": _ALL_OFF},
-    "cheap": {"BENCH_OFF": _ALL_OFF},
-    "cache": {"BENCH_OFF": "static-headers"},
-    "lean": {},
+    "before": {"BENCH_READ_PATH": "before", "BENCH_OFF": ",".join(_STEPS)},
+    "cheap": {"BENCH_OFF": ",".join(_STEPS)},
+    "cache": {"BENCH_OFF": ",".join(_STEPS[1:])},
+    "headers": {"BENCH_OFF": ",".join(_STEPS[2:])},
+    "token": {},
 }
 
 
@@ -304,7 +315,7 @@ async def run_all(paths: list[str], args, rates: list[int], results: dict) -> No
         services: dict[str, Service] = {}
         try:
             for path_name in paths:
-                env = dict(PATHS[path_name])
+                env = {**PATHS[path_name], "BENCH_USERS": str(args.users)}
                 if args.profile:
                     env["BENCH_PROFILE"] = f"{args.profile}.{path_name}"
                 port = free_port()
@@ -374,7 +385,8 @@ def main() -> None:
         "--paths",
         default=",".join(PATHS),
         help="read paths, in order (before: as before the cheap read path; cheap: validators only; "
-        "cache: and the answer cache; lean: and static default headers, as the service runs now)",
+        "cache: and the answer cache; headers: and static default headers; token: and the token-cache "
+        "fast path, as the service runs now)",
     )
     parser.add_argument("--targets", default=",".join(TARGETS), help=f"of {', '.join(TARGETS)}")
     parser.add_argument("--connections", type=int, default=256, help="keep-alive connections at most")
@@ -384,7 +396,7 @@ def main() -> None:
         "--proxy",
         default="",
         help="read paths also measured through configurable-http-proxy, as a hub routes to its service "
-        "(rows PATH>chp), e.g. lean",
+        "(rows PATH>chp), e.g. token",
     )
     parser.add_argument("--profile", help="write the service's cProfile stats to PROFILE.<path>")
     args = parser.parse_args()
