@@ -40,9 +40,9 @@ service's route added through the proxy's REST API as a hub adds it: rows ``PATH
 Prints, per row, p50/p99/p99.9/max latency (client side, from the scheduled time), errors, the
 answers' statuses, the service's own time per request (``svc p50``/``svc p99``: from the request's
 arrival in the service to its answer, measured there: the rest of the client's figure is queueing
-before the service and, for ``>chp`` rows, the proxy), the service's CPU (percent of one core, all threads, and microseconds per
-answer: what a request costs the service whatever else shares the cores) and RSS, and this
-client's own CPU (it shares the cores: when it nears 100 % the client, not the service, is the
+before the service and, for ``>chp`` rows, the proxy), the service's CPU (percent of one core,
+all threads, and microseconds per answer: what a request costs the service whatever else shares
+the cores) and RSS, the proxy's CPU, and this client's own CPU (it shares the cores: when it nears 100 % the client, not the service, is the
 limit). Then, per path and target, the highest rate held at p99 <= ``--p99-ms`` with no errors,
 and its ratio to the bare handler's. Asserts nothing.
 """
