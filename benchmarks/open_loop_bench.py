@@ -42,9 +42,10 @@ answers' statuses, the service's own time per request (``svc p50``/``svc p99``: 
 arrival in the service to its answer, measured there: the rest of the client's figure is queueing
 before the service and, for ``>chp`` rows, the proxy), the service's CPU (percent of one core,
 all threads, and microseconds per answer: what a request costs the service whatever else shares
-the cores) and RSS, the proxy's CPU, and this client's own CPU (it shares the cores: when it nears 100 % the client, not the service, is the
-limit). Then, per path and target, the highest rate held at p99 <= ``--p99-ms`` with no errors,
-and its ratio to the bare handler's. Asserts nothing.
+the cores) and RSS, the proxy's CPU, and this client's own CPU (it shares the cores: when it
+nears 100 % the client, not the service, is the limit). Then, per path and target, the highest
+rate held at p99 <= ``--p99-ms`` with no errors, and its ratio to the bare handler's. Asserts
+nothing.
 """
 
 from __future__ import annotations
