@@ -138,9 +138,7 @@ async def test_a_304_is_answered_without_computing_the_balance(jp_fetch, jp_serv
     assert '"used": "1"' in changed.body.decode()
 
 
-async def test_an_unchanged_200_writes_the_answer_made_before_and_a_change_makes_it_anew(
-    jp_fetch, jp_serverapp, hold
-):
+async def test_an_unchanged_200_writes_the_answer_made_before_and_a_change_makes_it_anew(jp_fetch, jp_serverapp, hold):
     """``handlers.OPTIMISATIONS["answer-cache"]``: the bytes made for a validator are written again
     for it (``observedAt`` stamped now), never after the validator changed."""
     served = jp_serverapp.web_app.settings["jupyter_quota_service"]
