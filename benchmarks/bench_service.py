@@ -7,11 +7,14 @@ hub's token check, which these benchmarks leave out. Beside the API:
 
 - ``GET /bench/computations``: balances the event pass computed, open subscriptions, and the
   longest the IO loop was held (a 50 ms timer's lateness; ``?reset=1`` starts it again);
+- ``GET /bench/served``: the service's own time per request (arrival to answer, its p50 and p99)
+  since the last call: beside the client's, where the time goes;
 - ``GET /bench/bare``: the stack's limit, a tornado handler that checks the token and answers a
   fixed JSON body (a real balance's bytes, made once at start).
 
 Environment: ``BENCH_READ_PATH=before`` serves balances as before issue 23's cheap read path
 (the ETag the computed answer's hash, the namespace's team found by a scan of every team);
+``BENCH_OFF=answer-cache,static-headers,token-cache`` turns those of ``handlers.OPTIMISATIONS`` off;
 ``BENCH_HEARTBEAT=whole`` sends the 15 s heartbeat to every stream in one turn of the IO loop (as
 before it went in slices); ``BENCH_PROFILE=FILE`` runs the service under cProfile and writes its
 stats to FILE on SIGTERM.
@@ -62,6 +65,22 @@ SCRIPT = textwrap.dedent(
         def is_token_authenticated(self, handler):
             return True
 
+    def hub_identity(users):
+        # the service's own HubServiceIdentityProvider, its HubOAuth token cache holding each
+        # user's model as the hub answered it (no hub runs: a token it does not hold fails)
+        import hashlib
+        from jupyterhub.services.auth import HubOAuth
+        from jupyter_quota.hubservice.identity import HubServiceIdentityProvider
+        from jupyter_quota.hubservice.names import ACCESS_SCOPE
+
+        auth = HubOAuth(api_token="bench", api_url="http://127.0.0.1:9/hub/api", cache_max_age=24 * 3600)
+        auth.access_scopes = {ACCESS_SCOPE}
+        for i in range(users):
+            key = "token::" + hashlib.sha256(f"u{i}".encode()).hexdigest()
+            auth.cache[key] = {"kind": "user", "name": f"u{i}", "groups": [f"g{i % teams:03d}"],
+                               "admin": False, "scopes": [ACCESS_SCOPE]}
+        return HubServiceIdentityProvider(hub_auth=auth)
+
     c = Config()
     c.JupyterQuota.state_dir = state
     c.JupyterQuota.job_command = [sys.executable, trainer]
@@ -71,6 +90,9 @@ SCRIPT = textwrap.dedent(
          "hard": {"requests.cpu": "100", "limits.memory": "100Gi"}}
         for i in range(teams)
     ]
+    from jupyter_quota import handlers
+    for name in filter(None, os.environ.get("BENCH_OFF", "").split(",")):
+        handlers.OPTIMISATIONS[name] = False  # KeyError: a name that is no optimisation
     service = build_service(JupyterQuota(config=c), log=logging.getLogger("bench"))
     service.start()
     if os.environ.get("BENCH_READ_PATH") == "before":
@@ -118,8 +140,28 @@ SCRIPT = textwrap.dedent(
             self.set_header("Content-Type", "application/json")
             self.finish(BARE)
 
-    app = make_app(service, TokenIsUser(), "PREFIX", logging.getLogger("bench"))
-    app.add_handlers(".*$", [(r"/bench/computations", Computations), (r"/bench/bare", Bare)])
+    served = []  # seconds from each request's arrival to its answer, in this process
+
+    class Served(tornado.web.RequestHandler):
+        def get(self):  # the service's own time per request, since the last call
+            times = sorted(served)
+            served.clear()
+            pick = lambda q: round(1000 * times[min(len(times) - 1, int(q * len(times)))], 3) if times else None
+            self.finish({"count": len(times), "p50Ms": pick(0.5), "p99Ms": pick(0.99)})
+
+    users = int(os.environ.get("BENCH_USERS", "0"))
+    identity = hub_identity(users) if users else TokenIsUser()
+    app = make_app(service, identity, "PREFIX", logging.getLogger("bench"))
+    bench = [(r"/bench/computations", Computations), (r"/bench/bare", Bare), (r"/bench/served", Served)]
+    app.add_handlers(".*$", bench)
+    logged = app.settings["log_function"]
+
+    def log_function(handler):
+        if not isinstance(handler, Served):
+            served.append(handler.request.request_time())
+        logged(handler)
+
+    app.settings["log_function"] = log_function
     app.listen(port, address="127.0.0.1", backlog=1024)
     profiler = None
     if os.environ.get("BENCH_PROFILE"):

@@ -2,7 +2,8 @@
 """Open-loop balance reads on one quota service, beside the stack's limit, in one run (issue 23).
 
     python benchmarks/open_loop_bench.py [--rates 500,1000,2000,4000] [--seconds 5] [--teams 100]
-                                         [--users 1000] [--paths before,cheap]
+                                         [--users 1000] [--paths before,cheap,cache,headers,token]
+                                         [--proxy token]
 
 Requests are sent on a fixed schedule, request k at ``start + k / rate``, whatever the answers do:
 a request whose connection is busy waits for one, and its latency is counted from its scheduled
@@ -12,7 +13,7 @@ time, not from when it could be sent (no coordinated omission). Keep-alive conne
 than 200/304 counts as an error.
 
 The service is ``bench_service.py``'s (``hubservice.app``, local backend, ``--teams`` teams, users
-``u0``.. spread over them, identified by their token alone: the hub's token check is left out).
+``u0``.. spread over them).
 For each read path in ``--paths`` a service runs (all at once, each row measured on each path
 back to back, so that another load on the machine falls on both alike), and at each rate this
 process sends:
@@ -23,15 +24,28 @@ process sends:
 - **balance 304**: the same with ``If-None-Match`` holding the ETag the user's team got before
   (nothing changes meanwhile, so each answer is a 304).
 
-Read paths: ``cheap`` (today's: a conditional read answers from a validator, the balance is not
-computed; the namespace's team looked up, not scanned for) and ``before`` (``bench_service``'s
-``BENCH_READ_PATH=before``: the balance computed, then its hash compared; every team scanned), so
-the table shows before and after in one run. Prints, per row, p50/p99/p99.9/max latency, errors, the
-answers' statuses, the service's CPU (percent of one core, all threads, and microseconds per
-answer: what a request costs the service whatever else shares the cores) and RSS, and this
-client's own CPU (it shares the cores: when it nears 100 % the client, not the service, is the
-limit). Then, per path and target, the highest rate held at p99 <= ``--p99-ms`` with no errors,
-and its ratio to the bare handler's. Asserts nothing.
+Read paths, each one optimisation more than the one before, so the table shows before and after
+of each in one run: ``before`` (``bench_service``'s ``BENCH_READ_PATH=before``: the balance
+computed, then its hash compared; every team scanned); ``cheap`` (a conditional read answers from
+a validator, the balance is not computed; the namespace's team looked up, not scanned for);
+``cache`` (and ``handlers.OPTIMISATIONS["answer-cache"]``: a 200 writes the bytes made last time
+for the same validator); ``headers`` (and ``"static-headers"``: jupyter-server's default headers
+made once); ``token`` (and ``"token-cache"``: the caller read straight from HubOAuth's token
+cache), as the service runs now. Callers are identified as in a hub's service: the service's own
+``HubServiceIdentityProvider``, its token cache holding the simulated users (no hub runs).
+
+``--proxy PATH`` also sends each row through configurable-http-proxy (``node_modules``), with the
+service's route added through the proxy's REST API as a hub adds it: rows ``PATH>chp``.
+
+Prints, per row, p50/p99/p99.9/max latency (client side, from the scheduled time), errors, the
+answers' statuses, the service's own time per request (``svc p50``/``svc p99``: from the request's
+arrival in the service to its answer, measured there: the rest of the client's figure is queueing
+before the service and, for ``>chp`` rows, the proxy), the service's CPU (percent of one core,
+all threads, and microseconds per answer: what a request costs the service whatever else shares
+the cores) and RSS, the proxy's CPU, and this client's own CPU (it shares the cores: when it
+nears 100 % the client, not the service, is the limit). Then, per path and target, the highest
+rate held at p99 <= ``--p99-ms`` with no errors, and its ratio to the bare handler's. Asserts
+nothing.
 """
 
 from __future__ import annotations
@@ -39,11 +53,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import json
+import os
 import resource
+import secrets
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "benchmarks")]
@@ -51,7 +71,19 @@ import bench_service  # noqa: E402
 from bench_service import PREFIX  # noqa: E402
 from quota_testing import free_port  # noqa: E402
 
+CHP = ROOT / "node_modules" / ".bin" / "configurable-http-proxy"
+
 TARGETS = ("bare", "balance", "balance 304")
+#: read paths: the service's environment (bench_service.py), from before issue 23 to now, each
+#: adding one optimisation (``handlers.OPTIMISATIONS``) to the one before
+_STEPS = ("answer-cache", "static-headers", "token-cache")
+PATHS = {
+    "before": {"BENCH_READ_PATH": "before", "BENCH_OFF": ",".join(_STEPS)},
+    "cheap": {"BENCH_OFF": ",".join(_STEPS)},
+    "cache": {"BENCH_OFF": ",".join(_STEPS[1:])},
+    "headers": {"BENCH_OFF": ",".join(_STEPS[2:])},
+    "token": {},
+}
 
 
 class Connection(asyncio.Protocol):
@@ -198,12 +230,25 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] if values else float("nan")
 
 
-async def measure(port, pid, requests, rate, args) -> dict:
-    client = OpenLoop(port, args.connections)
+async def served(port: int) -> dict:
+    """The service's own time per request since the last call (``/bench/served``), and a reset."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /bench/served HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    raw = await reader.read()
+    writer.close()
+    return json.loads(raw.split(b"\r\n\r\n", 1)[1])
+
+
+async def measure(service: Service, requests, rate, args) -> dict:
+    client = OpenLoop(service.port, args.connections)
+    pid = service.proc.pid
+    await served(service.service_port)  # from now on
     cpu0, mine0, t0 = bench_service.cpu_seconds(pid), time.process_time(), time.perf_counter()
+    proxy0 = bench_service.cpu_seconds(service.proxy.pid) if service.proxy else 0.0
     await client.run(requests, rate, args.seconds, args.timeout)
     wall = time.perf_counter() - t0
     ms = sorted(x * 1000 for x in client.latencies)
+    own = await served(service.service_port)
     return {
         "p50": percentile(ms, 0.5),
         "p99": percentile(ms, 0.99),
@@ -217,38 +262,93 @@ async def measure(port, pid, requests, rate, args) -> dict:
         "cpu_us": 1e6 * (bench_service.cpu_seconds(pid) - cpu0) / max(1, len(client.latencies)),
         "client_cpu": 100 * (time.process_time() - mine0) / wall,
         "rss": bench_service.rss_kib(pid) / 1024,
+        # the service's own time per request (arrival to answer): the rest is the proxy and queues
+        "svc_p50": own["p50Ms"] if own["p50Ms"] is not None else float("nan"),
+        "svc_p99": own["p99Ms"] if own["p99Ms"] is not None else float("nan"),
+        "proxy_cpu": 100 * (bench_service.cpu_seconds(service.proxy.pid) - proxy0) / wall if service.proxy else None,
     }
 
 
+class Service(NamedTuple):
+    port: int  # where requests go: the service, or the proxy in front of it
+    proc: subprocess.Popen
+    requests: dict
+    service_port: int
+    proxy: subprocess.Popen | None = None
+
+
+def start_proxy(service_port: int) -> tuple[int, subprocess.Popen]:
+    """configurable-http-proxy, as a JupyterHub runs it, with the service's route added through its
+    REST API as the hub adds a service's (``/services/jupyter-quota`` to the service)."""
+    port, api_port, token = free_port(), free_port(), secrets.token_hex(16)
+    proc = subprocess.Popen(
+        [str(CHP), "--ip", "127.0.0.1", "--port", str(port), "--api-ip", "127.0.0.1", "--api-port", str(api_port)],
+        env={**os.environ, "CONFIGPROXY_AUTH_TOKEN": token},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for route in (PREFIX.rstrip("/"), "/bench"):
+        body = json.dumps({"target": f"http://127.0.0.1:{service_port}"}).encode()
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                request = urllib.request.Request(
+                    f"http://127.0.0.1:{api_port}/api/routes{route}",
+                    data=body,
+                    method="POST",
+                    headers={"Authorization": f"token {token}"},
+                )
+                urllib.request.urlopen(request, timeout=5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    proc.kill()
+                    raise SystemExit("configurable-http-proxy did not start") from None
+                time.sleep(0.1)
+    return port, proc
+
+
 async def run_all(paths: list[str], args, rates: list[int], results: dict) -> None:
-    """One service per read path, all running at once; each (target, rate) row is measured on
-    each path back to back, so a load from elsewhere on the machine falls on both alike."""
+    """One service per read path, all running at once (and configurable-http-proxy in front of
+    those of ``--proxy``); each (target, rate) row is measured on each back to back, so a load
+    from elsewhere on the machine falls on all alike."""
     with tempfile.TemporaryDirectory(prefix="open-loop-bench-") as tmp:
-        services = {}
+        services: dict[str, Service] = {}
         try:
             for path_name in paths:
-                env = {"BENCH_READ_PATH": path_name}
+                env = {**PATHS[path_name], "BENCH_USERS": str(args.users)}
                 if args.profile:
                     env["BENCH_PROFILE"] = f"{args.profile}.{path_name}"
                 port = free_port()
                 proc = bench_service.start(port, Path(tmp) / path_name, args.teams, env)
-                services[path_name] = (port, proc, requests_for(await etags(port, args.teams), args))
+                tags = await etags(port, args.teams)
+                services[path_name] = Service(port, proc, requests_for(tags, args), port)
+                if path_name in args.proxy:
+                    proxy_port, proxy = start_proxy(port)
+                    services[f"{path_name}>chp"] = Service(proxy_port, proc, requests_for(tags, args), port, proxy)
             for target in args.targets:
-                for port, proc, requests in services.values():  # warm up (not shown)
-                    await measure(port, proc.pid, requests[target], min(rates), args)
+                for service in services.values():  # warm up (not shown)
+                    await measure(service, service.requests[target], min(rates), args)
                 for rate in rates:
-                    for path_name, (port, proc, requests) in services.items():
-                        row = await measure(port, proc.pid, requests[target], rate, args)
+                    for path_name, service in services.items():
+                        row = await measure(service, service.requests[target], rate, args)
                         results[path_name, target, rate] = row
+                        proxy = f"{row['proxy_cpu']:>6.0f}%" if row["proxy_cpu"] is not None else f"{'-':>7}"
                         print(
-                            f"{path_name:<8}{target:<13}{rate:>7}{row['p50']:>9.1f}{row['p99']:>9.1f}"
+                            f"{path_name:<10}{target:<13}{rate:>7}{row['p50']:>9.1f}{row['p99']:>9.1f}"
                             f"{row['p999']:>9.1f}{row['max']:>9.0f}{row['errors']:>8}  {_statuses(row['statuses']):<18}"
-                            f"{row['cpu']:>6.0f}%{row['cpu_us']:>8.0f}{row['rss']:>8.1f}{row['client_cpu']:>8.0f}%",
+                            f"{row['svc_p50']:>8.2f}{row['svc_p99']:>8.2f}"
+                            f"{row['cpu']:>6.0f}%{row['cpu_us']:>8.0f}{row['rss']:>8.1f}{proxy}{row['client_cpu']:>7.0f}%",
                             flush=True,
                         )
         finally:
-            for _, proc, _ in services.values():
-                bench_service.stop(proc)
+            for service in services.values():
+                if service.proxy is not None:
+                    service.proxy.terminate()
+                    service.proxy.wait(30)
+            for path_name in paths:
+                if path_name in services:
+                    bench_service.stop(services[path_name].proc)
 
 
 def requests_for(tags: dict[int, str], args) -> dict[str, list[bytes]]:
@@ -284,36 +384,46 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=1000, help="simulated users, spread over the teams")
     parser.add_argument(
         "--paths",
-        default="before,cheap",
-        help="read paths, in order (before: as before the cheap read path; cheap: now)",
+        default=",".join(PATHS),
+        help="read paths, in order (before: as before the cheap read path; cheap: validators only; "
+        "cache: and the answer cache; headers: and static default headers; token: and the token-cache "
+        "fast path, as the service runs now)",
     )
     parser.add_argument("--targets", default=",".join(TARGETS), help=f"of {', '.join(TARGETS)}")
     parser.add_argument("--connections", type=int, default=256, help="keep-alive connections at most")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds an answer may take after the last send")
     parser.add_argument("--p99-ms", type=float, default=10.0, help="the latency target the summary checks")
+    parser.add_argument(
+        "--proxy",
+        default="",
+        help="read paths also measured through configurable-http-proxy, as a hub routes to its service "
+        "(rows PATH>chp), e.g. token",
+    )
     parser.add_argument("--profile", help="write the service's cProfile stats to PROFILE.<path>")
     args = parser.parse_args()
     rates = [int(r) for r in args.rates.split(",")]
     args.targets = [t.strip() for t in args.targets.split(",")]
     paths = [p.strip() for p in args.paths.split(",")]
+    args.proxy = [p.strip() for p in args.proxy.split(",") if p.strip()]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, args.connections * 2 + 256)), hard))
 
     print(f"open loop, {args.seconds:g} s per row, {args.users} users over {args.teams} teams; latency in ms")
     print(
-        f"{'path':<8}{'target':<13}{'req/s':>7}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>9}{'errors':>8}  "
-        f"{'statuses':<18}{'svc CPU':>7}{'us/req':>8}{'RSS MiB':>8}{'client':>9}"
+        f"{'path':<10}{'target':<13}{'req/s':>7}{'p50':>9}{'p99':>9}{'p99.9':>9}{'max':>9}{'errors':>8}  "
+        f"{'statuses':<18}{'svc p50':>8}{'svc p99':>8}{'svc CPU':>7}{'us/req':>8}{'RSS MiB':>8}"
+        f"{'chp CPU':>7}{'client':>8}"
     )
     results: dict = {}
     asyncio.run(run_all(paths, args, rates, results))
     print(f"\nhighest rate held at p99 <= {args.p99_ms:g} ms with no errors (and its share of the bare handler's):")
-    for path_name in paths:
+    for path_name in paths + [f"{p}>chp" for p in paths if p in args.proxy]:
         bare = held(results, path_name, "bare", rates, args.p99_ms) if "bare" in args.targets else 0
         for target in args.targets:
             rate = held(results, path_name, target, rates, args.p99_ms)
             share = f" ({rate / bare:.2f} of bare)" if bare and target != "bare" else ""
             cpu = sorted(results[path_name, target, r]["cpu_us"] for r in rates)[len(rates) // 2]
-            print(f"  {path_name:<8}{target:<13}{rate:>6} req/s{share}; service CPU {cpu:.0f} us per answer (median)")
+            print(f"  {path_name:<10}{target:<13}{rate:>6} req/s{share}; service CPU {cpu:.0f} us per answer (median)")
 
 
 if __name__ == "__main__":

@@ -30,8 +30,17 @@ from .identity import identify
 from .service import events
 from .slots import WorkSlots
 from .statedir import storage_error
+from .times import now_rfc3339
 
 API_PREFIX = ("quota", "v1")
+#: the read path's per-request savings (issue 23), each on by default; a benchmark turns them off
+#: one by one to show before and after in one run (``benchmarks/open_loop_bench.py``):
+#: ``answer-cache``: a balance read whose validator is unchanged writes the bytes made last time
+#: (``service.answers``) instead of computing and encoding the balance, and its ETag is not hashed
+#: again; ``static-headers``: jupyter-server's default headers (Content-Security-Policy, built by
+#: joining strings on every request) made once per application; ``token-cache``: the hub
+#: service's caller read straight from ``HubOAuth``'s token cache (``hubservice/identity.py``).
+OPTIMISATIONS = {"answer-cache": True, "static-headers": True, "token-cache": True}
 #: The largest request body any route accepts, enforced before auth and before the body is read.
 MAX_BODY_BYTES = 1024 * 1024
 #: What tornado itself lets a chunked body announce (it checks each chunk's declared size before
@@ -159,9 +168,53 @@ class QuotaHandler(APIHandler):
         """Call a service method off the IO loop (it may touch SQLite, files or processes)."""
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
+    def set_default_headers(self) -> None:
+        if not OPTIMISATIONS["static-headers"]:
+            super().set_default_headers()
+            return
+        headers = self.settings.get("jupyter_quota_default_headers")
+        if headers is None:  # jupyter-server's, as it sets them; they depend on the settings alone
+            before = dict(self._headers.get_all())  # tornado's own (Date, Server) stay per request
+            super().set_default_headers()
+            headers = {k: v for k, v in self._headers.get_all() if before.get(k) != v}
+            self.settings["jupyter_quota_default_headers"] = headers
+        for name, value in headers.items():
+            self.set_header(name, value)
+
     def set_etag_header_for(self, version: str) -> None:
         """A weak ETag from what the answer depends on, set before it is made (``If-None-Match``)."""
-        self.set_header("Etag", f'W/"{hashlib.sha256(version.encode()).hexdigest()[:32]}"')
+        self.set_header("Etag", etag_of(version))
+
+    def reply_cached(self, key: str, version: str | None, answer) -> None:
+        """:meth:`reply_unless_version`, with the answer kept under ``key`` (a namespace) for the
+        next read of the same ``version`` (``OPTIMISATIONS["answer-cache"]``): its ETag and bytes
+        are written again, ``observedAt`` stamped now. Only where ``observedAt`` is the read time
+        (the local backend): the kube backend's is the watch's last data, which moves by itself."""
+        service = self.service
+        if (
+            version is None
+            or not OPTIMISATIONS["answer-cache"]
+            or not getattr(service.backend, "observed_at_is_read_time", False)
+        ):
+            self.reply_unless_version(version, answer)
+            return
+        hit = service.answers.get(key, version)
+        if hit is None:
+            etag = etag_of(version)
+            payload = answer()
+            rest = {k: v for k, v in payload.items() if k != "observedAt"}
+            body = json.dumps(rest).encode()
+            service.answers.put(key, version, etag, body)
+        else:
+            etag, body = hit
+        self.set_header("Etag", etag)
+        if self.check_etag_header():
+            self.set_status(304)
+            self.finish()
+            return
+        self.set_header("Content-Type", "application/json")
+        stamp = f', "observedAt": "{now_rfc3339()}"}}'.encode() if len(body) > 2 else None
+        self.finish(body[:-1] + stamp if stamp else body)
 
     def reply_unless_unchanged(self, payload: dict) -> None:
         """200 with ``payload`` and its ETag, or 304 with no body when ``If-None-Match`` holds that
@@ -257,6 +310,11 @@ class QuotaHandler(APIHandler):
         return [m for m in ("GET", "POST", "PUT", "DELETE") if getattr(cls, m.lower()) is not unimplemented]
 
 
+def etag_of(version: str) -> str:
+    """A weak ETag naming ``version`` (what the answer depends on), not its content."""
+    return f'W/"{hashlib.sha256(version.encode()).hexdigest()[:32]}"'
+
+
 def _without_observed_at(value):
     """A balance, or the namespaces with theirs, less the time it was read."""
     if isinstance(value, dict):
@@ -293,7 +351,7 @@ class BalanceHandler(QuotaHandler):
     @authorized
     @api_call
     async def get(self, namespace):
-        self.reply_unless_version(*self.service.balance_read(self.who, namespace))
+        self.reply_cached(namespace, *self.service.balance_read(self.who, namespace))
 
 
 class EventsHandler(QuotaHandler):

@@ -138,6 +138,30 @@ async def test_a_304_is_answered_without_computing_the_balance(jp_fetch, jp_serv
     assert '"used": "1"' in changed.body.decode()
 
 
+async def test_an_unchanged_200_writes_the_answer_made_before_and_a_change_makes_it_anew(jp_fetch, jp_serverapp, hold):
+    """``handlers.OPTIMISATIONS["answer-cache"]``: the bytes made for a validator are written again
+    for it (``observedAt`` stamped now), never after the validator changed."""
+    served = jp_serverapp.web_app.settings["jupyter_quota_service"]
+    computed = []
+    balance = served.backend.balance
+    served.backend.balance = lambda profile: computed.append(profile.team) or balance(profile)
+    path = ("quota", "v1", "namespaces", "team-alpha", "balance")
+    first = await jp_fetch(*path)
+    again = await jp_fetch(*path)
+    assert len(computed) == 1, "the second 200 computed the balance again"
+    assert again.headers["Etag"] == first.headers["Etag"]
+    assert content(json.loads(again.body)) == content(json.loads(first.body))
+    assert json.loads(again.body)["observedAt"] >= json.loads(first.body)["observedAt"]
+    alpha = next(p for p in served.registry.all() if p.namespace == "team-alpha")
+    assert content(json.loads(again.body)) == content(balance(served.effective.of(alpha)))
+    job = {"name": "cached", "args": hold, "gpus": 1}
+    await jp_fetch("quota", "v1", "namespaces", "team-alpha", "jobs", method="POST", body=json.dumps(job))
+    changed = await jp_fetch(*path)
+    assert len(computed) == 2 and changed.headers["Etag"] != first.headers["Etag"]
+    assert content(json.loads(changed.body)) == content(balance(served.effective.of(alpha)))
+    assert content(json.loads(changed.body)) != content(json.loads(first.body))
+
+
 # -- Kubernetes: the watch cache's resourceVersions (no API server: events fed to the cache) ------
 
 

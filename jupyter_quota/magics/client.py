@@ -19,8 +19,10 @@ cookie). API errors arrive as :class:`ApiError` with the server's ``reason`` and
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -136,6 +138,12 @@ class QuotaClient:
     def increases(self) -> list[dict]:
         return self.call("GET", "/increases")["increases"]
 
+    def events(self, timeout: float = 45.0) -> EventStream:
+        """``GET /events`` held open: the caller's balance, job and increase changes as they happen.
+        ``timeout``: seconds without a byte (the service sends a heartbeat every 15) before the
+        stream counts as lost."""
+        return EventStream(self, timeout)
+
     # -- transport -------------------------------------------------------------------------------
     def call(self, method: str, path: str, body=None, params: dict | None = None):
         url = self.api_url + path
@@ -166,6 +174,74 @@ class QuotaClient:
             raise ServerNotFound(
                 f"{url} did not answer with JSON: is it a Jupyter server with jupyter_quota? {HOW_TO_FIX}"
             ) from None
+
+
+class EventStream:
+    """One ``GET /events`` stream (server-sent events): iterate it for ``(event, data)`` pairs, the
+    data parsed from JSON. Opening it raises as :meth:`QuotaClient.call` does (``ApiError`` for a
+    refusal, ``ServerNotFound`` when unreachable); :meth:`close`, from any thread, ends the
+    iteration. Once it is open the service has registered the subscription: every change after
+    it arrives on the stream."""
+
+    def __init__(self, client: QuotaClient, timeout: float):
+        parts = urllib.parse.urlsplit(client.api_url + "/events")
+        make = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        self._conn = make(parts.hostname, parts.port, timeout=timeout)
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+        if client.token:
+            headers["Authorization"] = f"token {client.token}"
+        try:
+            self._conn.request("GET", parts.path, headers=headers)
+            self._response = self._conn.getresponse()
+        except OSError as e:
+            self._conn.close()
+            raise ServerNotFound(f"could not open {client.api_url}/events: {e}") from None
+        if self._response.status != 200 or not (self._response.getheader("Content-Type") or "").startswith(
+            "text/event-stream"
+        ):
+            body = self._response.read(64 * 1024)
+            self._conn.close()
+            try:
+                payload = json.loads(body or b"null")
+            except ValueError:
+                payload = None
+            if isinstance(payload, dict) and "message" in payload:
+                raise ApiError(self._response.status, str(payload.get("reason", "")), str(payload["message"]))
+            raise ApiError(self._response.status, "HTTPError", f"HTTP {self._response.status} from {parts.path}")
+
+    def __iter__(self):
+        event, data = "message", []
+        while True:
+            try:
+                raw = self._response.readline()
+            except (OSError, ValueError, http.client.HTTPException):  # closed, timed out or reset
+                return
+            if not raw:
+                return
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not line:  # the blank line ends an event
+                if data:
+                    try:
+                        yield event, json.loads("\n".join(data))
+                    except ValueError:
+                        pass  # not one of the API's events: skipped
+                event, data = "message", []
+            elif not line.startswith(":"):  # a comment (the heartbeat) only keeps the stream open
+                field, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if field == "event":
+                    event = value
+                elif field == "data":
+                    data.append(value)
+
+    def close(self) -> None:
+        sock = self._conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in another thread
+            except OSError:
+                pass
+        self._conn.close()
 
 
 def connect(cwd: str | None = None, environ=None, servers=None, ppid: int | None = None) -> QuotaClient:

@@ -6,10 +6,20 @@ next plan down), and what the log said so far
 (``job.progress``: steps, losses, checkpoints, from :mod:`jupyter_quota.swiftlog`).
 
 ``JobWidget`` shows it: phase, a progress bar of ``global_step/max_steps``, elapsed time and
-ETA, a loss plot (:mod:`.lossplot`, bqplot), the log tail, and a Cancel button. A daemon
-thread refreshes it every few seconds until the job ends (widget updates from a thread are
-sent by the kernel's IOPub thread, as tqdm's notebook bar does). Where no widget can show,
-the job is text: its phase, step and last losses (``str(job)``).
+ETA, a loss plot (:mod:`.lossplot`, bqplot), the log tail, and a Cancel button. Where no widget
+can show, the job is text: its phase, step and last losses (``str(job)``).
+
+Following (``job.follow()``, daemon threads; widget updates from a thread are sent by the kernel's
+IOPub thread, as tqdm's notebook bar does) is pushed, not polled (issue 23): one thread holds
+``GET quota/v1/events`` open (the same client, so embedded and hub-forwarded alike) and takes the
+job's ``job`` events (phase, reason, history) as they come; the job route is read once as the
+stream opens and then only every :data:`RESYNC_SECONDS`. The log, which gives the steps, losses
+and checkpoint, is read every ``interval`` while the job is Running and once more at its end: no
+event carries it (the service reads no training logs for its subscribers, and a job's log is
+only wanted by the one widget that shows it), and nothing is read while it is Pending. Where the
+stream cannot be opened (refused, or a server without it) or drops, the job and its log are
+polled every ``interval`` as before, and a dropped stream is opened again after
+:data:`RECONNECT_SECONDS`.
 """
 
 from __future__ import annotations
@@ -21,12 +31,19 @@ import time
 
 from ..reasons import CANCELLED, OUT_OF_MEMORY
 from ..swiftlog import TrainProgress
-from .client import QuotaClientError
+from .client import QuotaClientError, ServerNotFound
 from .lossplot import LossPlot, loss_text
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
+#: the ``event:`` of a job's change on ``GET /events`` (``service/events.py``'s ``JOB``)
+JOB_EVENT = "job"
 LOG_TAIL_LINES = 2000  # read per refresh: enough to not miss a step between two refreshes
 SHOWN_LOG_LINES = 15
+#: while the job's changes are pushed, the job is still read this often: a change the service took
+#: into its first pass's baseline, as a stream opened, is never sent (seconds)
+RESYNC_SECONDS = 30.0
+#: what a dropped stream waits before it is opened again (the service's ``retry:``, 5 s)
+RECONNECT_SECONDS = 5.0
 
 
 class Job:
@@ -45,6 +62,13 @@ class Job:
         self._listeners: list = []
         self._thread: threading.Thread | None = None
         self._widget: JobWidget | None = None
+        #: whether the job's changes arrive on ``GET /events`` now (else they are polled)
+        self.pushed = False
+        self._stream = None
+        self._stream_decided = threading.Event()  # the stream opened, or will not
+        self._wake = threading.Event()  # the follower: a change came, look now
+        self._ended = threading.Event()
+        self._synced = 0.0  # when the job was last read from its route (monotonic)
 
     # -- the public handle ----------------------------------------------------------------------
     @property
@@ -109,21 +133,19 @@ class Job:
         return job.follow()
 
     def wait(self, timeout: float | None = None, interval: float | None = None) -> str:
-        """Block until the job ends; return its final phase. ``TimeoutError`` after ``timeout`` s."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            self.refresh()
-            if self.done:
-                return self.phase
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"job {self.namespace}/{self.name} is still {self.phase} after {timeout:g}s")
-            time.sleep(interval or self.interval)
+        """Block until the job ends; return its final phase. ``TimeoutError`` after ``timeout`` s.
+        The job is followed meanwhile (pushed, else polled every ``interval`` s)."""
+        self.follow(interval)
+        if not self._ended.wait(timeout):
+            raise TimeoutError(f"job {self.namespace}/{self.name} is still {self.phase} after {timeout:g}s")
+        return self.phase
 
     def refresh(self) -> Job:
         """Read the job and its log tail from the server, update the progress and the widget."""
         with self._lock:
             try:
                 self.info = self.client.job(self.namespace, self.name)
+                self._synced = time.monotonic()
                 self.log_tail = self.client.logs(self.namespace, self.name, LOG_TAIL_LINES) or ""
                 self.progress.feed(self.log_tail)
                 self.error = None
@@ -132,11 +154,27 @@ class Job:
         self._notify()
         return self
 
+    def _refresh_logs(self) -> None:
+        with self._lock:
+            try:
+                self.log_tail = self.client.logs(self.namespace, self.name, LOG_TAIL_LINES) or ""
+                self.progress.feed(self.log_tail)
+                self.error = None
+            except Exception as e:  # noqa: BLE001 - shown in the widget; the follower keeps going
+                self.error = getattr(e, "message", None) or str(e)
+        self._notify()
+
     # -- following ------------------------------------------------------------------------------
-    def follow(self) -> Job:
-        """Refresh in a daemon thread until the job ends (idempotent)."""
+    def follow(self, interval: float | None = None) -> Job:
+        """Follow the job in daemon threads until it ends (idempotent): its changes pushed, else
+        polled every ``interval`` s (the job's own by default)."""
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._poll, name=f"jupyter-quota-follow-{self.name}", daemon=True)
+            if self.done:
+                self._ended.set()
+                return self
+            if interval is not None:
+                self.interval = interval
+            self._thread = threading.Thread(target=self._follow, name=f"jupyter-quota-follow-{self.name}", daemon=True)
             self._thread.start()
         return self
 
@@ -165,19 +203,89 @@ class Job:
             return elapsed * (1 - fraction) / fraction
         return None
 
-    def _poll(self) -> None:
-        while True:
-            self.refresh()
-            if self.done:
+    def _follow(self) -> None:
+        self._stream_decided.clear()
+        listener = threading.Thread(target=self._listen, name=f"jupyter-quota-events-{self.name}", daemon=True)
+        listener.start()
+        self._stream_decided.wait(max(self.interval, 5.0))  # no poll while the stream is opening
+        try:
+            while not self.done:
+                if not self.pushed:
+                    self.refresh()
+                elif time.monotonic() - self._synced >= RESYNC_SECONDS:
+                    self._refresh_quietly()
+                if self.pushed and self.phase == "Running":
+                    self._refresh_logs()
+                if self.done:
+                    break
+                self._wake.wait(self.interval)
+                self._wake.clear()
+            self._refresh_logs()  # the last steps, losses and checkpoint
+        finally:
+            stream, self._stream = self._stream, None
+            if stream is not None:
+                stream.close()
+            self._ended.set()
+
+    def _listen(self) -> None:
+        """Hold ``GET /events`` open and take this job's events, until the job ends; opened again
+        after a drop, given up (polling) when refused."""
+        while not self.done:
+            try:
+                stream = self.client.events()
+            except ServerNotFound:  # unreachable now: poll, and try again
+                self._stream_decided.set()
+                if self._ended.wait(RECONNECT_SECONDS):
+                    return
+                continue
+            except Exception:  # noqa: BLE001 - refused (or a client without it): polled from now on
+                self._stream_decided.set()
                 return
-            time.sleep(self.interval)
+            self._stream = stream
+            try:
+                self._refresh_info()  # the job as the stream starts; what changes after arrives on it
+                self.pushed = True
+                self._stream_decided.set()
+                for event, data in stream:
+                    if event == JOB_EVENT and data.get("namespace") == self.namespace and data.get("name") == self.name:
+                        self._take(data)
+                    if self.done:
+                        break
+            except Exception:  # noqa: BLE001 - the job could not be read: polled meanwhile
+                pass
+            finally:
+                self.pushed = False
+                self._stream_decided.set()
+                stream.close()
+                self._wake.set()  # the follower polls until the stream is back
+            if self._ended.wait(RECONNECT_SECONDS):
+                return
+
+    def _take(self, job: dict) -> None:
+        """A pushed ``job`` event of this job: its new state (an ended job never goes back)."""
+        with self._lock:
+            if self.done and job.get("phase") not in TERMINAL_PHASES:
+                return
+            self.info = job
+        self._notify()
+        self._wake.set()  # a job that started or ended: its log now
+
+    def _refresh_quietly(self) -> None:
+        try:
+            self._refresh_info()
+        except Exception as e:  # noqa: BLE001 - shown in the widget; the follower keeps going
+            self.error = getattr(e, "message", None) or str(e)
+            self._notify()
 
     def _refresh_info(self) -> None:
         with self._lock:
             self.info = self.client.job(self.namespace, self.name)
+            self._synced = time.monotonic()
         self._notify()
 
     def _notify(self) -> None:
+        if self.done:
+            self._wake.set()
         for listener in list(self._listeners):
             try:
                 listener(self)

@@ -80,6 +80,8 @@ class QuotaService:
             log=self.log,
             state_dir=config.state_dir,
         )
+        #: each namespace's last balance answer, by its validator (``GET .../balance``)
+        self.answers = validators.AnswerCache()
         #: balance and job changes pushed to ``GET /events`` subscribers (service/events.py)
         self.events = EventHub(
             lambda team: self.balance_of(self.registry.get(team)),

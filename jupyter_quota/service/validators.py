@@ -33,3 +33,20 @@ def serial(obj) -> int:
             if number is None:
                 number = _serials[obj] = next(_next)
     return number
+
+
+class AnswerCache:
+    """The last answer made under each key (a namespace), with the validator it was made under:
+    its ETag and its JSON bytes less ``observedAt``. A read whose validator matches writes these
+    bytes (``observedAt`` stamped now) instead of computing the balance and encoding it again. One
+    entry per key, so it holds at most one answer per namespace."""
+
+    def __init__(self):
+        self._entries: dict[str, tuple[str, str, bytes]] = {}
+
+    def get(self, key: str, version: str) -> tuple[str, bytes] | None:
+        entry = self._entries.get(key)
+        return (entry[1], entry[2]) if entry is not None and entry[0] == version else None
+
+    def put(self, key: str, version: str, etag: str, body: bytes) -> None:
+        self._entries[key] = (version, etag, body)

@@ -82,6 +82,8 @@ class LocalBackend(Backend):
     """Runs quota-admitted jobs as local processes on this machine's GPUs."""
 
     name = "local"
+    #: a balance's ``observedAt`` is when it was read (the kube backend's: the watch's last data)
+    observed_at_is_read_time = True
 
     def __init__(
         self,
