@@ -9,6 +9,8 @@ import os
 from . import swiftlog
 
 RESUME_FLAG = "--resume_from_checkpoint"
+#: The events of a preempted job's ``history`` (the JobEvent of the REST API), on both backends.
+PREEMPTED, REQUEUED, RESUMED = "Preempted", "Requeued", "Resumed"
 #: What transformers' Trainer writes last in a checkpoint folder: without it the save was cut short.
 TRAINER_STATE = "trainer_state.json"
 

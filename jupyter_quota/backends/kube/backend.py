@@ -49,6 +49,7 @@ from .bounded import bounded
 from .cache import STALE_AFTER, ClusterCache
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
 from .logprogress import LogProgress
+from .requeue import Requeuer
 from .usagerecorder import UsageRecorder
 from .usagestore import UsageStore
 
@@ -115,6 +116,8 @@ class KubeBackend(Backend):
         self.usage = UsageRecorder(self.cache, UsageStore(usage_path), self.log)
         #: when a Running job's pod last logged (``stalled``)
         self.log_progress = LogProgress(kube, stall_policy or stall.StallPolicy())
+        #: requeues Jobs whose pods the scheduler preempted (``preemption.py``); Kueue does its own
+        self.requeuer = None if kueue_queue else Requeuer(kube, self.cache, self.log)
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -155,8 +158,12 @@ class KubeBackend(Backend):
             self._started = True
             self.cache.start()
             self.usage.start()
+            if self.requeuer is not None:
+                self.requeuer.start()
 
     def close(self) -> None:
+        if self.requeuer is not None:
+            self.requeuer.stop()
         self.usage.stop()
         self.cache.stop()
         self._started = False
@@ -410,7 +417,14 @@ class KubeBackend(Backend):
         template_pod = None
         if not pods:
             template_pod = quota.apply_limit_ranges(quota.job_pod(job), self.cache["limitranges"].items(namespace))
-        view = jobview.job_json(job, pods, events, profile.gpuResource, template_pod=template_pod)
+        view = jobview.job_json(
+            job,
+            pods,
+            events,
+            profile.gpuResource,
+            template_pod=template_pod,
+            preemptions=self.cache["preemptions"].items(namespace),
+        )
         if view["phase"] == "Running" and view.get("reason") != reasons.TERMINATING:
             view["stalled"] = self.log_progress.stalled(_newest(pods), wait=False)  # reads never wait
         return view

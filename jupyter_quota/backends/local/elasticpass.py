@@ -30,7 +30,8 @@ from . import clock, ledger, logtail, runner
 GPU_KEY = "requests.nvidia.com/gpu"
 #: How much of a log is read for its step and checkpoints (a training log names them often).
 LOG_LINES = 5000
-BORROWED, PREEMPTED, REQUEUED, RESUMED = "Borrowed", "Preempted", "Requeued", "Resumed"
+BORROWED = "Borrowed"
+PREEMPTED, REQUEUED, RESUMED = resume.PREEMPTED, resume.REQUEUED, resume.RESUMED
 
 
 @dataclass(frozen=True)
