@@ -369,7 +369,7 @@ def _epoch(text: str) -> int:
 
 
 #: The preempted fine-tune's length: long enough that the lender's job comes in the middle of it.
-PREEMPTED_STEPS = 30
+PREEMPTED_STEPS = 16
 
 
 def _priority_class(kube, name: str, value: int) -> None:

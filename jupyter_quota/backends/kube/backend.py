@@ -26,6 +26,9 @@ has it):
   error says why (no logs are invented).
 - ``stalled``: a Running job whose pod logged nothing for ``stalled_job_minutes`` is flagged
   (``logprogress.py``: the kubelet's timestamp of the pod's last log line).
+- Preemption: a fine-tune whose pod the scheduler preempted for a higher-priority pod is
+  requeued under the same name and resumes from its last checkpoint (``preemption.py``,
+  ``requeue.py``); not with Kueue, which requeues its own workloads.
 """
 
 from __future__ import annotations
