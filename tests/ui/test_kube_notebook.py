@@ -108,15 +108,16 @@ def test_the_example_notebook_runs_its_job_as_a_pod_on_the_node_twice(
                     name = _run_all(page, lab, ui_output_dir, run)
                     records.append(_pod_record(kube, namespace, name))
                     assert not lab.errors, lab.errors
+        (ui_output_dir / "kube-notebook.json").write_text(json.dumps(records, indent=1))
+        print(f"\nkube notebook: {json.dumps(records)}")
         assert records[0]["job"] != records[1]["job"]
         for record in records:
             assert record["node"] == kubenode.NODE_NAME
             assert record["image"] == kubenode.JOB_IMAGE
-            assert record["requests"] == {"cpu": "500m", "memory": "2Gi"}, record
-            assert record["limits"] == {"cpu": "2", "memory": "3Gi"}, record
+            # the LimitRange's defaults, and the notebook's --gpus 0 as the request states it
+            assert record["requests"] == {"cpu": "500m", "memory": "2Gi", "nvidia.com/gpu": "0"}, record
+            assert record["limits"] == {"cpu": "2", "memory": "3Gi", "nvidia.com/gpu": "0"}, record
             assert record["exitCode"] == 0
-        (ui_output_dir / "kube-notebook.json").write_text(json.dumps(records, indent=1))
-        print(f"\nkube notebook: {json.dumps(records)}")
     finally:
         try:
             kube.delete(f"/api/v1/namespaces/{namespace}")
