@@ -211,6 +211,54 @@ def build_job(
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
 
 
+#: What the Job controller and the API server add to a Job: a requeued copy leaves them out.
+_CONTROLLER_LABELS = (labels.CONTROLLER_UID, labels.JOB_NAME, labels.BATCH_JOB_NAME)
+
+
+def requeued_job(job: dict, checkpoint: str | None, history: list[dict]) -> dict:
+    """A preempted Job again, as ``build_job`` made it (same name, labels, pod template), to run
+    once more: its trainer resumes from ``checkpoint`` (``--resume_from_checkpoint``, unless the
+    user's own arguments say where), and its elastic events so far are carried in ``history``.
+    The server-set fields (uid, status, the controller's selector and labels) are left out."""
+    from . import resume
+
+    meta = job.get("metadata") or {}
+    spec = copy.deepcopy(job.get("spec") or {})
+    for key in ("selector", "manualSelector"):
+        spec.pop(key, None)
+    template = spec.setdefault("template", {})
+    template_meta = template.setdefault("metadata", {})
+    template_meta["labels"] = {
+        k: v for k, v in (template_meta.get("labels") or {}).items() if k not in _CONTROLLER_LABELS
+    }
+    user_args = json.loads((meta.get("annotations") or {}).get(labels.ARGS) or "[]")
+    for container in (template.get("spec") or {}).get("containers") or []:
+        if container.get("name") == TRAIN and not resume.names_resume(user_args):
+            command = _without_flag(container.get("command") or [], resume.RESUME_FLAG)
+            container["command"] = [*command, *resume.resume_args(command, checkpoint)]
+    annotations = {**(meta.get("annotations") or {}), labels.HISTORY: json.dumps(history)}
+    metadata = {
+        "name": meta.get("name", ""),
+        "namespace": meta.get("namespace", ""),
+        "labels": {k: v for k, v in (meta.get("labels") or {}).items() if k not in _CONTROLLER_LABELS},
+        "annotations": annotations,
+    }
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": spec}
+
+
+def _without_flag(argv: list[str], flag: str) -> list[str]:
+    """``argv`` without ``flag`` and its value (an earlier requeue's resume point)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == flag:
+            skip = True
+        elif not arg.startswith(flag + "="):
+            out.append(arg)
+    return out
+
+
 def _priority_class(profile: TeamProfile, level: str, settings: JobSettings) -> str:
     """The pod's PriorityClass: with Kueue, the class ``render --kueue`` made for the priority
     (also the Job's WorkloadPriorityClass); else the profile's class for it, or its

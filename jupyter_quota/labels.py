@@ -33,6 +33,9 @@ KIND_ENDPOINT = "endpoint"
 OWNER = PREFIX + "owner"
 #: Annotation: the user's trainer arguments as a JSON list; both backends' job views show them as ``args``.
 ARGS = PREFIX + "args"
+#: Annotation (Kubernetes): a requeued Job's elastic events as a JSON list (preempted, requeued),
+#: carried from Job to Job; the job view shows them as ``history`` (``backends/kube/preemption.py``).
+HISTORY = PREFIX + "history"
 
 # -- Kubernetes': set by its controllers, read by us ---------------------------------------------
 

@@ -75,6 +75,10 @@ WAITING_FOR_PREEMPTION = "WaitingForPreemption"
 RECLAIMED = "Reclaimed"
 #: Running, then Pending: a higher-priority job of the same team needs the job's GPUs.
 PREEMPTED_BY_PRIORITY = "PreemptedByPriority"
+#: Running, then Pending (Kubernetes): the cluster's scheduler deleted the job's pod to make room for
+#: a higher-priority pod (PriorityClass preemption; also the reason of the scheduler's event on the
+#: pod). The service requeues it to resume from its last checkpoint (``backends/kube/preemption.py``).
+PREEMPTED = "Preempted"
 #: Running, then Pending: a quota window with ``onClose: preempt`` closed and the team was over.
 WINDOW_CLOSED = "WindowClosed"
 #: Pending: the job was preempted and waits to resume from its last checkpoint (the message says which).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from . import reasons
+from . import reasons, resume
 from .deploy import parse_deploy_args
 from .errors import Conflict, InvalidRequest
 from .podresources import DNS1123_LABEL
@@ -21,8 +21,6 @@ from .swiftlog import TrainProgress
 
 #: the body field naming the job to serve
 JOB_FIELD = "job"
-#: transformers' Trainer writes it last when it saves a checkpoint: a folder without it is partial
-TRAINER_STATE = "trainer_state.json"
 #: what a finished fine-tune carries over to ``swift deploy`` when the user did not say
 _CARRIED = ("model_type", "template", "torch_dtype")
 
@@ -38,13 +36,9 @@ def job_name(value) -> str:
 
 
 def last_checkpoint(progress: TrainProgress) -> str | None:
-    """The newest checkpoint the log names that is whole (it has ``trainer_state.json``). A log
-    naming folders this server cannot see (the job ran as another account, or on a cluster) is
-    taken at its word."""
-    named = progress.checkpoints or ([progress.last_checkpoint] if progress.last_checkpoint else [])
-    if not any(os.path.isdir(path) for path in named):
-        return named[-1] if named else None
-    return next((p for p in reversed(named) if os.path.isfile(os.path.join(p, TRAINER_STATE))), None)
+    """The checkpoint a finished fine-tune is served from: the newest whole one its log names
+    (``resume.newest_named``, the same a preempted job resumes from)."""
+    return resume.newest_named(progress)
 
 
 def deploy_args_for(job: dict, checkpoint: str | None, user_args: list[str]) -> list[str]:

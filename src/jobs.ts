@@ -113,6 +113,7 @@ const REASONS: { [reason: string]: string } = {
   Reclaimed: 'Being preempted: the team it borrowed from wants its GPUs back',
   PreemptedByPriority: 'Being preempted by a higher-priority job of its team',
   WindowClosed: "Being preempted: the team's quota window closed",
+  Preempted: 'Preempted by the scheduler for a higher-priority pod',
   Requeued: 'Preempted and requeued'
 };
 

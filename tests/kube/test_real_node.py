@@ -9,6 +9,7 @@ the tier keep the simulated nodes.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -32,6 +33,7 @@ TOLERATION = {"key": REAL_NODE_TAINT["key"], "operator": "Equal", "value": "true
 RESOURCES = {"requests": {"cpu": "500m", "memory": "3Gi"}, "limits": {"cpu": "2", "memory": "3Gi"}}
 #: Waits on a loaded 2-core machine (the phases come from the kubelet's status updates).
 SWIFT_TIMEOUT = 600.0
+GPU_KEY = "requests.nvidia.com/gpu"
 
 
 @pytest.fixture(scope="session")
@@ -139,6 +141,52 @@ def test_a_container_past_its_memory_limit_is_oom_killed_and_the_message_names_t
     assert done["phase"] == "Failed" and done["reason"] == "OOMKilled", done
     assert "its memory limit (32Mi)" in done["message"] and "more memory" in done["message"], done["message"]
     print(f"\nOOMKilled: {done['reason']}: {done['message']}")
+
+
+#: What torch prints when an allocation on the GPU fails (torch 2.x); the pod prints it, as a
+#: trainer on a real GPU would, since no GPU is here to run out of.
+CUDA_OOM_TEXT = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+    "capacity of 23.64 GiB of which 1.02 GiB is free."
+)
+
+
+def test_cuda_out_of_memory_in_the_pod_log_is_out_of_memory_and_can_be_re_planned(
+    node_cluster, kube, namespace_name, make_kube_backend, tiny, tmp_path
+):
+    from jupyter_quota.service.planning import Planning
+
+    # No memory quota: the plans of the re-plan request more host memory than this test's pods.
+    hard = {"requests.nvidia.com/gpu": "2"}
+    profile = real_profile(namespace_name, image=kubenode.BUSYBOX_IMAGE, gpuMemory="24Gi", hard=hard)
+    apply_profiles([profile], kube)
+    kubecluster.wait_quota_status(kube, namespace_name)
+    backend = make_kube_backend()
+    memory = JobMemory(str(tmp_path), backend)
+    # The job's args are a real swift sft's (so it is estimated at submit); its command prints
+    # torch's out-of-memory error and exits 1, as the trainer does when the GPU is full.
+    args = tiny_swift.swift_flags(tiny / "model", tiny / "data.jsonl", tiny / "out" / namespace_name)
+    script = f"echo '{{\"loss\": 2.1, \"memory(GiB)\": 22.9}}'; echo '{CUDA_OOM_TEXT}' >&2; exit 1"
+    small = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "32Mi"}}
+    job = submit(backend, profile, "oom", args, ["sh", "-c", script, "swift"], resources=small)
+    memory.on_submit(profile, job)
+
+    until(ended(backend, profile, "oom"), 120, "the job to fail")
+    shown = memory.decorate(profile, backend.get_job(profile, "oom"))
+    assert shown["phase"] == "Failed" and shown["exitCode"] == 1, shown
+    assert shown["reason"] == "OutOfMemory", shown
+    assert shown["memory"]["outOfMemory"] is True
+    assert shown["message"].startswith("CUDA out of memory: estimated"), shown["message"]
+    assert "job.retry()" in shown["message"] and "exited with code 1" in shown["message"], shown["message"]
+
+    planning = Planning(None, backend, memory, lambda who, namespace: profile, "upper")
+    replanned = planning.replan(None, namespace_name, "oom")
+    note = "this configuration ran out of GPU memory in job oom"
+    refused = [r for r in replanned["rejected"] if note in r["plan"]["estimate"]["assumptions"]]
+    assert len(refused) == 1, replanned["rejected"]
+    assert replanned["recommended"] is not None and note not in replanned["recommended"]["estimate"]["assumptions"]
+    summary = replanned["recommended"]["summary"]
+    print(f"\nCUDA out of memory: {shown['reason']}: {shown['message']}; re-planned: {summary}")
 
 
 def test_an_image_the_node_cannot_get_fails_the_job_at_once_naming_the_image(
@@ -318,3 +366,136 @@ def _epoch(text: str) -> int:
     from datetime import datetime
 
     return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp())
+
+
+#: The preempted fine-tune's length: long enough that the lender's job comes in the middle of it.
+PREEMPTED_STEPS = 16
+
+
+def _priority_class(kube, name: str, value: int) -> None:
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "preemptionPolicy": "PreemptLowerPriority",
+    }
+    kube.post("/apis/scheduling.k8s.io/v1/priorityclasses", body)
+
+
+def test_a_best_effort_swift_sft_preempted_by_the_scheduler_is_requeued_and_resumes_from_its_checkpoint(
+    node_cluster, kube, namespace_name, make_kube_backend, tiny, tmp_path
+):
+    """No Kueue: the scheduler's own priority preemption. Team a's best-effort fine-tune runs on
+    the node's GPUs that team b leaves idle; team b's job needs all 8 of them, so the scheduler
+    deletes the fine-tune's pod; the service sees the Preempted event, requeues the Job, and it
+    resumes from its last checkpoint on the volume once team b's job is done."""
+    tag = namespace_name.rsplit("-", 1)[1]
+    low, high = f"jq-best-effort-{tag}", f"jq-normal-{tag}"
+    _priority_class(kube, low, 100)
+    _priority_class(kube, high, 1000)
+    lender_ns = f"{namespace_name}-b"
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    os.chmod(gate, 0o777)
+    try:
+        work = {"name": "work", "mountPath": str(tiny), "hostPath": {"path": str(tiny), "type": "Directory"}}
+        # the ResourceQuota of each namespace still counts its own pods: room for the preempted Job's
+        # replacement pod (the Job controller's, deleted with the Job) beside the requeued one
+        borrower = real_profile(
+            namespace_name, volumes=[work], priorityClasses={"best-effort": low}, hard={GPU_KEY: "4"}
+        )
+        holder = {"name": "gate", "mountPath": "/gate", "hostPath": {"path": str(gate), "type": "Directory"}}
+        lender = real_profile(
+            lender_ns,
+            image=kubenode.BUSYBOX_IMAGE,
+            volumes=[holder],
+            priorityClasses={"normal": high},
+            hard={GPU_KEY: "8"},
+        )
+        apply_profiles([borrower, lender], kube)
+        kubecluster.wait_quota_status(kube, namespace_name)
+        kubecluster.wait_quota_status(kube, lender_ns)
+        backend = make_kube_backend(job_image_pull_policy="Never")
+        backend.requeuer.checkpoint_interval = 1.0
+        data = tiny_swift.build_dataset(tiny / f"data-{tag}.jsonl", rows=64)
+        out = tiny / "out" / namespace_name
+        args = tiny_swift.swift_flags(tiny / "model", data, out, max_steps=PREEMPTED_STEPS)
+        args[args.index("--save_steps") + 1] = "2"  # a checkpoint every other step
+        request = jobspec.parse_job_request(
+            {"name": "tune", "args": args, "gpus": 1, "resources": RESOURCES, "priority": "best-effort"}, borrower
+        )
+        backend.submit(borrower, backend.build_job(borrower, request, "alice", ["swift", "sft"]), owner="alice")
+
+        def checkpointed():
+            job = backend.get_job(borrower, "tune")
+            assert job["phase"] in ("Pending", "Running"), (job, backend.logs(borrower, "tune", 50))
+            return any(out.glob("v*/checkpoint-*/trainer_state.json"))
+
+        until(checkpointed, SWIFT_TIMEOUT, "a whole checkpoint on the volume")
+        first_pod = pod_of(kube, namespace_name, "tune")
+        assert first_pod["spec"]["priorityClassName"] == low and first_pod["spec"]["priority"] == 100
+        script = "echo holding; while [ ! -e /gate/end ]; do sleep 0.2; done; echo done"
+        small = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "32Mi"}}
+        submit(backend, lender, "mine", [], ["sh", "-c", script], resources=small, gpus=8)
+
+        seen = set()
+
+        def requeued():
+            job = backend.get_job(borrower, "tune")
+            seen.add(job.get("reason"))
+            assert job["phase"] != "Succeeded", "the fine-tune ended before the scheduler preempted it"
+            return job if [e["event"] for e in job.get("history", [])][-2:] == ["Preempted", "Requeued"] else None
+
+        job = until(requeued, 180, "the service to requeue the preempted job")
+        preempted, requeue = job["history"]
+        assert (preempted["reason"], preempted["pod"]) == ("Preempted", first_pod["metadata"]["name"]), preempted
+        assert f"Preempted by {lender_ns}/mine-" in preempted["message"], preempted["message"]
+        checkpoint = requeue["checkpoint"]
+        assert checkpoint and (Path(checkpoint) / "trainer_state.json").is_file(), requeue
+        resumed_from = int(checkpoint.rsplit("-", 1)[1])
+        assert 2 <= resumed_from <= preempted["step"] < PREEMPTED_STEPS, (resumed_from, preempted)
+        assert job["phase"] == "Pending" and job["reason"] == "Requeued", job
+        assert f"it resumes from {checkpoint}" in job["message"], job["message"]
+        until(lambda: backend.get_job(lender, "mine")["phase"] == "Running", 120, "the lender's job to run")
+        uid = kube.get(f"/apis/batch/v1/namespaces/{namespace_name}/jobs/tune")["metadata"]["uid"]
+        (new_pod,) = kube.get(f"/api/v1/namespaces/{namespace_name}/pods", labelSelector=f"controller-uid={uid}")[
+            "items"
+        ]
+        command = new_pod["spec"]["containers"][0]["command"]
+        assert command[-2:] == ["--resume_from_checkpoint", checkpoint], command
+        assert new_pod["metadata"]["name"] != first_pod["metadata"]["name"]
+
+        (gate / "end").write_text("")  # team b is done: its GPUs are idle again
+        until(ended(backend, lender, "mine"), 120, "the lender's job to end")
+        done = until(ended(backend, borrower, "tune"), SWIFT_TIMEOUT, "the resumed fine-tune to end")
+        log = backend.logs(borrower, "tune", tail_lines=5000)
+        assert done["phase"] == "Succeeded", (done, log[-3000:])
+        assert [e["event"] for e in done["history"]] == ["Preempted", "Requeued", "Resumed"], done["history"]
+        assert done["history"][-1]["checkpoint"] == checkpoint
+        # the resumed pod's log goes on from the checkpoint's step to the end
+        steps = swiftlog.parse_log(log).steps
+        assert steps == list(range(resumed_from + 1, PREEMPTED_STEPS + 1)), (resumed_from, steps)
+        evidence = {
+            "preemptedPod": first_pod["metadata"]["name"],
+            "reasonsSeen": sorted(r for r in seen if r),
+            "history": done["history"],
+            "resumedFromStep": resumed_from,
+            "resumedPod": new_pod["metadata"]["name"],
+            "resumedPodCommandTail": command[-2:],
+            "resumedSteps": [steps[0], steps[-1]],
+        }
+        report = Path(os.environ.get("JUPYTER_QUOTA_TEST_OUTPUT", ROOT / "test-output")) / "kube"
+        report.mkdir(parents=True, exist_ok=True)
+        (report / "preemption.json").write_text(json.dumps(evidence, indent=1))
+        print(f"\npreemption: {json.dumps(evidence)}")
+    finally:
+        for path in (
+            f"/api/v1/namespaces/{lender_ns}",
+            f"/apis/scheduling.k8s.io/v1/priorityclasses/{low}",
+            f"/apis/scheduling.k8s.io/v1/priorityclasses/{high}",
+        ):
+            try:
+                kube.delete(path)
+            except Exception:  # noqa: BLE001 - not made, or gone already
+                pass

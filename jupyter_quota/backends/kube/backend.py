@@ -26,6 +26,9 @@ has it):
   error says why (no logs are invented).
 - ``stalled``: a Running job whose pod logged nothing for ``stalled_job_minutes`` is flagged
   (``logprogress.py``: the kubelet's timestamp of the pod's last log line).
+- Preemption: a fine-tune whose pod the scheduler preempted for a higher-priority pod is
+  requeued under the same name and resumes from its last checkpoint (``preemption.py``,
+  ``requeue.py``); not with Kueue, which requeues its own workloads.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ from .cache import STALE_AFTER, ClusterCache
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
 from .endpoints import KubeEndpoints
 from .logprogress import LogProgress
+from .requeue import Requeuer
 from .usagerecorder import UsageRecorder
 from .usagestore import UsageStore
 
@@ -116,6 +120,8 @@ class KubeBackend(Backend):
         self.usage = UsageRecorder(self.cache, UsageStore(usage_path), self.log)
         #: when a Running job's pod last logged (``stalled``)
         self.log_progress = LogProgress(kube, stall_policy or stall.StallPolicy())
+        #: requeues Jobs whose pods the scheduler preempted (``preemption.py``); Kueue does its own
+        self.requeuer = None if kueue_queue else Requeuer(kube, self.cache, self.log)
         self._cancelled: dict[tuple[str, str], dict] = {}
         self._lock = threading.Lock()
         self._started = False
@@ -158,8 +164,12 @@ class KubeBackend(Backend):
             self._started = True
             self.cache.start()
             self.usage.start()
+            if self.requeuer is not None:
+                self.requeuer.start()
 
     def close(self) -> None:
+        if self.requeuer is not None:
+            self.requeuer.stop()
         self.usage.stop()
         self.cache.stop()
         self._started = False
@@ -413,7 +423,14 @@ class KubeBackend(Backend):
         template_pod = None
         if not pods:
             template_pod = quota.apply_limit_ranges(quota.job_pod(job), self.cache["limitranges"].items(namespace))
-        view = jobview.job_json(job, pods, events, profile.gpuResource, template_pod=template_pod)
+        view = jobview.job_json(
+            job,
+            pods,
+            events,
+            profile.gpuResource,
+            template_pod=template_pod,
+            preemptions=self.cache["preemptions"].items(namespace),
+        )
         if view["phase"] == "Running" and view.get("reason") != reasons.TERMINATING:
             view["stalled"] = self.log_progress.stalled(_newest(pods), wait=False)  # reads never wait
         return view

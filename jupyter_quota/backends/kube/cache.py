@@ -36,7 +36,7 @@ import logging
 import threading
 import time
 
-from ... import labels
+from ... import labels, reasons
 from ...times import rfc3339
 from .bounded import bounded
 from .client import ClusterUnavailable, Kube, KubeError, ns_path, status_error, unavailable
@@ -53,7 +53,11 @@ KINDS = {
     # endpoints (``endpoints.py``): their Deployments; their pods are among the pods above
     "deployments": ("apps/v1", labels.MANAGED_SELECTOR, ""),
     "events": ("", "", "involvedObject.kind=Job"),
+    # the scheduler's events on the pods it deleted for higher-priority ones (``preemption.py``)
+    "preemptions": ("", "", f"involvedObject.kind=Pod,reason={reasons.PREEMPTED}"),
 }
+#: The API resource of a kind whose name above is not its resource's.
+RESOURCES = {"preemptions": "events"}
 BACKOFF_START = 0.2
 #: Seconds without data from the API server after which a kind reads stale (see above).
 STALE_AFTER = 15.0
@@ -338,10 +342,11 @@ class ClusterCache:
             )
 
         def reflector(kind, group, labels, fields, namespace=None):
+            resource = RESOURCES.get(kind, kind)
             path = (
-                ns_path(namespace, kind, group=group)
+                ns_path(namespace, resource, group=group)
                 if namespace
-                else (f"/apis/{group}/{kind}" if group else f"/api/v1/{kind}")
+                else (f"/apis/{group}/{resource}" if group else f"/api/v1/{resource}")
             )
             return Reflector(
                 kube,

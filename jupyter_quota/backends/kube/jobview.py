@@ -13,6 +13,7 @@ from __future__ import annotations
 from ... import jobfields, labels, reasons
 from ...jobfields import container_resources, priority_of, train_container, user_args
 from ...quantity import Quantity
+from . import preemption
 
 #: The Job conditions that end it (batch/v1 JobConditionType).
 COMPLETE = "Complete"
@@ -32,8 +33,10 @@ def job_json(
     events: list[dict],
     gpu_resource: str = "nvidia.com/gpu",
     template_pod: dict | None = None,
+    preemptions: list[dict] = (),
 ) -> dict:
-    """The API's job dict. ``pods`` are the Job's pods; ``events`` those about the Job.
+    """The API's job dict. ``pods`` are the Job's pods; ``events`` those about the Job;
+    ``preemptions`` the scheduler's ``Preempted`` events in its namespace (``preemption.py``).
 
     ``template_pod`` (the pod as LimitRanger would default it) stands in for the resources
     while the Job has no pod yet.
@@ -93,10 +96,31 @@ def job_json(
                 out["reason"], out["message"] = waiting
     if exit_code is not None and out["phase"] in ("Succeeded", "Failed"):
         out["exitCode"] = exit_code
+    _preempted(out, job, pod, preemptions)
     if meta.get("deletionTimestamp") and out["phase"] in ("Pending", "Running"):
         out["reason"] = reasons.TERMINATING
         out["message"] = "the job is being deleted"
     return out
+
+
+def _preempted(out: dict, job: dict, pod: dict | None, preemptions: list[dict]) -> None:
+    """A job whose pod the scheduler preempted is Pending, ``Preempted``, until the service has
+    requeued it; a requeued one is Pending, ``Requeued``, until its new pod starts (then its
+    history says ``Resumed``)."""
+    history = preemption.shown_history(job, pod)
+    if history:
+        out["history"] = history
+    if out["phase"] == "Succeeded" or not preemption.requeued_here(job):
+        return
+    event = preemption.preemption(job, list(preemptions))
+    if event is not None:
+        for key in ("finishedAt", "exitCode"):
+            out.pop(key, None)
+        out["phase"], out["reason"] = "Pending", reasons.PREEMPTED
+        out["message"] = preemption.preempted_message(event, None) + "; it is being requeued"
+    elif history and history[-1].get("event") == preemption.REQUEUED and out["phase"] == "Pending":
+        waiting = f"; {out['message']}" if out.get("message") else ""
+        out["reason"], out["message"] = reasons.REQUEUED, (history[-1].get("message") or "") + waiting
 
 
 def _pod_phase(pod: dict | None) -> str:

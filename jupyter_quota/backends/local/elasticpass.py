@@ -23,15 +23,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
 
-from ... import elastic, elasticteams, priority, reasons, servejob, swiftlog, windows
+from ... import elastic, elasticteams, priority, reasons, resume, swiftlog, windows
 from . import clock, ledger, logtail, runner
 
 #: The quota key the policy shares out: the machine's GPUs (``scheduler.GPU``) as quota counts them.
 GPU_KEY = "requests.nvidia.com/gpu"
-RESUME_FLAG = "--resume_from_checkpoint"
 #: How much of a log is read for its step and checkpoints (a training log names them often).
 LOG_LINES = 5000
-BORROWED, PREEMPTED, REQUEUED, RESUMED = "Borrowed", "Preempted", "Requeued", "Resumed"
+BORROWED = "Borrowed"
+PREEMPTED, REQUEUED, RESUMED = resume.PREEMPTED, resume.REQUEUED, resume.RESUMED
 
 
 @dataclass(frozen=True)
@@ -188,10 +188,9 @@ def start_values(row: sqlite3.Row, borrowed: bool, resume: list[str]) -> dict:
 def resume_args(row: sqlite3.Row, args: list[str], directory: str) -> list[str]:
     """``--resume_from_checkpoint <last checkpoint>`` for a requeued job whose log names one (and
     whose own arguments do not already say where to resume)."""
-    if not was_preempted(row) or any(a == RESUME_FLAG or a.startswith(RESUME_FLAG + "=") for a in args):
+    if not was_preempted(row):
         return []
-    checkpoint = last_checkpoint(directory)
-    return [RESUME_FLAG, checkpoint] if checkpoint else []
+    return resume.resume_args(args, last_checkpoint(directory))
 
 
 def was_preempted(row: sqlite3.Row) -> bool:
@@ -199,8 +198,8 @@ def was_preempted(row: sqlite3.Row) -> bool:
 
 
 def last_checkpoint(directory: str) -> str | None:
-    """The newest whole checkpoint the job's log names (``servejob.last_checkpoint``)."""
-    return servejob.last_checkpoint(swiftlog.parse_log(_log(directory)))
+    """The newest whole checkpoint the job's log names (``resume.last_checkpoint``)."""
+    return resume.last_checkpoint(_log(directory))
 
 
 def _log(directory: str) -> str:
