@@ -44,8 +44,20 @@ class ServerProcess:
         return f"http://127.0.0.1:{self.port}/quota/v1"
 
     def start(self, timeout: float = 120.0) -> ServerProcess:
+        """Start the server and wait until it answers as this server (200 to our token). A restart
+        may find its old port taken by another process meanwhile (other tests' servers ask the OS
+        for ports too): it then takes a new one, so that calls never reach a stranger."""
+        for _attempt in range(3):
+            if self._start_on_port(timeout):
+                return self
+            self.port = free_port()
+        raise RuntimeError(f"jupyter server found its port taken three times:\n{self.log()}")
+
+    def _start_on_port(self, timeout: float) -> bool:
+        """Whether the server came up on ``self.port``; False when the port was taken."""
         env = {**os.environ, "JUPYTER_TOKEN": self.token}
         log = open(self.log_file, "ab")  # noqa: SIM115 - the server process writes it as long as it runs
+        start_at = log.tell()
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -65,12 +77,18 @@ class ServerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                with open(self.log_file, "rb") as f:
+                    f.seek(start_at)
+                    if b"already in use" in f.read():
+                        return False
                 raise RuntimeError(f"jupyter server exited with {self.proc.returncode}:\n{self.log()}")
             try:
-                self.call("GET", "/identity")
-                return self
-            except (urllib.error.URLError, ConnectionError, OSError):
-                time.sleep(0.2)
+                status, _ = self.call("GET", "/identity")
+            except (urllib.error.URLError, ConnectionError, OSError, ValueError):
+                status = None  # not listening yet (or a stranger's non-JSON answer)
+            if status == 200:
+                return True
+            time.sleep(0.2)
         raise RuntimeError(f"jupyter server did not answer within {timeout}s:\n{self.log()}")
 
     def call(self, method: str, path: str, body=None, timeout: float = 30.0):

@@ -78,5 +78,8 @@ def test_an_endpoint_survives_a_server_restart_and_is_found_ready_again(tmp_path
         _, balance = server.call("GET", "/namespaces/team-alpha/balance")
         assert balance["resources"]["requests.cpu"]["used"] == "0"
     finally:
-        server.call("DELETE", ENDPOINT)
+        try:
+            server.call("DELETE", ENDPOINT)  # the fake server's process, if the test stopped early
+        except Exception:  # noqa: BLE001 - a server that did not come back: the failure above says why
+            pass
         server.stop()
