@@ -1019,7 +1019,7 @@ export interface components {
             gpuIndices?: number[];
             /** @description Local backend, Running jobs: it runs on quota borrowed from other teams (best-effort), and is preempted first when they want it back */
             borrowed?: boolean;
-            /** @description Local backend: the job's elastic events, oldest first: started on borrowed GPUs, preempted (at which step, why), requeued, resumed (from which checkpoint) */
+            /** @description The job's elastic events, oldest first: started on borrowed GPUs (local backend), preempted (at which step, why), requeued, resumed (from which checkpoint). Kubernetes: the scheduler's priority preemption, answered by the service (a Job's `jupyter-quota/history` annotation) */
             history?: components["schemas"]["JobEvent"][];
             resources: components["schemas"]["ContainerResources"];
             /** Format: date-time */
@@ -1102,8 +1102,10 @@ export interface components {
             at: string;
             /** @description Preempted: the last training step its log showed */
             step?: number | null;
-            /** @description Preempted: Reclaimed, PreemptedByPriority or WindowClosed */
+            /** @description Preempted: Reclaimed, PreemptedByPriority or WindowClosed (local backend), Preempted (Kubernetes: the scheduler's priority preemption) */
             reason?: string;
+            /** @description Preempted (Kubernetes): the pod the scheduler deleted */
+            pod?: string;
             message?: string;
             /** @description Requeued, Resumed: the checkpoint it resumes from */
             checkpoint?: string | null;
