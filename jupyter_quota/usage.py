@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from fractions import Fraction
 from typing import NamedTuple
 
+from . import labels
 from .errors import InvalidRequest
 from .quantity import Quantity, QuantityError
 
@@ -322,8 +323,8 @@ def mark_endpoints(rows: list[dict], window: Window, names: set, counts: Mapping
             into[code] = into.get(code, 0) + count
     for row in rows:
         endpoint = (row["namespace"], row["job"])
-        row["kind"] = "endpoint" if endpoint in names else "job"
-        if row["kind"] == "endpoint":
+        row["kind"] = labels.KIND_ENDPOINT if endpoint in names else "job"
+        if row["kind"] == labels.KIND_ENDPOINT:
             bucket = parse_time(row["start"], "start") if "start" in row else window.since
             codes = per_row.get((*endpoint, bucket), {})
             row["requests"] = {"total": sum(codes.values()), "byStatus": dict(sorted(codes.items()))}

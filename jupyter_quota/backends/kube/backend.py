@@ -53,6 +53,7 @@ from .cache import STALE_AFTER, ClusterCache
 from .client import ClusterUnavailable, Kube, KubeError, load_api_client, ns_path
 from .endpoints import KubeEndpoints
 from .logprogress import LogProgress
+from .refusals import refusal
 from .requeue import Requeuer
 from .usagerecorder import UsageRecorder
 from .usagestore import UsageStore
@@ -326,7 +327,7 @@ class KubeBackend(Backend):
             with self._reported(f"create job {namespace}/{name}"):
                 created = self.kube.post(ns_path(namespace, "jobs", group="batch/v1"), job)
         except KubeError as e:
-            raise _submit_error(e, name) from None
+            raise refusal(e, name) from None
         self.cache["jobs"].remember(created)
         return created
 
@@ -493,35 +494,6 @@ def _checked(profile, job: dict) -> str:
             "JupyterQuota.job_image to an image that has ms-swift"
         )
     return name
-
-
-def _submit_error(error: KubeError, name: str) -> errors.QuotaError:
-    """The API server's refusal of a Job create as our error, its text kept."""
-    if error.code == 409:
-        return errors.Conflict(f'jobs.batch "{name}" already exists')
-    if error.code == 403:
-        text = error.message
-        marker = " is forbidden: "
-        detail = text.split(marker, 1)[1] if marker in text else text
-        return errors.AdmissionDenied(detail, reason=_denial_reason(detail))
-    if error.code in (400, 422):
-        return errors.Invalid(error.message)
-    return error
-
-
-def _denial_reason(message: str) -> str:
-    for prefix, reason in (
-        ("exceeded quota", reasons.EXCEEDED_QUOTA),
-        ("failed quota", reasons.FAILED_QUOTA),
-        ("status unknown for quota", reasons.QUOTA_STATUS_UNKNOWN),
-        ("insufficient quota", reasons.INSUFFICIENT_QUOTA),
-        ("quota usage is negative", reasons.QUOTA_USAGE_NEGATIVE),
-    ):
-        if message.startswith(prefix):
-            return reason
-    if " usage per " in message or "ratio" in message:
-        return reasons.LIMIT_RANGE_VIOLATION
-    return reasons.FORBIDDEN
 
 
 def _shown(cancelled: dict) -> dict:

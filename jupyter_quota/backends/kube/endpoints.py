@@ -37,6 +37,7 @@ from ...times import rfc3339
 from . import endpointview
 from .bounded import bounded
 from .client import KubeError, ns_path
+from .refusals import refusal
 
 #: The kinds an endpoint is made of, as the API server names them in its messages.
 DEPLOYMENTS = "deployments.apps"
@@ -92,7 +93,7 @@ class KubeEndpoints:
             with self.backend._reported(f"create deployment {namespace}/{name}"):
                 created = self.kube.post(ns_path(namespace, "deployments", group="apps/v1"), deployment)
         except KubeError as e:
-            raise _refusal(e, DEPLOYMENTS, name) from None
+            raise refusal(e, name, DEPLOYMENTS) from None
         created = bounded("deployments", created)
         self.cache["deployments"].remember(created)
         service = build_service(created)
@@ -102,7 +103,7 @@ class KubeEndpoints:
                 self.kube.post(ns_path(namespace, "services"), service)
         except KubeError as e:
             self._delete(namespace, name)
-            raise _refusal(e, "services", name) from None
+            raise refusal(e, name, "services") from None
         return created
 
     def _settle(self, namespace: str, name: str) -> None:
@@ -266,15 +267,6 @@ def _template_pod(deployment: dict) -> dict:
 def _owned_by(deployment: dict) -> dict:
     meta = deployment["metadata"]
     return {"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"], "uid": meta["uid"], "controller": True}
-
-
-def _refusal(error: KubeError, kind: str, name: str) -> errors.QuotaError:
-    """The API server's refusal of a create, as the Job path maps it (``backend._submit_error``)."""
-    from .backend import _submit_error
-
-    if error.code == 409:
-        return errors.Conflict(f'{kind} "{name}" already exists')
-    return _submit_error(error, name)
 
 
 def _replaced(deployment: dict | None, ended: dict) -> bool:
