@@ -590,6 +590,38 @@ def create_namespace(kube: Kube, name: str) -> None:
             raise
 
 
+def delete_namespaces(kube: Kube, names, timeout: float = 180.0) -> None:
+    """Delete the namespaces ``names`` (those that exist) and wait until they are gone: the next
+    test that makes namespaces of the same names (the values' teams: ``test_kubespawner``,
+    ``test_z2jh_rbac``) then starts from nothing, not from a Terminating one or another's Roles."""
+    for name in names:
+        try:
+            kube.delete(f"/api/v1/namespaces/{name}")
+        except KubeError as e:
+            if e.code != 404:
+                raise
+    wait_namespaces_gone(kube, names, timeout)
+
+
+def wait_namespaces_gone(kube: Kube, names, timeout: float = 180.0, only_terminating: bool = False) -> None:
+    """Until none of ``names`` exists (``only_terminating``: until none is Terminating; an Active
+    one stays)."""
+
+    def gone() -> bool:
+        for name in names:
+            try:
+                phase = kube.get(f"/api/v1/namespaces/{name}")["status"].get("phase")
+            except KubeError as e:
+                if e.code == 404:
+                    continue
+                raise
+            if phase == "Terminating" or not only_terminating:
+                return False
+        return True
+
+    until(gone, timeout, f"namespaces {', '.join(names)} to be gone")
+
+
 def allowed(kube: Kube, namespace: str, group: str, resource: str, subresource: str, verb: str) -> bool:
     """Whether ``kube``'s identity may do ``verb`` (a SelfSubjectAccessReview; "" namespace: cluster-wide)."""
     review = kube.post(

@@ -56,6 +56,8 @@ import hub_process  # noqa: E402
 import tiny_swift  # noqa: E402
 from hub_kernel import run_in_kernel  # noqa: E402
 
+#: the teams of deploy/z2jh-values.yaml (test_z2jh_rbac makes them too)
+VALUES_NAMESPACES = ("team-alpha", "team-beta")
 HUB_NAMESPACE = kubecluster.SERVICE_ACCOUNT.namespace  # z2jh's release namespace (jhub)
 TOLERATION = {"key": REAL_NODE_TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 #: The limits of a job that states none, scaled to the 2-core test node (values: 2-4 CPUs, 16-32 Gi).
@@ -208,7 +210,7 @@ def spawner_hub(request, tmp_path_factory, work):
     if kubenode.USER_IMAGE not in images:
         pytest.fail(f"no {kubenode.USER_IMAGE} on the node: run scripts/build-kube-images.sh", pytrace=False)
     kube = cluster.kube()
-    _wait_gone_if_terminating(kube, ["team-alpha", "team-beta", HUB_NAMESPACE])
+    kubecluster.wait_namespaces_gone(kube, [*VALUES_NAMESPACES, HUB_NAMESPACE], only_terminating=True)
     kubecluster.create_namespace(kube, HUB_NAMESPACE)
     kube.patch(f"/api/v1/nodes/{kubenode.NODE_NAME}", {"metadata": {"labels": _values_node_selector()}})
     settings = service_settings(cluster.kubeconfig_as("service"), work)
@@ -222,36 +224,13 @@ def spawner_hub(request, tmp_path_factory, work):
         yield cluster, kube, hub.start()
     finally:
         hub.stop()  # cleanup_servers: KubeSpawner deletes the user pods
-        for name in ("team-alpha", "team-beta"):
-            try:
-                kube.delete(
-                    f"/apis/batch/v1/namespaces/{name}/jobs",
-                    body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
-                )
-            except Exception:  # noqa: BLE001 - best effort: the namespace may be gone
-                pass
+        # the values' teams go with their jobs and Roles: test_z2jh_rbac makes them again
+        kubecluster.delete_namespaces(kube, VALUES_NAMESPACES)
 
 
 def _values_node_selector() -> dict:
     alpha = next(p for p in z2jh_values.service_config()["JupyterQuota"]["profiles"] if p["team"] == "alpha")
     return alpha["nodeSelector"]
-
-
-def _wait_gone_if_terminating(kube, names):
-    """Another test of the run (test_z2jh_rbac) deletes the values' namespaces after itself."""
-    from jupyter_quota.backends.kube.client import KubeError
-
-    def gone_or_active():
-        for name in names:
-            try:
-                if kube.get(f"/api/v1/namespaces/{name}")["status"].get("phase") == "Terminating":
-                    return False
-            except KubeError as e:
-                if e.code != 404:
-                    raise
-        return True
-
-    until(gone_or_active, 120, "the values' namespaces of an earlier test to go")
 
 
 def options(profile: str, gpus: int = 0) -> dict:

@@ -7,10 +7,10 @@ The quota service of the values runs as ``system:serviceaccount:jhub:hub``, the 
 from __future__ import annotations
 
 import pytest
-from kubecluster import allowed
+from kubecluster import allowed, delete_namespaces
 from z2jh_values import rbac_file_objects, write_service_config
 
-from jupyter_quota.backends.kube import KubeError, apply_profiles
+from jupyter_quota.backends.kube import apply_profiles
 from jupyter_quota.backends.kube.client import ns_path
 from jupyter_quota.cli import load_config
 from jupyter_quota.profiles import load_profiles
@@ -22,13 +22,11 @@ def z2jh_teams(kube_cluster, tmp_path):
     """The values' teams (Namespace, quota, limits) made by the admin; deleted afterwards."""
     profiles = list(load_profiles(load_config(str(write_service_config(tmp_path))).profiles).values())
     kube = kube_cluster.kube()
+    names = [p.namespace for p in profiles]
+    delete_namespaces(kube, names)  # another test's (test_kubespawner) of the same names, Roles and all
     apply_profiles(profiles, kube)
     yield profiles
-    for p in profiles:
-        try:
-            kube.delete(f"/api/v1/namespaces/{p.namespace}")
-        except KubeError:
-            pass
+    delete_namespaces(kube, names)
 
 
 def test_rbac_yaml_applies_and_lets_only_the_hub_account_run_jobs_in_the_teams(kube_cluster, z2jh_teams):
