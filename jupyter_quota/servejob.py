@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from . import reasons, resume
+from . import reasons
 from .deploy import parse_deploy_args
 from .errors import Conflict, InvalidRequest
 from .podresources import DNS1123_LABEL
@@ -33,12 +33,6 @@ def job_name(value) -> str:
             f"not {value!r}; a job of another team's namespace cannot be served here"
         )
     return value
-
-
-def last_checkpoint(progress: TrainProgress) -> str | None:
-    """The checkpoint a finished fine-tune is served from: the newest whole one its log names
-    (``resume.newest_named``, the same a preempted job resumes from)."""
-    return resume.newest_named(progress)
 
 
 def deploy_args_for(job: dict, checkpoint: str | None, user_args: list[str]) -> list[str]:

@@ -9,7 +9,8 @@ import pytest
 
 from jupyter_quota import reasons
 from jupyter_quota.errors import Conflict, InvalidRequest
-from jupyter_quota.servejob import deploy_args_for, inside, last_checkpoint, output_roots
+from jupyter_quota.resume import newest_named as last_checkpoint
+from jupyter_quota.servejob import deploy_args_for, inside, output_roots
 from jupyter_quota.swiftlog import parse_log
 
 

@@ -9,7 +9,8 @@ from .. import swiftlog
 from ..errors import Forbidden, InvalidRequest, NotFound
 from ..identity import Identity
 from ..profiles import TeamProfile
-from ..servejob import JOB_FIELD, deploy_args_for, inside, job_name, last_checkpoint, model_paths, output_roots
+from ..resume import newest_named
+from ..servejob import JOB_FIELD, deploy_args_for, inside, job_name, model_paths, output_roots
 
 #: how much of a job's log is read for its checkpoints (as the local backend's resume reads)
 LOG_LINES = 5000
@@ -38,7 +39,7 @@ class ServedJobs:
             ) from None
         checkpoint = None
         if job["phase"] == "Succeeded" and not job.get("kind"):
-            checkpoint = last_checkpoint(self._progress(profile, name))
+            checkpoint = newest_named(self._progress(profile, name))  # as a preempted job resumes
         args = deploy_args_for(job, checkpoint, args)
         rest = {k: v for k, v in body.items() if k != JOB_FIELD}
         return {**rest, "args": args}
