@@ -11,6 +11,7 @@ from kubecluster import team_profile, until
 
 from jupyter_quota import endpoints, errors
 from jupyter_quota.backends.kube import apply_profiles
+from jupyter_quota.backends.kube.client import KubeError
 
 GPU = "requests.nvidia.com/gpu"
 
@@ -95,3 +96,42 @@ def test_a_server_that_exits_fails_the_endpoint_and_gives_its_quota_back(kube, t
     until(lambda: objects(kube, team.namespace) == [], 60, "the failed endpoint's objects to go")
     until(lambda: used_gpus(kube, team.namespace) == "0", 60, "the quota to be freed")
     assert backend.endpoints.get_job(team, "crash")["reason"] == "Error"
+
+
+def test_a_log_not_readable_at_the_first_read_is_read_again_and_the_failure_carries_its_tail(
+    kube, team, make_kube_backend, monkeypatch
+):
+    """Right after a crash the kubelet may not serve the ended container's log yet (the container
+    it restarts is being created, or its log is still empty): that read must not end the endpoint
+    with no tail; the next read reads it again, and ends it with the tail."""
+    backend = make_kube_backend()
+    reads = []
+    read = backend.kube.request
+
+    def request(method, path, **kwargs):
+        if not path.endswith("/log"):
+            return read(method, path, **kwargs)
+        reads.append(kwargs.get("query"))
+        if len(reads) == 1:
+            raise KubeError(400, "BadRequest", 'container "train" is waiting to start: ContainerCreating')
+        if len(reads) == 2:
+            return ""  # the new container's log, nothing written yet
+        return "loading the model\nValueError: no such model\n"
+
+    monkeypatch.setattr(backend.kube, "request", request)
+    create(backend, team, "crash", 1, "--exit", "3")
+
+    def failed():
+        job = backend.endpoints.get_job(team, "crash")
+        return job if job["phase"] == "Failed" else None
+
+    job = until(failed, 60, "the endpoint to fail")
+    assert len(reads) == 3, reads
+    assert (job["reason"], job["exitCode"]) == ("Error", 3), job
+    assert job["message"] == "the server exited with code 3; the last lines of its log:\n" + (
+        "loading the model\nValueError: no such model"
+    )
+    until(lambda: objects(kube, team.namespace) == [], 60, "the failed endpoint's objects to go")
+    until(lambda: used_gpus(kube, team.namespace) == "0", 60, "the quota to be freed")
+    assert backend.endpoints.get_job(team, "crash")["message"] == job["message"]
+    assert len(reads) == 3, reads  # the ended endpoint is remembered: no more reads
