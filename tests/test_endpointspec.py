@@ -174,6 +174,11 @@ def test_a_server_that_exited_fails_with_its_code_and_log_tail():
     assert shown["message"] == "the server exited with code 1; the last lines of its log:\nValueError: no model"
     # a container that never restarted and runs is not failed by an old lastState
     assert view([pod(**server_status(restarts=0, last=last))])["phase"] == "Running"
+    # while the adapter cannot read the log yet, the endpoint shows as its pod is (restarting)
+    pending = endpointview.endpoint_job(
+        created(), [pod(**server_status(restarts=2, state=state, last=last))], show_ended=False
+    )
+    assert (pending["phase"], pending.get("reason"), pending.get("exitCode")) == ("Running", None, None)
 
 
 def test_a_pod_the_quota_refused_keeps_the_endpoint_pending_with_the_api_servers_words():

@@ -5,6 +5,8 @@ deployment, replicaset and garbage-collector controllers; the simulated nodes pl
 
 from __future__ import annotations
 
+import time
+
 import kubecluster
 import pytest
 from kubecluster import team_profile, until
@@ -81,16 +83,21 @@ def test_a_serving_pod_holds_the_quota_from_create_so_the_next_is_refused_until_
 
 
 def test_a_server_that_exits_fails_the_endpoint_and_gives_its_quota_back(kube, team, make_kube_backend):
+    """The simulated node has no kubelet to serve the log: the endpoint fails without it once its
+    reads got nothing for ``log_tail_patience`` seconds (shortened here)."""
     backend = make_kube_backend()
+    backend.endpoints.log_tail_patience = 2.0
     create(backend, team, "crash", 1, "--exit", "3")
 
     def failed():
         job = backend.endpoints.get_job(team, "crash")
         return job if job["phase"] == "Failed" else None
 
+    began = time.monotonic()
     job = until(failed, 60, "the endpoint to fail")
+    assert time.monotonic() - began >= 2.0  # not before the reads got nothing for that long
     assert (job["reason"], job["exitCode"]) == ("Error", 3)
-    assert job["message"].startswith("the server exited with code 3")
+    assert job["message"] == "the server exited with code 3"
     assert endpoints.phase_of(job, False) == "Failed"
     # Kubernetes would restart it for ever: the first read that saw it fail deleted it instead
     until(lambda: objects(kube, team.namespace) == [], 60, "the failed endpoint's objects to go")

@@ -15,7 +15,12 @@ as the local backend's.
   goes. The stopped endpoint is remembered by this process (as cancelled Jobs are).
 - A server that ended (crash, OOM kill) or an image the node cannot get fails the endpoint: the
   first read that sees it deletes the Deployment and Service, so a failed endpoint holds no quota
-  while Kubernetes would restart it for ever, and remembers the failure with its reason.
+  while Kubernetes would restart it for ever, and remembers the failure with its reason. A crash
+  fails it with the last lines of the server's log, so that read must get them: right after the
+  crash the kubelet may still be creating the container it restarts (its log: an error, or empty
+  while the cached status still names the ended one). Such a read leaves the endpoint as the pod
+  is (restarting) and the next read (the service's watch loop reads every second) reads the log
+  again; after ``LOG_TAIL_PATIENCE`` seconds of reads that got nothing it fails without its log.
 - ``base_url`` is the Running pod's IP and port. Why not the Service: a ClusterIP routes only where
   kube-proxy (or a CNI that replaces it) runs, and the API server's ``services/proxy`` sends every
   completion through the API server and needs a right that reaches any Service of the namespace.
@@ -45,6 +50,13 @@ DEPLOYMENTS = "deployments.apps"
 ENDPOINT_KINDS = ("deployments", "pods")
 #: Lines of a failed server's log its message carries.
 LOG_TAIL_LINES = 20
+#: Seconds a crashed server's log may stay unreadable before its endpoint fails without it. The
+#: kubelet keeps an ended container's log as long as its pod exists, so a read gets nothing only
+#: while the status the API server holds lags the kubelet (seconds, even on a loaded node; the
+#: restart's first back-off is 10 s) or when the log cannot be reached at all (no kubelet at the
+#: node's address, no right to ``pods/log``): this covers the first with margin, and bounds what
+#: the second holds of the quota, that Kubernetes would hold for ever.
+LOG_TAIL_PATIENCE = 30.0
 _BACKGROUND = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
 
 
@@ -57,7 +69,11 @@ class KubeEndpoints:
         self.cache = backend.cache
         self.log = backend.log
         self._ended: dict[tuple[str, str], dict] = {}  # stopped or failed, with the uid they had
-        self._log_tails: dict[tuple[str, int], str] = {}
+        self._log_tails: dict[tuple[str, int], str] = {}  # read, by (pod uid, restarts)
+        # by Deployment uid (its pods may be replaced): when a read of its log first got nothing
+        self._log_unread_since: dict[str, float] = {}
+        self.log_tail_patience = LOG_TAIL_PATIENCE
+        self.clock = time.monotonic
         self._lock = threading.Lock()
 
     # -- building and creating -----------------------------------------------------------------
@@ -144,7 +160,9 @@ class KubeEndpoints:
         view = endpointview.endpoint_job(deployment, pods, profile.gpuResource, template_pod=template)
         if view["phase"] == "Failed" and view.get("reason") != reasons.TERMINATING:
             if view.get("reason") == reasons.ERROR:
-                tail = self._log_tail(namespace, endpointview.live_pod(pods))
+                tail = self._log_tail(namespace, deployment, endpointview.live_pod(pods))
+                if tail is None:  # not readable yet: shown as the pod is, and the next read tries again
+                    return endpointview.endpoint_job(deployment, pods, profile.gpuResource, show_ended=False)
                 view = endpointview.endpoint_job(deployment, pods, profile.gpuResource, log_tail=tail)
             try:
                 self._end(namespace, name, deployment, view)  # a failed server holds no quota
@@ -218,8 +236,10 @@ class KubeEndpoints:
                 raise errors.NotFound(f'endpoint "{name}" not found in namespace {namespace}') from None
             raise
 
-    def _log_tail(self, namespace: str, pod: dict | None) -> str:
-        """The last lines the ended server wrote (its previous container's log, once per restart)."""
+    def _log_tail(self, namespace: str, deployment: dict, pod: dict | None) -> str | None:
+        """The last lines the ended server wrote (its previous container's log, once per restart);
+        None while the read gets nothing (an error, or an empty log) for less than
+        ``log_tail_patience`` seconds, then "" (see ``LOG_TAIL_PATIENCE``)."""
         if pod is None:
             return ""
         statuses = (pod.get("status") or {}).get("containerStatuses") or [{}]
@@ -236,11 +256,36 @@ class KubeEndpoints:
                 tail = self.kube.request(
                     "GET", ns_path(namespace, "pods", pod["metadata"]["name"]) + "/log", query=query, raw=True
                 )
-        except KubeError:
-            tail = ""
+        except KubeError as e:
+            tail, why = "", str(e)
+        else:
+            why = "empty"
+        uid = deployment["metadata"].get("uid", "")
         with self._lock:
-            self._log_tails[key] = tail
-        return tail
+            if tail.strip():
+                self._log_tails[key] = tail
+                self._log_unread_since.pop(uid, None)
+                return tail
+            first = uid not in self._log_unread_since
+            waited = self.clock() - self._log_unread_since.setdefault(uid, self.clock())
+            if waited < self.log_tail_patience:
+                if first:
+                    self.log.info(
+                        "endpoint pod %s/%s: its server ended; its log is not readable yet (%s)",
+                        namespace,
+                        pod["metadata"]["name"],
+                        why,
+                    )
+                return None
+            self._log_unread_since.pop(uid, None)
+        self.log.warning(
+            "endpoint pod %s/%s: its server ended; its log was not readable for %gs (%s): it fails without it",
+            namespace,
+            pod["metadata"]["name"],
+            self.log_tail_patience,
+            why,
+        )
+        return ""
 
 
 def _is_endpoint(deployment: dict) -> bool:

@@ -53,9 +53,11 @@ def endpoint_job(
     gpu_resource: str = "nvidia.com/gpu",
     template_pod: dict | None = None,
     log_tail: str = "",
+    show_ended: bool = True,
 ) -> dict:
     """The job dict of an endpoint. ``pods``: its pods (:func:`pods_of`); ``log_tail``: the last
-    lines of its server's log when it ended (the adapter reads them)."""
+    lines of its server's log when it ended (the adapter reads them); ``show_ended=False``: a
+    server that ended shows as its pod is (restarting) while the adapter cannot read them yet."""
     pod = live_pod(pods)
     job = jobview.job_json(deployment, [pod] if pod else [], [], gpu_resource, template_pod=template_pod)
     job["kind"] = labels.KIND_ENDPOINT
@@ -63,7 +65,7 @@ def endpoint_job(
         job["startedAt"] = pod["status"]["startTime"]
     if job["phase"] == "Failed":
         return job  # the image: jobview said so
-    ended = ended_server(pod)
+    ended = ended_server(pod) if show_ended else None
     if ended is not None:
         job["phase"] = "Failed"
         job["finishedAt"] = ended.get("finishedAt") or ""
