@@ -121,7 +121,10 @@ def test_activation_cpu_offload_keeps_two_layers_of_saved_activations():
 def test_qlora_uint8_weights_stay_whole_and_bf16_storage_shards_them():
     q = ["--model", MODEL, "--quant_method", "bnb", "--quant_bits", "4"]
     uint8 = [estimate([*q, "--fsdp", "fsdp2"], g).breakdown["weights"] for g in (2, 4)]
-    bf16 = [estimate([*q, "--bnb_4bit_quant_storage", "bfloat16", "--fsdp", "fsdp2"], g).breakdown["weights"] for g in (2, 4)]
+    bf16 = [
+        estimate([*q, "--bnb_4bit_quant_storage", "bfloat16", "--fsdp", "fsdp2"], g).breakdown["weights"]
+        for g in (2, 4)
+    ]
     spec = resolve_model(MODEL)
     sixteen_bit = (spec.params - spec.linear_params) * 2
     adapters = estimate(["--model", MODEL]).breakdown["weights"] - spec.params * 2  # float32 LoRA
@@ -137,7 +140,10 @@ def test_qlora_uint8_weights_stay_whole_and_bf16_storage_shards_them():
     [
         ("fsdp2", (True, False, True)),
         (_fsdp("full_shard auto_wrap offload"), (True, True, False)),
-        (json.dumps({"fsdp_config": {"fsdp_offload_params": True, "fsdp_reshard_after_forward": False}}), (False, True, False)),
+        (
+            json.dumps({"fsdp_config": {"fsdp_offload_params": True, "fsdp_reshard_after_forward": False}}),
+            (False, True, False),
+        ),
         ("full_shard auto_wrap offload", (True, True, False)),
         ("/configs/fsdp2_offload.json", (True, True, True)),
     ],
