@@ -171,3 +171,13 @@ def test_planner_keeps_fsdp_and_never_adds_deepspeed_beside_it():
     method = Method("full", (), 0, "full")
     assert strategies_for(4, method, None, fsdp=True) == [None]
     assert "zero3" in strategies_for(4, method, None)
+
+
+def test_an_fsdp_offload_plan_needs_host_memory_for_the_float32_states():
+    from jupyter_quota.planner.resources import offload_host_bytes
+
+    params = 7_000_000_000
+    offload = parse_sft_args(["--model", MODEL, "--fsdp", _fsdp("full_shard auto_wrap offload")])
+    need, formula = offload_host_bytes(offload, params, 4)
+    assert need == int(params * 16 * 1.5) and formula.startswith("FSDP offload")
+    assert offload_host_bytes(parse_sft_args(["--model", MODEL, "--fsdp", "fsdp2"]), params, 4) == (0, "")
