@@ -221,7 +221,7 @@ class Search:
             )
             lean_ev.resources, _ = self.admission.resources(gpus)
             return lean_ev
-        if is_offload(base.deepspeed):
+        if is_offload(base.deepspeed) or self.request.fsdp:
             # host memory does not depend on the variant: refuse the group at once when short
             short = self._host_short(lean_ev)
             if short:
@@ -330,7 +330,8 @@ class Search:
         if not ev.host_memory:
             return None
         self.offload_checked = True
-        short = self.admission.host_refusal(ev.host_memory, str(ev.args.deepspeed), ev.host_formula)
+        what = str(ev.args.deepspeed) if ev.args.deepspeed else "FSDP offload"
+        short = self.admission.host_refusal(ev.host_memory, what, ev.host_formula)
         ev.host_refused = short is not None
         return short
 
