@@ -181,3 +181,16 @@ def test_an_fsdp_offload_plan_needs_host_memory_for_the_float32_states():
     need, formula = offload_host_bytes(offload, params, 4)
     assert need == int(params * 16 * 1.5) and formula.startswith("FSDP offload")
     assert offload_host_bytes(parse_sft_args(["--model", MODEL, "--fsdp", "fsdp2"]), params, 4) == (0, "")
+
+
+def test_the_regime_is_fsdp_only_where_the_estimate_shards():
+    from jupyter_quota.estimator.ranges import regime_of
+
+    spec = resolve_model(MODEL)
+
+    def parallelism(*extra):
+        return regime_of(spec, parse_sft_args(["--model", MODEL, *extra]), 2)[1]
+
+    assert parallelism("--fsdp", "fsdp2") == "fsdp"
+    assert parallelism("--fsdp", _fsdp("no_shard")) == "ddp"
+    assert parallelism("--fsdp", "fsdp2", "--deepspeed", "zero3") == "zero3"
