@@ -25,6 +25,7 @@ Run: ``PYTHONPATH=$PWD .venv/bin/python benchmarks/estimator_calibration.py [pat
 from __future__ import annotations
 
 import csv
+import json
 import re
 import statistics
 import sys
@@ -51,7 +52,6 @@ UNMODELLED = (
     "fuse optimizer",
     "activation offloading",
     "8-bit adamw",
-    "cpu offload with fused",
 )
 WEAK = ("weak case", "upper bound", "suspect", "at device cap")
 
@@ -105,8 +105,10 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
     attn = row["attn_impl"]
     argv += ["--attn_impl", "flash_attn" if "flash" in attn else attn]
     argv += ["--torch_dtype", {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[row["dtype"]]]
-    if "packing" in flags and "no packing" not in flags:
-        argv += ["--packing", "true"]
+    if ("packing" in flags and "no packing" not in flags) or "packed to" in notes:
+        argv += ["--packing", "true"]  # torchtune's rows: every sample packed to max_seq_len
+    if "8-bit adamw" in flags:
+        argv += ["--optim", "adamw_bnb_8bit"]  # bitsandbytes' AdamW8bit, as torchtune's row ran
     if "padding_free" in flags and "without padding_free" not in flags:
         argv += ["--padding_free", "true"]
     if "liger" in flags and "no liger" not in flags:
@@ -119,10 +121,20 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
     if ds in ("zero2", "zero3"):
         argv += ["--deepspeed", ds]
     elif ds.startswith("fsdp"):
-        # the estimator has no FSDP mode: it estimates ``--fsdp`` as DDP and says so, so these
-        # rows are not modelled; the table shows how far that rough figure is from the runs
-        argv += ["--fsdp", "fsdp2"]
-        tags += ["fsdp-as-ddp", "unmodelled"]
+        # ms-swift 4.x's --fsdp takes a JSON config: full_shard, CPU offload where the run offloaded,
+        # and the run's own checkpointing (FSDP's activation_checkpointing or --gradient_checkpointing)
+        offload = "offload" in ds or "cpu offload" in notes
+        config = {
+            "fsdp": "full_shard auto_wrap" + (" offload" if offload else ""),
+            "fsdp_config": {"activation_checkpointing": ckpt},
+        }
+        argv += ["--fsdp", json.dumps(config, separators=(",", ":"))]
+        if "bnb_4bit_quant_storage bf16" in notes:
+            argv += ["--bnb_4bit_quant_storage", "bfloat16"]
+        if row["source"].startswith("Lightning-AI"):
+            # Lightning Fabric's FSDP (FSDP1, flat parameters, its own checkpoint loading) is not
+            # the FSDP2 that ms-swift runs through accelerate: not modelled, so not fitted
+            tags += ["lightning-fsdp1", "unmodelled"]
     elif ds.startswith("ulysses"):
         argv += ["--sequence_parallel_size", ds.replace("ulysses_sp", "")]
     elif ds == "ddp+device_map":

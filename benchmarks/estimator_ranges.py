@@ -6,8 +6,8 @@ For every row of benchmarks/data/estimator_calibration.tsv the estimator's CUDA 
 filed under the row's regime (``jupyter_quota.estimator.ranges.regime_of``: method x parallelism x
 family) and under each wider regime it falls back to. Rows whose run used something the argv cannot
 say (GaLore, LISA, AWQ/GPTQ checkpoints, torchtune's activation offloading or compile: tag
-``unmodelled`` without ``fsdp-as-ddp``) and rows whose figure is suspect (tag ``weak``) are not
-residuals of the argv they map to, and are left out; FSDP rows stay (``--fsdp`` is in their argv).
+``unmodelled``, among them LitGPT's rows on Lightning's own FSDP) and rows whose figure is suspect
+(tag ``weak``) are not residuals of the argv they map to, and are left out.
 
 Rows of one source (one script, table or post) share a setup: a dataset, a stack, a GPU, a way of
 reporting. So a range is only as good as it is on a source it has never seen, and everything here is
@@ -77,7 +77,7 @@ def calibration_rows(path: Path = cal.DEFAULT_TSV) -> list[dict]:
                 "measured": measured,
                 "residual": measured / est.peak_bytes_per_gpu - 1,
                 "key": regime_of(est.model, est.args, gpus),
-                "fitted": "weak" not in tags and ("unmodelled" not in tags or "fsdp-as-ddp" in tags),
+                "fitted": "weak" not in tags and "unmodelled" not in tags,
             }
         )
     return out

@@ -202,6 +202,7 @@ _KNOWN_OTHER = frozenset(
         "experts_impl",
         "agent_template",
         "response_prefix",
+        "fsdp",
     ]
 )
 

@@ -309,14 +309,6 @@ def test_lora_on_qwen_1_names_counts_fused_qkv_once_and_attn_c_proj_only():
     assert f"{64 * 32 * ((h + h) + (i + h)) / 1e6:.1f}M adapter parameters" in " ".join(both)
 
 
-def test_fsdp_is_estimated_as_ddp_and_says_so():
-    fsdp = estimate(["--model", "Qwen/Qwen2.5-7B-Instruct", "--fsdp", "fsdp2"], 2)
-    ddp = estimate(["--model", "Qwen/Qwen2.5-7B-Instruct"], 2)
-    assert fsdp.peak_bytes_per_gpu == ddp.peak_bytes_per_gpu
-    assert any(a.startswith("--fsdp: FSDP is not modelled; estimated as DDP") for a in fsdp.assumptions)
-    assert not any("FSDP" in a for a in ddp.assumptions)
-
-
 # -- hub ids outside the catalog: local caches, then the hub when enabled (never the network here) ---
 
 TINY_QWEN2 = {

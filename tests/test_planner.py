@@ -686,3 +686,15 @@ def test_7b_full_on_team_alpha_offload_needs_more_host_memory_than_the_demo_allo
         big, JobRequest(name="check", args=best["args"], resources=best["resources"]), "u", ["swift", "sft"]
     )
     quota.admit_job(job, list(context.quotas), list(context.limit_ranges))
+
+
+def test_an_fsdp_request_keeps_fsdp_and_never_gets_deepspeed_beside_it():
+    # ms-swift refuses --fsdp with --deepspeed; FSDP shards as ZeRO-3 does, so more GPUs help
+    from jupyter_quota.estimator import estimate as real_estimate
+
+    argv = ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full", "--fsdp", "fsdp2"]
+    result = run(argv, profile(gpus="4", memory="48Gi"), estimate=real_estimate)
+    plans = [result["recommended"], *result["candidates"], *(r["plan"] for r in result["rejected"])]
+    assert plans and all("--deepspeed" not in p["args"] and "--fsdp" in p["args"] for p in plans)
+    best = result["recommended"]
+    assert best["gpus"] > 1 and "FSDP" in best["summary"]

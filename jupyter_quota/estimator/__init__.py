@@ -108,15 +108,6 @@ def estimate(
     elif model_size is not None:
         assumptions.append(f"--model_size {model_size} not used: the model's facts come from {spec.source}")
     assumptions += list(args.notes) + notes
-    if "fsdp" in args.unknown and not args.deepspeed:
-        # what FSDP saves depends on accelerate's fp32 upcast of trainable parameters, the reshard
-        # settings and the trainer's own mixed precision, which differ between releases and frameworks
-        # (docs/estimator.md §9)
-        assumptions.append(
-            "--fsdp: FSDP is not modelled; estimated as DDP (every GPU holds the whole "
-            "model). Measured FSDP LoRA runs in the calibration file lie from 30% below to "
-            "30% above that figure: a rough guide only; --deepspeed zero2/zero3 is modelled"
-        )
     if args.unknown:
         assumptions.append(f"not modelled (passed through): {', '.join('--' + u for u in args.unknown)}")
     peak = sum(breakdown.values())

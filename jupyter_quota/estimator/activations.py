@@ -23,17 +23,21 @@ def activations(run: Run, notes: list[str]) -> int:
         # probabilities are still alive: the gradient of the probabilities (matmul backward, in the
         # model dtype) and of the scores (softmax backward, float32) (docs/estimator.md §5.1)
         transient += tokens * spec.num_heads * run.seq_len * (dtype_bytes + 4)
+    # ms-swift's activation_cpu_offload (--fsdp's fsdp_config) keeps two layers' saved tensors on the GPU
+    kept_layers = min(2, spec.num_layers) if run.fsdp and run.fsdp.activation_offload else spec.num_layers
+    if kept_layers < spec.num_layers:
+        notes.append("activation_cpu_offload: saved activations in CPU memory, two layers' worth on the GPU")
     if run.args.gradient_checkpointing:
         # The loss backward finishes (logits freed) before the first layer is recomputed, so the
         # recomputed layer and the logits path do not coexist: count the larger of the two.
         recomputed_layer = layer_per_token * tokens + transient
-        total = spec.num_layers * tokens * hidden * dtype_bytes + max(0, recomputed_layer - _logits_bytes(run))
+        total = kept_layers * tokens * hidden * dtype_bytes + max(0, recomputed_layer - _logits_bytes(run))
         notes.append(
             "gradient checkpointing on (ms-swift default): one saved input per layer plus "
             "one layer recomputed at a time (after the logits path is freed)"
         )
     else:
-        total = spec.num_layers * layer_per_token * tokens + transient + tokens * hidden * dtype_bytes
+        total = kept_layers * layer_per_token * tokens + transient + tokens * hidden * dtype_bytes
         notes.append("gradient checkpointing off: every layer keeps its activations")
     return total
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..swift import SftArgs
+from . import fsdp as sharding
 from . import terms as extra
 from .activations import activations, logits
+from .features import extra_value
 from .model import ModelSpec
 from .run import Run, describe_run
 
@@ -66,9 +68,12 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
     run = describe_run(spec, args, gpus, device, notes)
     replica = _replica_states(run, notes)
     terms = Terms()
-    terms.weights = _weights(run, replica, notes)
-    terms.gradients = _gradients(run, replica, notes)
-    terms.optimizer = _optimizer_states(run, replica, notes)
+    if run.fsdp:
+        terms.weights, terms.gradients, terms.optimizer = _fsdp_states(run, replica, notes)
+    else:
+        terms.weights = _weights(run, replica, notes)
+        terms.gradients = _gradients(run, replica, notes)
+        terms.optimizer = _optimizer_states(run, replica, notes)
     terms.activations = activations(run, notes)
     terms.logits = logits(run, notes)
     terms.vision = extra.vision(run, notes)
@@ -210,19 +215,73 @@ def _optimizer_states(run: Run, replica: ModelStates, notes: list[str]) -> float
     return 12 * run.trainable / shards
 
 
+def _fsdp_states(run: Run, replica: ModelStates, notes: list[str]) -> tuple[float, float, float]:
+    """Weights, gradients and optimizer states on one GPU under ``--fsdp`` (docs/estimator.md §4.6):
+    every parameter split N ways, trained ones upcast to float32 first, plus the gathered layers."""
+    spec, a, fsdp = run.spec, run.dtype_bytes, run.fsdp
+    assert fsdp is not None
+    base = _base_weight_bytes(run, [])
+    bnb = bool(run.args.quantized_bits)
+    storage = (extra_value(run.args, "bnb_4bit_quant_storage") or "uint8").lower()
+    # accelerate upcasts trained parameters to float32 unless the model holds bnb 4-bit weights
+    trained_bytes = replica.gradients if bnb else run.trainable * 4.0
+    frozen = base - (run.trainable * a if run.full else 0)
+    whole = 0.0
+    if bnb and not (run.quant_bits == 4 and storage in ("bfloat16", "bf16", "float16", "fp16", "float32")):
+        whole = base - (spec.params - spec.linear_params) * a  # the quantized linears, left unsharded
+        frozen -= whole
+    layer = max(spec.layer_params) * base / max(1, spec.params)  # in the stored form, as gathered
+    tail = (spec.lm_head_params or spec.embed_params) * a
+    layer_gradient = max(spec.layer_params) * a if run.full else run.trainable / max(1, spec.num_layers) * 4
+    states = sharding.states(
+        gpus=run.gpus,
+        trained_params=run.trainable,
+        trained_bytes=trained_bytes,
+        frozen_bytes=frozen,
+        whole_bytes=whole,
+        layer_bytes=layer,
+        tail_bytes=tail,
+        compute_bytes=replica.weights,
+        layer_gradient_bytes=layer_gradient,
+        fsdp=fsdp,
+    )
+    how = "full_shard" if fsdp.reshard else "shard_grad_op (layers stay gathered until the backward pass ends)"
+    notes.append(
+        f"FSDP {how} over {run.gpus} GPU(s), from {fsdp.source}: every parameter split {run.shards} ways, "
+        "trained ones upcast to float32 (accelerate's fsdp2_prepare_model): 16 bytes per trained parameter "
+        "split N ways (float32 weight, gradient and two AdamW moments), as ZeRO-3's 16; plus two gathered "
+        "decoder layers, the unresharded lm_head and one layer's gradient before its reduce-scatter"
+    )
+    if fsdp.offload:
+        notes.append(
+            "FSDP offload (CPUOffloadPolicy): sharded parameters and gradients in CPU memory and the "
+            "optimizer step on the CPU; the GPU holds only what is gathered"
+        )
+    if whole:
+        notes.append(
+            "bnb 4-bit weights stored as uint8 are left out of FSDP's sharding (accelerate): every GPU holds "
+            "them whole; --bnb_4bit_quant_storage bfloat16 lets FSDP split them"
+        )
+    return states.weights + states.gathered, states.gradients + states.layer_gradient, states.optimizer
+
+
 # -- the optimizer step and overhead ------------------------------------------------------------
 
 
 def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
     """AdamW's parameter-sized buffer at the optimizer step, where the GPU runs the step
     (docs/estimator.md §7). ``_breakdown`` counts what exceeds the activations and logits."""
-    if run.zero_stage == 0:
+    if run.fsdp:
+        if run.fsdp.offload:
+            return 0.0
+        local_params = run.trainable / run.shards
+    elif run.zero_stage == 0:
         local_params = run.trainable
     elif run.zero_stage in (1, 2) and not run.offload:
         local_params = run.trainable / run.shards
     else:
         return 0.0
-    step = local_params * (run.dtype_bytes if run.full else 4)
+    step = local_params * (run.dtype_bytes if run.full and not run.fsdp else 4)
     if step > terms.dynamic:
         notes.append(
             "peak at the optimizer step: one parameter-sized buffer for AdamW "

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..swift import SftArgs
+from .fsdp import fsdp_of
 from .model import ModelSpec
 
 RANGES = Path(__file__).with_name("ranges.json")
@@ -37,7 +38,7 @@ def regime_of(spec: ModelSpec, args: SftArgs, gpus: int) -> tuple[str, str, str]
     else:
         method = "qlora" if args.quantized_bits else "lora"
     stage, offload = args.deepspeed_stage
-    if any(name == "fsdp" for name, _ in args.extra):
+    if not stage and fsdp_of(args) is not None:  # as the estimate reads it: no_shard is DDP, DeepSpeed wins
         parallelism = "fsdp"
     elif offload:
         parallelism = "offload"

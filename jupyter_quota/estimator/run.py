@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from ..swift import SftArgs
 from .features import eval_tokens, extra_value, image_patches, sequence_parallel_degrees
+from .fsdp import Fsdp, fsdp_of
 from .lora import adapter_params, lora_roles
 from .model import ModelSpec
 
@@ -53,6 +54,7 @@ class Run:
     fixed_shapes: bool = False  # --packing: every micro-batch has the same shape
     eval_tokens: int = 0  # tokens of one eval micro-batch on one device; 0 without an eval phase
     image_patches: int = 0  # vision-tower patches per sample (one image)
+    fsdp: Fsdp | None = None  # --fsdp's settings (docs/estimator.md §4.6); None without it or with DeepSpeed
 
     @property
     def batch(self) -> int:
@@ -93,6 +95,11 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
     train_llm = not (args.freeze_llm and spec.tower_params > 0)  # ms-swift: for multimodal models only
     trained = _trained_parameters(spec, args, tuner, full, train_vit, train_llm, dtype, notes)
     stage, offload = args.deepspeed_stage
+    fsdp = None if stage or args.deepspeed else fsdp_of(args)
+    if fsdp and fsdp.activation_checkpointing and not args.gradient_checkpointing:
+        # ms-swift keeps FSDP's own checkpointing of every decoder layer: the activations are checkpointed
+        notes.append("--fsdp's fsdp_config sets activation_checkpointing: every decoder layer is checkpointed")
+        args = args.replace(gradient_checkpointing=True)
     ulysses, ring = sequence_parallel_degrees(spec, args, gpus, notes)
     return Run(
         spec=spec,
@@ -107,6 +114,7 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
         train_vit=train_vit,
         zero_stage=stage,
         offload=offload,
+        fsdp=fsdp,
         train_llm=train_llm,
         ulysses=ulysses,
         ring=ring,

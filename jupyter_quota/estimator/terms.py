@@ -67,6 +67,8 @@ def buckets(run: Run, gradient_bytes: float, notes: list[str]) -> float:
     """Gradient communication buffers (docs/estimator.md §8): DDP's reducer buckets (one more copy
     of the gradients whatever ``--ddp_bucket_cap_mb``, which sets only how they are split), or the
     reduce and gather (ZeRO-1/2) or reduce and prefetch (ZeRO-3) buckets of ms-swift's configs."""
+    if run.fsdp:
+        return 0.0  # FSDP reduce-scatters each layer's gradient as the backward pass makes it (in gradients)
     if run.zero_stage == 0:
         if run.gpus <= 1:
             return 0.0

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from ..estimator.fsdp import fsdp_of
 from .context import DEFAULT_MARGIN, MAX_PLAN_GPUS, PlanContext, context_from_balance, gib
 from .resources import OFFLOAD_HOST_ASSUMPTION, host_quantity
 from .search import CANDIDATE_CAP, REJECTED_CAP, Evaluated, Search
@@ -164,7 +165,8 @@ def _plan_json(e: Evaluated, context: PlanContext) -> dict:
 def _summary(e: Evaluated, context: PlanContext) -> str:
     a = e.args
     parts = [e.method.label, f"{e.gpus} GPU{'s' if e.gpus != 1 else ''}"]
-    parts.append(str(a.deepspeed) if a.deepspeed else ("DDP" if e.gpus > 1 else "single GPU"))
+    plain = "FSDP" if fsdp_of(a) else "DDP" if e.gpus > 1 else "single GPU"
+    parts.append(str(a.deepspeed) if a.deepspeed else plain)
     parts.append(f"micro-batch {e.batch.per_device} x {e.batch.accumulation} accumulation")
     if a.gradient_checkpointing is None or a.gradient_checkpointing:
         parts.append("gradient checkpointing")

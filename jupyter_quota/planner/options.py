@@ -14,6 +14,8 @@ import math
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ..estimator.fsdp import fsdp_of
+
 #: method classes, best first
 QUALITY_LABELS = ("full fine-tune", "LoRA", "QLoRA 8-bit", "QLoRA 4-bit")
 #: the quality tier of each class: the two QLoRA classes train to the same quality (see above)
@@ -81,12 +83,15 @@ def methods_for(asked) -> list[Method]:
     return out
 
 
-def strategies_for(gpus: int, method: Method, asked_deepspeed) -> list:
+def strategies_for(gpus: int, method: Method, asked_deepspeed, fsdp: bool = False) -> list:
     """DeepSpeed settings for ``gpus``: the user's, plain DDP (None), then ZeRO-2/3 on 2+ GPUs.
 
     QLoRA skips ZeRO-3 unless asked: sharding bitsandbytes weights needs a matching quant storage
-    dtype that a plan cannot check.
+    dtype that a plan cannot check. A request with ``--fsdp`` keeps its FSDP (None: no DeepSpeed),
+    since ms-swift refuses FSDP and DeepSpeed together.
     """
+    if fsdp:
+        return [None]
     options = [asked_deepspeed, None]
     if gpus > 1:
         options += [z for z in ZERO if not (z == "zero3" and method.quality >= 2)]
@@ -104,8 +109,8 @@ def is_offload(deepspeed) -> bool:
 def offload_applies(method: Method, asked) -> bool:
     """Offload variants are tried for a full fine-tune only (DeepSpeed's host-memory estimate
     counts every parameter as trained; LoRA's optimizer states are small, QLoRA's weights cannot
-    be offloaded), and not when the user already chose a DeepSpeed offload config."""
-    return method.quality == 0 and not is_offload(asked.deepspeed)
+    be offloaded), and not when the user already chose a DeepSpeed offload config or FSDP."""
+    return method.quality == 0 and not is_offload(asked.deepspeed) and fsdp_of(asked) is None
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,7 @@ class Request:
     attention: str | None
     deepspeed: str | None
     tier: int  # the quality tier of the method asked for
+    fsdp: bool = False  # --fsdp asked: every candidate keeps it, and it shards across GPUs as ZeRO-3 does
 
     @property
     def effective_batch(self) -> int:
@@ -139,6 +145,7 @@ def request_of(asked, gpus: int) -> Request:
         attention=asked.attn_impl,
         deepspeed=asked.deepspeed,
         tier=QUALITY_TIERS[quality_of(asked)],
+        fsdp=fsdp_of(asked) is not None,
     )
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from .. import quota
 from ..errors import AdmissionDenied, Invalid
+from ..estimator.fsdp import fsdp_of
 from ..jobspec import JobRequest, build_job
 from ..limitrange import container_defaults, default_limit_range
 from ..quantity import Quantity
@@ -157,13 +158,22 @@ def offload_host_bytes(args, params: int, gpus: int) -> tuple[int, str]:
       ``estimate_zero3_model_states_mem_needs``, ``cpu_offload_params=True``, ``zero_init=True``:
       transformers builds a ZeRO-3 model under ``deepspeed.zero.Init``).
 
+    * FSDP with ``offload`` (``CPUOffloadPolicy``, docs/estimator.md §4.6): ``params * 16 * 1.5``
+      bytes: every GPU's shard of the float32 weights (accelerate upcasts trained parameters),
+      their float32 gradients and AdamW's two moments, 16 bytes a parameter over the node.
+
     These count every parameter as trained (a full fine-tune); the buffer factor is taken to
     cover the training processes' own host memory too.
     """
     stage, offload = args.deepspeed_stage
+    b = f"{params / 1e9:.2f}B"
+    fsdp = None if stage else fsdp_of(args)
+    if fsdp is not None and fsdp.offload and params:
+        return int(params * 16 * OFFLOAD_BUFFER_FACTOR), (
+            f"FSDP offload: float32 weights, gradients and AdamW moments on the host: {b} parameters x 16 bytes x 1.5"
+        )
     if not offload or not params:
         return 0, ""
-    b = f"{params / 1e9:.2f}B"
     if stage == 3:
         return int(
             params * 18 * OFFLOAD_BUFFER_FACTOR

@@ -170,8 +170,8 @@ class Search:
         ddp_too_big = False
         plain_fits = False  # some plain strategy fits the GPUs' memory
         for gpus in range(1, self.context.gpus_remaining + 1):
-            for deepspeed in strategies_for(gpus, method, self.request.deepspeed):
-                if deepspeed is None and gpus > 1 and ddp_too_big:
+            for deepspeed in strategies_for(gpus, method, self.request.deepspeed, self.request.fsdp):
+                if deepspeed is None and gpus > 1 and ddp_too_big and not self.request.fsdp:
                     continue  # DDP holds a whole replica per GPU: no better on more GPUs
                 ev = self._search_group(method, base.replace(deepspeed=deepspeed), gpus)
                 if ev is None:
@@ -221,7 +221,7 @@ class Search:
             )
             lean_ev.resources, _ = self.admission.resources(gpus)
             return lean_ev
-        if is_offload(base.deepspeed):
+        if is_offload(base.deepspeed) or self.request.fsdp:
             # host memory does not depend on the variant: refuse the group at once when short
             short = self._host_short(lean_ev)
             if short:
@@ -271,7 +271,7 @@ class Search:
         usable = self.context.usable_bytes
         first = None
         for gpus in range(1, MAX_PLAN_GPUS + 1):
-            strategies = strategies_for(gpus, method, self.request.deepspeed)
+            strategies = strategies_for(gpus, method, self.request.deepspeed, self.request.fsdp)
             if gpus > max(1, self.context.gpus_remaining):
                 # beyond the team's GPUs, only the most sharded strategy can change the answer:
                 # DDP keeps a whole replica per GPU, ZeRO-3 holds less than ZeRO-2
@@ -330,7 +330,8 @@ class Search:
         if not ev.host_memory:
             return None
         self.offload_checked = True
-        short = self.admission.host_refusal(ev.host_memory, str(ev.args.deepspeed), ev.host_formula)
+        what = str(ev.args.deepspeed) if ev.args.deepspeed else "FSDP offload"
+        short = self.admission.host_refusal(ev.host_memory, what, ev.host_formula)
         ev.host_refused = short is not None
         return short
 
