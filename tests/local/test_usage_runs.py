@@ -3,10 +3,11 @@ requeued: one preempted after running T1, waiting W and resumed for T2 is charge
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 
 import pytest
-from local_testing import GPU_KEY, TRAINER, UNTIL_CANCELLED, phase_is, wait_for
+from local_testing import GPU_KEY, TRAINER, UNTIL_CANCELLED, Profile, make_job, phase_is, wait_for
 
 from jupyter_quota import usage
 from jupyter_quota.backends.local import clock
@@ -78,3 +79,24 @@ def test_a_preempted_and_resumed_job_is_charged_its_runs_not_its_wait(make_backe
     assert "borrower" not in charged(backend, T0 + T1, T0 + T1 + W, now=end)
     backend.cancel(A, "borrower", "alice")
     backend.cancel(A, "mine", "alice")
+
+
+def test_a_job_that_ran_once_has_one_run_from_its_start_to_its_finish_kept_when_pruned(make_backend):
+    backend, profile = make_backend(retention_seconds=-1, retention_count=0), Profile()
+    backend.submit(profile, make_job("once", "--lines", "1", cpu="2"), owner="alice")
+    done = wait_for(backend, profile, "once", phase_is("Succeeded"))
+    before = _runs(make_backend.ledger_path)
+    assert before == [("once", 1, done["startedAt"], done["finishedAt"])]
+    assert backend.prune() == 1  # into job_history: the run stays, and so does its usage
+    assert _runs(make_backend.ledger_path) == before
+    start, end = usage.parse_time(done["startedAt"], "s"), usage.parse_time(done["finishedAt"], "f")
+    rows = charged(backend, start - 60, end + 60, now=end + 60)
+    assert rows["once"]["cpuSeconds"] == 2 * (end - start)
+
+
+def _runs(ledger_path):
+    con = sqlite3.connect(ledger_path)
+    try:
+        return con.execute("SELECT name, run, started_at, ended_at FROM job_runs ORDER BY job_id, run").fetchall()
+    finally:
+        con.close()

@@ -16,6 +16,8 @@ durable under concurrent writers (threads and processes) and crashes:
   connection per transaction cost more than the transaction (closing the last one checkpoints
   the WAL).
 - Columns that make a row meaningful are NOT NULL: a row is either complete or absent.
+- ``job_runs`` holds one row per run of a job (``runs``): a preempted job runs again after a
+  wait, and usage charges its runs, not the wait.
 - On a full or read-only file system the ledger still reads (see ``_reader``): balances and job
   lists keep working while writes fail with the error ``statedir.storage_error`` names. A ledger
   that could not even be created or upgraded then (``startup_error``) is tried again by every
