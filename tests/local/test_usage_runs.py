@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+import time
 
 import pytest
 from local_testing import GPU_KEY, TRAINER, UNTIL_CANCELLED, Profile, make_job, phase_is, wait_for
@@ -81,8 +82,9 @@ def test_a_preempted_and_resumed_job_is_charged_its_runs_not_its_wait(make_backe
     backend.cancel(A, "mine", "alice")
 
 
-def test_a_job_that_ran_once_has_one_run_from_its_start_to_its_finish_kept_when_pruned(make_backend):
+def test_a_job_that_ran_once_has_one_run_from_its_start_to_its_finish_kept_when_pruned(make_backend, at):
     backend, profile = make_backend(retention_seconds=-1, retention_count=0), Profile()
+    at(int(time.time()) - 3600)  # it starts an hour ago (its end is its exit record's: now), so it held something
     backend.submit(profile, make_job("once", "--lines", "1", cpu="2"), owner="alice")
     done = wait_for(backend, profile, "once", phase_is("Succeeded"))
     before = _runs(make_backend.ledger_path)
