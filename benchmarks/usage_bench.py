@@ -63,8 +63,7 @@ def in_process(state: Path, repeat: int) -> None:
         args = (usage.format_time(SINCE), usage.format_time(UNTIL), None)
         for name, sql in (
             ("running", usagespans._RUNNING),
-            ("finished", usagespans._FINISHED),
-            ("pruned", usagespans._PRUNED),
+            ("ended", usagespans._ENDED),
         ):
             plan = " | ".join(row[3] for row in con.execute("EXPLAIN QUERY PLAN " + sql, args))
             print(f"  query plan ({name}): {plan}")

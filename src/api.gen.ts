@@ -706,12 +706,13 @@ export interface paths {
         /**
          * Requested resources integrated over time, per team, user or job
          * @description GPU-, CPU- and memory GiB-seconds that jobs requested (the admitted pod's requests, after
-         *     LimitRange defaults, as quota counts them) integrated from each job's start to its end, in
-         *     the window `[since, until)`. A job overlapping the window counts only the overlap; a
-         *     running job counts up to now. Admins see every team; a user sees only their teams' rows.
+         *     LimitRange defaults, as quota counts them) integrated over each run of a job, from its
+         *     start to its end (a preempted job's requeue ends a run: the wait until it runs again
+         *     counts nothing), in the window `[since, until)`. A run overlapping the window counts only
+         *     the overlap; a running job counts up to now. Admins see every team; a user sees only their teams' rows.
          *     Rows with no usage are left out. With `JupyterQuota.prices` each row has a `cost` and
          *     `totals.cost` is the sum of the rows' (rounded to cents); without, `cost` is null. The
-         *     local backend reads its ledger (pruned jobs included); the Kubernetes backend reads the
+         *     local backend reads its ledger's runs (pruned jobs' included); the Kubernetes backend reads the
          *     pod starts and finishes the service recorded in its state directory.
          */
         get: operations["getUsage"];

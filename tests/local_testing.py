@@ -184,8 +184,27 @@ def downgrade_to_version_1(path) -> None:
     downgrade_to_version_2(path, version=1)
 
 
+def downgrade_to_version_3(path) -> None:
+    """Turn a ledger back into what version 3 wrote: no ``job_runs`` (usage read the jobs' own
+    start and finish through two covering indexes)."""
+    con = sqlite3.connect(path)
+    with con:
+        con.execute("DROP TABLE IF EXISTS job_runs")
+        con.execute(
+            "CREATE INDEX IF NOT EXISTS jobs_usage ON jobs"
+            " (finished_at, started_at, namespace, team, owner, name, gpus, usage, phase) WHERE finished_at IS NOT NULL"
+        )
+        con.execute(
+            "CREATE INDEX IF NOT EXISTS job_history_usage ON job_history"
+            " (finished_at, started_at, namespace, team, owner, name, gpus, usage)"
+        )
+        con.execute("UPDATE meta SET value = 3 WHERE key = 'schema_version'")
+    con.close()
+
+
 def downgrade_to_version_2(path, version: int = 2) -> None:
     """Turn a ledger back into what version 2 wrote: no elastic columns (priority, borrowed, ...)."""
+    downgrade_to_version_3(path)
     con = sqlite3.connect(path)
     with con:
         for column in ("priority", "borrowed", "preempted", "history"):

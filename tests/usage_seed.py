@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jupyter_quota import quota
-from jupyter_quota.backends.local import admission, ledger, retention
+from jupyter_quota.backends.local import admission, ledger, retention, runs
 from jupyter_quota.jobspec import build_job, parse_job_request
 from jupyter_quota.profiles import TeamProfile
 from jupyter_quota.quantity import Quantity
@@ -65,15 +65,25 @@ def seed(
             start = week_start + rng.randrange(WEEK)
             duration = rng.randrange(60, 10 * 3600)  # may run past the week's end
             started = rng.random() > 0.05  # a few were cancelled while Pending: they held nothing
-            ledger.insert(con, _row(profile, spec, admission_, user, f"job-{i:06d}", start, duration, rng, started))
+            _insert(con, _row(profile, spec, admission_, user, f"job-{i:06d}", start, duration, rng, started))
         if running:
             for n, profile in enumerate(profiles):
                 spec, admission_ = admitted.get((profile.team, 0)) or _admitted(profile, SHAPES[0])
                 row = _row(
                     profile, spec, admission_, profile.users[0], f"live-{n:04d}", week_start + 3600, 0, rng, True
                 )
-                ledger.insert(con, {**row, "phase": "Running", "finished_at": None, "exit_code": None})
+                _insert(con, {**row, "phase": "Running", "finished_at": None, "exit_code": None})
     return book
+
+
+def _insert(con, row: dict) -> None:
+    """A job and, when it started, its run (``runs``), as the scheduler and reaper record them."""
+    ledger.insert(con, row)
+    if row.get("started_at"):
+        job_id = con.execute("SELECT last_insert_rowid()").fetchone()[0]
+        runs.begin(con, job_id, row["started_at"])
+        if row.get("finished_at"):
+            runs.end(con, job_id, row["finished_at"])
 
 
 def prune(state_dir: Path, keep_count: int, batch: int = 5000) -> int:

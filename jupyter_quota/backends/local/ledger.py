@@ -16,6 +16,8 @@ durable under concurrent writers (threads and processes) and crashes:
   connection per transaction cost more than the transaction (closing the last one checkpoints
   the WAL).
 - Columns that make a row meaningful are NOT NULL: a row is either complete or absent.
+- ``job_runs`` holds one row per run of a job (``runs``): a preempted job runs again after a
+  wait, and usage charges its runs, not the wait.
 - On a full or read-only file system the ledger still reads (see ``_reader``): balances and job
   lists keep working while writes fail with the error ``statedir.storage_error`` names. A ledger
   that could not even be created or upgraded then (``startup_error``) is tried again by every
@@ -36,8 +38,9 @@ from pathlib import Path
 
 from ...sqlitebusy import retry_busy
 from ...statedir import make_private_dir, storage_error
+from . import runs
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 LIVE = ("Pending", "Running")
 CREATE_RETRY = 1.0  # seconds between reads' tries to create a ledger that could not be created
 
@@ -103,12 +106,26 @@ CREATE TABLE IF NOT EXISTS job_history (  -- finished jobs pruned from jobs: see
     pruned_at    TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS job_history_by_namespace ON job_history (namespace, finished_at);
--- Usage windows (backends/local/usagespans.py) read these alone, never the rows: covering indexes
--- (a jobs row holds the pod and Job JSON, ~2 KB, which a window over 100,000 jobs would page through).
-CREATE INDEX IF NOT EXISTS jobs_usage
-    ON jobs (finished_at, started_at, namespace, team, owner, name, gpus, usage, phase) WHERE finished_at IS NOT NULL;
-CREATE INDEX IF NOT EXISTS job_history_usage
-    ON job_history (finished_at, started_at, namespace, team, owner, name, gpus, usage);
+"""
+
+# One row per run of a job (runs.py): a requeued job runs again. Kept when its job is pruned.
+# Usage windows (backends/local/usagespans.py) read the covering index alone, never the rows.
+_RUNS = """
+CREATE TABLE IF NOT EXISTS job_runs (
+    job_id       INTEGER NOT NULL,        -- the job's id in jobs, then in job_history
+    run          INTEGER NOT NULL,        -- 1, 2, ...
+    namespace    TEXT NOT NULL,
+    team         TEXT NOT NULL,
+    owner        TEXT NOT NULL,
+    name         TEXT NOT NULL,
+    gpus         INTEGER NOT NULL,
+    usage        TEXT NOT NULL,           -- JSON: the job's quota usage charged at admission
+    started_at   TEXT NOT NULL,
+    ended_at     TEXT,                    -- NULL while it runs
+    PRIMARY KEY (job_id, run)
+);
+CREATE INDEX IF NOT EXISTS job_runs_usage
+    ON job_runs (ended_at, started_at, namespace, team, owner, name, gpus, usage);
 """
 
 # A trigger body holds semicolons, so these are statements of their own. A row's ``rev`` is the
@@ -120,9 +137,37 @@ _TRIGGERS = (
     f"CREATE TRIGGER IF NOT EXISTS jobs_rev_on_update AFTER UPDATE ON jobs WHEN NEW.rev = OLD.rev BEGIN {_REV} END",
 )
 
-# Ordered migrations: _MIGRATIONS[v] upgrades a ledger from version v to v+1; they run before
-# ``_SCHEMA``, whose ``IF NOT EXISTS`` statements then add new tables, indexes and triggers.
-_MIGRATIONS: dict[int, str] = {
+
+def _runs_of_older_jobs(con: sqlite3.Connection) -> None:
+    """Version 3 to 4: the runs of the jobs kept so far, from their times and elastic events
+    (``runs.from_history``); a pruned job kept no events: one run, from its start to its end.
+    Usage read the jobs' own times through the indexes dropped here."""
+    for statement in (*_statements(_RUNS), "DROP INDEX IF EXISTS jobs_usage", "DROP INDEX IF EXISTS job_history_usage"):
+        con.execute(statement)
+    held = ("namespace", "team", "owner", "name", "gpus", "usage")
+    columns = f"id, {', '.join(held)}, phase, started_at, finished_at"
+    cursor = con.cursor()
+    cursor.row_factory = sqlite3.Row
+    # A job that ended after its last requeue ran again: it has a process (a Pending job's cancel has none).
+    older = [
+        *cursor.execute(f"SELECT {columns}, pid IS NOT NULL AS ran, history FROM jobs WHERE started_at IS NOT NULL"),
+        *cursor.execute(f"SELECT {columns}, 1 AS ran, NULL AS history FROM job_history WHERE started_at IS NOT NULL"),
+    ]
+    insert = (
+        f"INSERT OR IGNORE INTO job_runs (job_id, run, {', '.join(held)}, started_at, ended_at)"
+        f" VALUES (?, ?, {', '.join('?' for _ in held)}, ?, ?)"
+    )
+    for row in older:
+        ran_again = row["phase"] == "Running" or bool(row["ran"])
+        spans = runs.from_history(row["phase"], ran_again, row["started_at"], row["finished_at"], loads(row["history"]))
+        job = tuple(row[k] for k in held)
+        con.executemany(insert, [(row["id"], n, *job, start, end) for n, (start, end) in enumerate(spans, 1)])
+
+
+# Ordered migrations: _MIGRATIONS[v] upgrades a ledger from version v to v+1 (SQL, or a function
+# of the connection); they run before ``_SCHEMA``, whose ``IF NOT EXISTS`` statements then add new
+# tables, indexes and triggers.
+_MIGRATIONS: dict = {
     1: "ALTER TABLE jobs ADD COLUMN rev INTEGER NOT NULL DEFAULT 0",
     2: """
 ALTER TABLE jobs ADD COLUMN priority TEXT NOT NULL DEFAULT 'normal';
@@ -130,6 +175,7 @@ ALTER TABLE jobs ADD COLUMN borrowed INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE jobs ADD COLUMN preempted TEXT;
 ALTER TABLE jobs ADD COLUMN history TEXT
 """,
+    3: _runs_of_older_jobs,
 }
 
 
@@ -317,9 +363,12 @@ class Ledger:
     def _create_schema(con: sqlite3.Connection, version: int = SCHEMA_VERSION) -> None:
         """Migrations from ``version``, then tables, indexes, triggers and the meta rows, on ``con``."""
         for v in range(version, SCHEMA_VERSION):
+            if callable(_MIGRATIONS[v]):
+                _MIGRATIONS[v](con)
+                continue
             for statement in _statements(_MIGRATIONS[v]):
                 con.execute(statement)
-        for statement in (*_statements(_SCHEMA), *_TRIGGERS):
+        for statement in (*_statements(_SCHEMA), *_statements(_RUNS), *_TRIGGERS):
             con.execute(statement)
         con.execute(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?)"

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from ... import audit, jobfields, reasons
 from . import (
     account,
+    clock,
     command,
     elasticpass,
     jobend,
@@ -33,6 +34,7 @@ from . import (
     procfs,
     quotausage,
     runner,
+    runs,
     scheduler,
     tracking,
 )
@@ -130,10 +132,12 @@ class Lifecycle:
                             values = elasticpass.requeue_values(row, self.job_dir(row))
                             self._log.info("job %s/%s preempted: %s", row["namespace"], row["name"], values["message"])
                             ledger.update(con, row["id"], "Running", **values)
+                            runs.end(con, row["id"], clock.now())  # it holds nothing while it waits
                             continue
                         child = self._children.get(process_of(row))
                         phase, values = jobend.outcome(row, self.job_dir(row), child)
                         ledger.update(con, row["id"], "Running", phase=phase, **values)
+                        runs.end(con, row["id"], values["finished_at"])
                     for row in holding:
                         self._log.warning(
                             "job %s/%s: its supervisor is gone, killing %d processes it left",

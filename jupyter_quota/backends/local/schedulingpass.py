@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from ... import elastic, reasons
-from . import clock, elasticpass, ledger, livejobs, procfs, runner, scheduler
+from . import clock, elasticpass, ledger, livejobs, procfs, runner, runs, scheduler
 
 
 class SchedulingPass:
@@ -162,6 +162,7 @@ class SchedulingPass:
             live.ended(job_id, freed=True)  # the later decisions counted it as started
             return
         self.launches.append(launch)
+        now = clock.now()
         ledger.update(
             con,
             job_id,
@@ -173,7 +174,8 @@ class SchedulingPass:
             pid=launch.proc.pid,
             pid_start=launch.proc.start,
             boot_id=launch.proc.boot,
-            started_at=row["started_at"] or clock.now(),
+            started_at=row["started_at"] or now,  # the first start, as a Job's startTime; usage counts runs
             **elasticpass.start_values(row, borrowed, resume),
         )
+        runs.begin(con, job_id, now)
         live.started(job_id, scheduler.Running(live.pending[job_id].requests, gpu_indices, borrowed))
