@@ -79,8 +79,7 @@ def signature(profiles, now: datetime) -> tuple:
     closed, an increase began or ended: the service then gives a new profile object)."""
     # a team without windows has none open (skipped: the idle reaper asks for every team each poll)
     return tuple(
-        (p.namespace, id(p), tuple(w.name for w in windows.open_windows(p, now)) if p.windows else ())
-        for p in profiles
+        (p.namespace, id(p), tuple(w.name for w in windows.open_windows(p, now)) if p.windows else ()) for p in profiles
     )
 
 
