@@ -157,9 +157,12 @@ class EffectiveQuota:
 
     def _approved(self) -> list[tuple[str, dict, float]]:
         """Every Approved request as (team, resources, expires_at), read again only when the store
-        changed: a commit here (``Records.writes``) or by another connection (``data_version``)."""
+        changed: a commit here (``Records.writes``) or by another process (its beacon, read
+        without SQLite; ``PRAGMA data_version`` where the beacon cannot be used)."""
         con = self.store.connection()
-        key = (con, con.execute("PRAGMA data_version").fetchone()[0], self.store.writes)
+        published = self.store.beacon.read()
+        changes = con.execute("PRAGMA data_version").fetchone()[0] if published is None else published
+        key = (con, changes, self.store.writes)
         cached = self._cache
         if cached is not None and cached[0][0] is key[0] and cached[0][1:] == key[1:]:
             return cached[1]

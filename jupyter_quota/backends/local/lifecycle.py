@@ -90,7 +90,9 @@ class Lifecycle:
         """
         if admit is None:
             with self._lock:
-                if self._live.has_work() or self._ledger.generation() != self._live.generation or self._elastic_due():
+                # SQLite's generation, published too: a writer that died before publishing is
+                # seen within one poll (``changebeacon``)
+                if self._live.has_work() or self._ledger.sync_beacon() != self._live.generation or self._elastic_due():
                     self._transact([])
             return None
         ticket = _Admission(admit)
