@@ -15,6 +15,8 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 
+from . import changebeacon
+from .changebeacon import ChangeBeacon
 from .sqlitebusy import retry_busy
 
 FILE = "records.sqlite3"
@@ -120,6 +122,8 @@ class Records:
         #: tells a reader's cache whether anything changed (see ``Increases._approved``)
         self.writes = 0
         self._seen = False
+        #: every process's commits, seen without a SQLite read (``changebeacon``)
+        self.beacon = ChangeBeacon(path + changebeacon.SUFFIX)
 
     def exists(self) -> bool:
         """Whether anything was ever recorded: reads of a store never written need not create it
@@ -159,6 +163,7 @@ class Records:
             raise
         con.execute("COMMIT")
         self.writes += 1
+        self.beacon.bump()
 
     @contextmanager
     def read(self):

@@ -104,8 +104,11 @@ class EffectiveQuota:
             self.log.info("jupyter_quota: the raised quota of team %s applies again", team)
 
     def profiles(self) -> list[TeamProfile]:
-        """Every team's profile with its effective hard quota now (the local scheduler's view)."""
-        return [self.of(p) for p in self.registry.all()]
+        """Every team's profile with its effective hard quota now (the local scheduler's view):
+        the approved increases read once for all teams, not once per team."""
+        now = self.clock()
+        by_team = self._extras_by_team(now)
+        return [self.of(p, now, by_team.get(p.team, [])) for p in self.registry.all()]
 
     # -- writing it where jobs run -----------------------------------------------------------------
 
@@ -135,20 +138,31 @@ class EffectiveQuota:
         Balances read this: an unreadable store (a read-only or full state directory) is logged
         and counts as no increase, as the balance must still be served.
         """
+        return self._extras_by_team(now).get(team, [])
+
+    def _extras_by_team(self, now: float) -> dict[str, list[dict]]:
+        """:meth:`increase_extras` of every team with one in force at ``now``."""
         if not self.store.exists():
-            return []
+            return {}
         try:
             approved = self._approved()
         except (sqlite3.Error, OSError) as e:
             self.log.warning("jupyter_quota: cannot read increases from %s: %s", self.store.path, e)
-            return []
-        return [resources for owner, resources, end in approved if owner == team and end > now]
+            return {}
+        by_team: dict[str, list[dict]] = {}
+        for owner, resources, end in approved:
+            if end > now:
+                by_team.setdefault(owner, []).append(resources)
+        return by_team
 
     def _approved(self) -> list[tuple[str, dict, float]]:
         """Every Approved request as (team, resources, expires_at), read again only when the store
-        changed: a commit here (``Records.writes``) or by another connection (``data_version``)."""
+        changed: a commit here (``Records.writes``) or by another process (its beacon, read
+        without SQLite; ``PRAGMA data_version`` where the beacon cannot be used)."""
         con = self.store.connection()
-        key = (con, con.execute("PRAGMA data_version").fetchone()[0], self.store.writes)
+        published = self.store.beacon.read()
+        changes = con.execute("PRAGMA data_version").fetchone()[0] if published is None else published
+        key = (con, changes, self.store.writes)
         cached = self._cache
         if cached is not None and cached[0][0] is key[0] and cached[0][1:] == key[1:]:
             return cached[1]

@@ -208,8 +208,9 @@ class LocalBackend(Backend):
         return {**marshal.loads(usage.summary[1]), "observedAt": clock.now(), "stale": False}
 
     def balance_version(self, profile) -> str:
-        """The ledger's change counter: every job written changes it (one row, no usage read)."""
-        return f"g{self._ledger.generation()}"
+        """The ledger's change counter: every job written changes it (as its writers published
+        it: no SQLite read, ``changebeacon``)."""
+        return f"g{self._ledger.published_generation()}"
 
     def submit(self, profile, job: dict, owner: str) -> dict:
         """Admit ``job`` against the namespace's live usage and schedule, in one transaction."""

@@ -77,7 +77,10 @@ def active(profiles, jobs) -> bool:
 def signature(profiles, now: datetime) -> tuple:
     """What the teams' elastic quotas are now: a pass is due when it changes (a window opened or
     closed, an increase began or ended: the service then gives a new profile object)."""
-    return tuple((p.namespace, id(p), tuple(w.name for w in windows.open_windows(p, now))) for p in profiles)
+    # a team without windows has none open (skipped: the idle reaper asks for every team each poll)
+    return tuple(
+        (p.namespace, id(p), tuple(w.name for w in windows.open_windows(p, now)) if p.windows else ()) for p in profiles
+    )
 
 
 def capacity(inventory: dict) -> dict[str, int]:

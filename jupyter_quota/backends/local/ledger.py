@@ -36,6 +36,8 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from ... import changebeacon
+from ...changebeacon import ChangeBeacon
 from ...sqlitebusy import retry_busy
 from ...statedir import make_private_dir, storage_error
 from . import runs
@@ -195,6 +197,7 @@ class Ledger:
         #: None once it has been
         self.startup_error = None
         self._retry_at = 0.0  # monotonic time before which reads do not try to create it again
+        self.beacon = ChangeBeacon(self.path + changebeacon.SUFFIX)
         self._setup()
 
     def _setup(self, quiet: bool = True) -> bool:
@@ -220,6 +223,7 @@ class Ledger:
             return False
         self._local.con = (os.getpid(), con)
         self.startup_error = None
+        self.sync_beacon(force=True)  # an old beacon file may count above a ledger made anew
         return True
 
     def _ready(self, write: bool) -> bool:
@@ -238,11 +242,15 @@ class Ledger:
 
         Bumps ``generation`` when the transaction changed anything.
         """
+        committed = None
         with self._transaction("BEGIN IMMEDIATE") as con:
             before = con.total_changes
             yield con
             if con.total_changes != before:
                 con.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
+                committed = generation(con)
+        if committed is not None:  # after the commit: a reader that sees it sees the rows
+            self.beacon.publish(committed)
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
@@ -265,6 +273,20 @@ class Ledger:
                 con.close()
             if not kept:
                 own.close()
+
+    def published_generation(self) -> int:
+        """:meth:`generation` as the writers published it (``changebeacon``): no SQLite read,
+        for a balance read's validator. It may trail a commit by the moment between the commit
+        and its publish (or, after a writer died there, until ``sync_beacon``)."""
+        value = self.beacon.read()
+        return self.generation() if value is None else value
+
+    def sync_beacon(self, force: bool = False) -> int:
+        """Publish the generation SQLite holds (a writer that died before publishing, or with
+        ``force`` a ledger opened anew whose counter is below an old beacon file's); returns it."""
+        value = self.generation()
+        self.beacon.publish(value, force=force)
+        return value
 
     def generation(self) -> int:
         """The change counter: equal values mean no job changed in between.

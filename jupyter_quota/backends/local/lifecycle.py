@@ -92,7 +92,9 @@ class Lifecycle:
         """
         if admit is None:
             with self._lock:
-                if self._live.has_work() or self._ledger.generation() != self._live.generation or self._elastic_due():
+                # SQLite's generation, published too: a writer that died before publishing is
+                # seen within one poll (``changebeacon``)
+                if self._live.has_work() or self._ledger.sync_beacon() != self._live.generation or self._elastic_due():
                     self._transact([])
             return None
         ticket = _Admission(admit)
@@ -238,9 +240,11 @@ class Lifecycle:
         seen = self._live.refresh(con, self._held)
         step.fail_invalid(con)
         profiles = self._teams.current()
+        now = self._teams.clock()
+        # what this pass decided under, in both branches: ``_elastic_due`` compares the next
+        # poll's teams with it (left unset, every idle poll would run a pass)
+        self._signature = elasticpass.signature(profiles, now)
         if elasticpass.active(profiles, self._live.elastic.values()):
-            now = self._teams.clock()
-            self._signature = elasticpass.signature(profiles, now)
             step.elastic(con, profiles, now)
         else:
             step.by_node(con)
