@@ -158,7 +158,16 @@ class QuotaHandler(APIHandler):
 
     @property
     def who(self):
-        return identify(self.current_user, self.identity_provider, self.quota_config)
+        user = self.current_user
+        # a hub user's identity, kept on the user object the token cache returns for every
+        # request with that token (``hubservice.identity``): made once, not per request
+        known = getattr(user, "quota_identity", None)
+        if known is not None:
+            return known
+        who = identify(user, self.identity_provider, self.quota_config)
+        if hasattr(user, "hub_user"):
+            user.quota_identity = who
+        return who
 
     @property
     def plan_slots(self) -> WorkSlots:

@@ -29,6 +29,15 @@ def epoch_of(stamp: str) -> float:
     return float(calendar.timegm(time.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ")))
 
 
+_last_stamp: tuple[int, str] = (-1, "")
+
+
 def now_rfc3339() -> str:
-    """The current time, e.g. ``2026-11-29T08:30:00Z``."""
-    return rfc3339(time.time())
+    """The current time, e.g. ``2026-11-29T08:30:00Z`` (formatted once per second: every answer
+    of a cached balance read stamps it)."""
+    global _last_stamp
+    second = int(time.time())
+    last = _last_stamp
+    if last[0] != second:
+        last = _last_stamp = (second, rfc3339(second))
+    return last[1]

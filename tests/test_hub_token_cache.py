@@ -118,3 +118,22 @@ def test_a_session_cookie_or_a_token_in_the_url_takes_the_full_path(provider):
     handler = _Handler({"Authorization": f"token {TOKEN}"}, uri="/x?token=other")
     assert provider._cached_token_user(handler) is None
     assert provider._cached_token_user(_Handler({"Authorization": f"token {TOKEN}"})) is not None
+
+
+def test_a_token_users_identity_is_made_once_and_a_group_change_makes_it_anew(provider):
+    from types import SimpleNamespace
+
+    from jupyter_quota.config import JupyterQuota
+    from jupyter_quota.handlers import QuotaHandler
+
+    def who(user):  # QuotaHandler.who as each request reads it
+        return QuotaHandler.who.fget(
+            SimpleNamespace(current_user=user, identity_provider=provider, quota_config=JupyterQuota())
+        )
+
+    provider.hub_auth.cache[_key(TOKEN)] = _model(["ml-alpha"])
+    first = who(_user(provider, {"Authorization": f"token {TOKEN}"}))
+    assert first.groups == ("ml-alpha",)
+    assert who(_user(provider, {"Authorization": f"token {TOKEN}"})) is first  # the same token: kept
+    provider.hub_auth.cache[_key(TOKEN)] = _model(["ml-beta"])  # the hub's cache refreshed it
+    assert who(_user(provider, {"Authorization": f"token {TOKEN}"})).groups == ("ml-beta",)
