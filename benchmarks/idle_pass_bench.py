@@ -24,23 +24,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-from quota_testing import FAKE_TRAINER  # noqa: E402
-from traitlets.config import Config  # noqa: E402
+from quota_testing import teams_config  # noqa: E402
 
 from jupyter_quota.config import JupyterQuota  # noqa: E402
 from jupyter_quota.service.app import build_service  # noqa: E402
 
 
 def service(state_dir: str, teams: int):
-    c = Config()
-    c.JupyterQuota.state_dir = state_dir
-    c.JupyterQuota.job_command = [sys.executable, str(FAKE_TRAINER)]
-    c.JupyterQuota.inventory = {"gpus": 0, "cpu": "10000", "memory": "10000Gi"}
-    c.JupyterQuota.profiles = [
-        {"team": f"t{i:04d}", "namespace": f"team-{i:04d}", "groups": [f"g{i:04d}"], "hard": {"requests.cpu": "100"}}
-        for i in range(teams)
-    ]
-    return build_service(JupyterQuota(config=c), log=logging.getLogger("bench"))
+    inventory = {"gpus": 0, "cpu": "10000", "memory": "10000Gi"}
+    config = teams_config(state_dir, teams, {"requests.cpu": "100"}, inventory)
+    return build_service(JupyterQuota(config=config), log=logging.getLogger("bench"))
 
 
 def pass_ms(backend, passes: int) -> list[float]:

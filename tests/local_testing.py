@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from jupyter_quota.backends.local import LocalBackend, procfs
+from jupyter_quota.jobspec import JobRequest, build_job
 
 TRAINER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_trainer.py")
 NS = "team-a"
@@ -33,6 +34,19 @@ NO_GPUS = dict(INVENTORY, gpus=[])
 # it): a path that can never exist. A job on ``--sleep N`` would race the test's own steps,
 # which take seconds on a loaded machine.
 UNTIL_CANCELLED = ("--until-file", os.path.join(os.devnull, "never"))
+
+
+def priority_job(profile, name: str, priority: str, *trainer_args: str, cpu: str = "1") -> dict:
+    """A one-GPU Job of ``priority`` (normal, best-effort, ...), built by ``jobspec.build_job``
+    for ``profile`` (a ``TeamProfile``), owned by alice."""
+    one = {"nvidia.com/gpu": "1", "memory": "1Gi"}
+    request = JobRequest(
+        name=name,
+        args=list(trainer_args),
+        resources={"requests": {**one, "cpu": cpu}, "limits": one},
+        priority=priority,
+    )
+    return build_job(profile, request, "alice", [sys.executable, TRAINER])
 
 
 @dataclass

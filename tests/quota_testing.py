@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 from pathlib import Path
 
 from jupyter_server.auth.identity import IdentityProvider, User
@@ -29,6 +30,22 @@ def free_port() -> int:
 def demo_config() -> Config:
     """The very config binder and the quick start use."""
     return PyFileConfigLoader(DEMO_CONFIG.name, path=str(DEMO_CONFIG.parent)).load_config()
+
+
+def teams_config(state_dir, teams: int, hard: dict, inventory: dict | None = None) -> Config:
+    """A local-backend service of ``teams`` teams ``t{i}`` (namespace ``team-{i}``, group ``g{i}``,
+    ``i`` zero-padded to the width of ``teams - 1``), each with the quota ``hard``, running the
+    fake trainer, on a machine of no GPUs."""
+    width = len(str(max(0, teams - 1)))
+    c = Config()
+    c.JupyterQuota.state_dir = str(state_dir)
+    c.JupyterQuota.job_command = [sys.executable, str(FAKE_TRAINER)]
+    c.JupyterQuota.inventory = inventory or {"gpus": 0, "cpu": "100", "memory": "100Gi"}
+    c.JupyterQuota.profiles = [
+        {"team": f"t{i:0{width}d}", "namespace": f"team-{i:0{width}d}", "groups": [f"g{i:0{width}d}"], "hard": hard}
+        for i in range(teams)
+    ]
+    return c
 
 
 class HeaderIdentityProvider(IdentityProvider):

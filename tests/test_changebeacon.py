@@ -9,8 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from quota_testing import FAKE_TRAINER
-from traitlets.config import Config
+from quota_testing import teams_config
 
 from jupyter_quota.backends.local import ledger
 from jupyter_quota.changebeacon import SUFFIX, ChangeBeacon
@@ -24,12 +23,7 @@ NS = "team-0"
 
 @pytest.fixture
 def service(tmp_path):
-    c = Config()
-    c.JupyterQuota.state_dir = str(tmp_path / "state")
-    c.JupyterQuota.job_command = [sys.executable, str(FAKE_TRAINER)]
-    c.JupyterQuota.inventory = {"gpus": 0, "cpu": "100", "memory": "100Gi"}
-    c.JupyterQuota.profiles = [{"team": "t0", "namespace": NS, "groups": ["g0"], "hard": {"requests.cpu": "2"}}]
-    return build_service(JupyterQuota(config=c))
+    return build_service(JupyterQuota(config=teams_config(tmp_path / "state", 1, {"requests.cpu": "2"})))
 
 
 def traced(con: sqlite3.Connection) -> list[str]:

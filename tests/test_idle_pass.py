@@ -6,11 +6,8 @@ them)."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
-from quota_testing import FAKE_TRAINER
-from traitlets.config import Config
+from quota_testing import teams_config
 
 from jupyter_quota.backends.local import ledger
 from jupyter_quota.config import JupyterQuota
@@ -22,15 +19,7 @@ TEAMS = 30
 
 @pytest.fixture
 def service(tmp_path):
-    c = Config()
-    c.JupyterQuota.state_dir = str(tmp_path / "state")
-    c.JupyterQuota.job_command = [sys.executable, str(FAKE_TRAINER)]
-    c.JupyterQuota.inventory = {"gpus": 0, "cpu": "100", "memory": "100Gi"}
-    c.JupyterQuota.profiles = [
-        {"team": f"t{i:02d}", "namespace": f"team-{i:02d}", "groups": [f"g{i:02d}"], "hard": {"requests.cpu": "2"}}
-        for i in range(TEAMS)
-    ]
-    return build_service(JupyterQuota(config=c))
+    return build_service(JupyterQuota(config=teams_config(tmp_path / "state", TEAMS, {"requests.cpu": "2"})))
 
 
 def counting(monkeypatch, owner, name: str) -> list:

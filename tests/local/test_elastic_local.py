@@ -8,29 +8,17 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from local_testing import GPU_KEY, TRAINER, UNTIL_CANCELLED, phase_is, wait_for, wait_log
+from local_testing import GPU_KEY, TRAINER, UNTIL_CANCELLED, phase_is, priority_job, wait_for, wait_log
 
 from jupyter_quota import audit, reasons
 from jupyter_quota.config import JupyterQuota
 from jupyter_quota.identity import Identity
-from jupyter_quota.jobspec import JobRequest, build_job
 from jupyter_quota.profiles import TeamProfile
 from jupyter_quota.service.app import build_service
 
 A = TeamProfile(team="a", users=["alice"], hard={GPU_KEY: "1"}, borrowingLimit={GPU_KEY: "1"})
 B = TeamProfile(team="b", users=["bob"], hard={GPU_KEY: "1"})
 GRACE = 5.0
-
-
-def job(profile, name, priority, *trainer_args):
-    one = {"nvidia.com/gpu": "1", "memory": "1Gi"}
-    request = JobRequest(
-        name=name,
-        args=list(trainer_args),
-        resources={"requests": {**one, "cpu": "1"}, "limits": one},
-        priority=priority,
-    )
-    return build_job(profile, request, "alice", [sys.executable, TRAINER])
 
 
 def events(job_json) -> list[str]:
@@ -44,14 +32,14 @@ def test_a_borrowed_job_is_preempted_for_the_lender_requeued_and_resumed_from_it
     backend.use_profiles(lambda: [A, B])
     done, checkpoints = tmp_path / "done", tmp_path / "out"
     request.addfinalizer(done.touch)  # the borrower ends even when an assertion fails before it is told to
-    backend.submit(A, job(A, "mine", "normal", *UNTIL_CANCELLED), "alice")
+    backend.submit(A, priority_job(A, "mine", "normal", *UNTIL_CANCELLED), "alice")
     trainer = ("--steps", "3", "--more-steps", "2", "--save-to", str(checkpoints), "--until-file", str(done))
-    borrower = backend.submit(A, job(A, "borrower", "best-effort", *trainer), "alice")
+    borrower = backend.submit(A, priority_job(A, "borrower", "best-effort", *trainer), "alice")
     assert (borrower["phase"], borrower["priority"], borrower["borrowed"]) == ("Running", "best-effort", True)
     assert events(borrower) == ["Borrowed"]
     wait_log(backend, A, "borrower", "ready")
 
-    lender = backend.submit(B, job(B, "lender", "normal", *UNTIL_CANCELLED), "bob")
+    lender = backend.submit(B, priority_job(B, "lender", "normal", *UNTIL_CANCELLED), "bob")
     asked = time.monotonic()
     assert (lender["phase"], lender["reason"]) == ("Pending", reasons.WAITING_FOR_PREEMPTION)
     preempting = backend.get_job(A, "borrower")

@@ -4,15 +4,13 @@ requeued: one preempted after running T1, waiting W and resumed for T2 is charge
 from __future__ import annotations
 
 import sqlite3
-import sys
 import time
 
 import pytest
-from local_testing import GPU_KEY, TRAINER, UNTIL_CANCELLED, Profile, make_job, phase_is, wait_for
+from local_testing import GPU_KEY, UNTIL_CANCELLED, Profile, make_job, phase_is, priority_job, wait_for
 
 from jupyter_quota import usage
 from jupyter_quota.backends.local import clock
-from jupyter_quota.jobspec import JobRequest, build_job
 from jupyter_quota.profiles import TeamProfile
 
 A = TeamProfile(team="a", users=["alice"], hard={GPU_KEY: "1"}, borrowingLimit={GPU_KEY: "1"})
@@ -22,14 +20,7 @@ T1, W, T2 = 600, 3600, 900  # ran 10 min, waited requeued an hour, ran 15 min mo
 
 
 def job(profile, name, priority):
-    one = {"nvidia.com/gpu": "1", "memory": "1Gi"}
-    request = JobRequest(
-        name=name,
-        args=list(UNTIL_CANCELLED),
-        resources={"requests": {**one, "cpu": "2"}, "limits": one},
-        priority=priority,
-    )
-    return build_job(profile, request, "alice", [sys.executable, TRAINER])
+    return priority_job(profile, name, priority, *UNTIL_CANCELLED, cpu="2")
 
 
 @pytest.fixture
