@@ -14,7 +14,7 @@ hub's token check, which these benchmarks leave out. Beside the API:
 
 Environment: ``BENCH_READ_PATH=before`` serves balances as before issue 23's cheap read path
 (the ETag the computed answer's hash, the namespace's team found by a scan of every team);
-``BENCH_OFF=answer-cache,static-headers,token-cache`` turns those of ``handlers.OPTIMISATIONS`` off;
+``BENCH_OFF=answer-cache,static-headers,token-cache,lean-read`` turns those of ``handlers.OPTIMISATIONS`` off;
 ``BENCH_HEARTBEAT=whole`` sends the 15 s heartbeat to every stream in one turn of the IO loop (as
 before it went in slices); ``BENCH_PROFILE=FILE`` runs the service under cProfile and writes its
 stats to FILE on SIGTERM.

@@ -2,8 +2,8 @@
 """Open-loop balance reads on one quota service, beside the stack's limit, in one run (issue 23).
 
     python benchmarks/open_loop_bench.py [--rates 500,1000,2000,4000] [--seconds 5] [--teams 100]
-                                         [--users 1000] [--paths before,cheap,cache,headers,token]
-                                         [--proxy token]
+                                         [--users 1000] [--paths before,cheap,cache,headers,token,lean]
+                                         [--proxy lean]
 
 Requests are sent on a fixed schedule, request k at ``start + k / rate``, whatever the answers do:
 a request whose connection is busy waits for one, and its latency is counted from its scheduled
@@ -31,7 +31,8 @@ a validator, the balance is not computed; the namespace's team looked up, not sc
 ``cache`` (and ``handlers.OPTIMISATIONS["answer-cache"]``: a 200 writes the bytes made last time
 for the same validator); ``headers`` (and ``"static-headers"``: jupyter-server's default headers
 made once); ``token`` (and ``"token-cache"``: the caller read straight from HubOAuth's token
-cache), as the service runs now. Callers are identified as in a hub's service: the service's own
+cache); ``lean`` (and ``"lean-read"``: such a read answered by a plain tornado handler,
+``hubservice/leanread.py``), as the service runs now. Callers are identified as in a hub's service: the service's own
 ``HubServiceIdentityProvider``, its token cache holding the simulated users (no hub runs).
 
 ``--proxy PATH`` also sends each row through configurable-http-proxy (``node_modules``), with the
@@ -76,13 +77,14 @@ CHP = ROOT / "node_modules" / ".bin" / "configurable-http-proxy"
 TARGETS = ("bare", "balance", "balance 304")
 #: read paths: the service's environment (bench_service.py), from before issue 23 to now, each
 #: adding one optimisation (``handlers.OPTIMISATIONS``) to the one before
-_STEPS = ("answer-cache", "static-headers", "token-cache")
+_STEPS = ("answer-cache", "static-headers", "token-cache", "lean-read")
 PATHS = {
     "before": {"BENCH_READ_PATH": "before", "BENCH_OFF": ",".join(_STEPS)},
     "cheap": {"BENCH_OFF": ",".join(_STEPS)},
     "cache": {"BENCH_OFF": ",".join(_STEPS[1:])},
     "headers": {"BENCH_OFF": ",".join(_STEPS[2:])},
-    "token": {},
+    "token": {"BENCH_OFF": ",".join(_STEPS[3:])},
+    "lean": {},
 }
 
 
@@ -387,7 +389,7 @@ def main() -> None:
         default=",".join(PATHS),
         help="read paths, in order (before: as before the cheap read path; cheap: validators only; "
         "cache: and the answer cache; headers: and static default headers; token: and the token-cache "
-        "fast path, as the service runs now)",
+        "fast path; lean: and the lean balance read, as the service runs now)",
     )
     parser.add_argument("--targets", default=",".join(TARGETS), help=f"of {', '.join(TARGETS)}")
     parser.add_argument("--connections", type=int, default=256, help="keep-alive connections at most")
@@ -397,7 +399,7 @@ def main() -> None:
         "--proxy",
         default="",
         help="read paths also measured through configurable-http-proxy, as a hub routes to its service "
-        "(rows PATH>chp), e.g. token",
+        "(rows PATH>chp), e.g. lean",
     )
     parser.add_argument("--profile", help="write the service's cProfile stats to PROFILE.<path>")
     args = parser.parse_args()

@@ -40,7 +40,9 @@ API_PREFIX = ("quota", "v1")
 #: again; ``static-headers``: jupyter-server's default headers (Content-Security-Policy, built by
 #: joining strings on every request) made once per application; ``token-cache``: the hub
 #: service's caller read straight from ``HubOAuth``'s token cache (``hubservice/identity.py``).
-OPTIMISATIONS = {"answer-cache": True, "static-headers": True, "token-cache": True}
+#: ``lean-read``: in the hub service, a balance read with a token the cache holds is answered by a
+#: plain tornado handler, past jupyter-server's per-request work (``hubservice/leanread.py``).
+OPTIMISATIONS = {"answer-cache": True, "static-headers": True, "token-cache": True, "lean-read": True}
 #: The largest request body any route accepts, enforced before auth and before the body is read.
 MAX_BODY_BYTES = 1024 * 1024
 #: What tornado itself lets a chunked body announce (it checks each chunk's declared size before
@@ -69,19 +71,111 @@ def api_call(method):
         try:
             await method(self, *args, **kwargs)
         except (QuotaError, sqlite3.Error, OSError) as cause:
-            e = cause if isinstance(cause, QuotaError) else storage_error(cause, self.quota_config.state_dir)
-            if e is None:
+            if not write_quota_error(self, cause, self.quota_config.state_dir):
                 raise
-            self.set_status(e.status)
-            for name, value in e.headers.items():
-                self.set_header(name, value)
-            self.finish(json.dumps(e.to_json()))
 
     return wrapper
 
 
+def write_quota_error(handler: tornado.web.RequestHandler, cause: Exception, state_dir: str) -> bool:
+    """Answer a domain error, or a full or read-only state directory, as ``{reason, message}``
+    with its status; False (the caller re-raises: a bug, a 500) for any other error."""
+    e = cause if isinstance(cause, QuotaError) else storage_error(cause, state_dir)
+    if e is None:
+        return False
+    handler.set_status(e.status)
+    for name, value in e.headers.items():
+        handler.set_header(name, value)
+    handler.set_header("Content-Type", "application/json")
+    handler.finish(json.dumps(e.to_json()))
+    return True
+
+
+def identity_of(user, identity_provider, config):
+    """The caller's quota identity (``identity.identify``). A hub user's is kept on the user object
+    the token cache returns for every request with that token (``hubservice.identity``): made
+    once, not per request."""
+    known = getattr(user, "quota_identity", None)
+    if known is not None:
+        return known
+    who = identify(user, identity_provider, config)
+    if hasattr(user, "hub_user"):
+        user.quota_identity = who
+    return who
+
+
+class Replies:
+    """How a route answers JSON, with ETags and the answer cache: for ``QuotaHandler`` and for the
+    hub service's lean balance read (``hubservice/leanread.py``), which is a bare tornado
+    ``RequestHandler``. Needs ``self.service``."""
+
+    def set_etag_header_for(self, version: str) -> None:
+        """A weak ETag from what the answer depends on, set before it is made (``If-None-Match``)."""
+        self.set_header("Etag", etag_of(version))
+
+    def reply_cached(self, key: str, version: str | None, answer) -> None:
+        """:meth:`reply_unless_version`, with the answer kept under ``key`` (a namespace) for the
+        next read of the same ``version`` (``OPTIMISATIONS["answer-cache"]``): its ETag and bytes
+        are written again, ``observedAt`` stamped now. Only where ``observedAt`` is the read time
+        (the local backend): the kube backend's is the watch's last data, which moves by itself."""
+        service = self.service
+        if (
+            version is None
+            or not OPTIMISATIONS["answer-cache"]
+            or not getattr(service.backend, "observed_at_is_read_time", False)
+        ):
+            self.reply_unless_version(version, answer)
+            return
+        hit = service.answers.get(key, version)
+        if hit is None:
+            etag = etag_of(version)
+            payload = answer()
+            rest = {k: v for k, v in payload.items() if k != "observedAt"}
+            body = json.dumps(rest).encode()
+            service.answers.put(key, version, etag, body)
+        else:
+            etag, body = hit
+        self.set_header("Etag", etag)
+        if self.check_etag_header():
+            self.set_status(304)
+            self.finish()
+            return
+        self.set_header("Content-Type", "application/json")
+        stamp = f', "observedAt": "{now_rfc3339()}"}}'.encode() if len(body) > 2 else None
+        self.finish(body[:-1] + stamp if stamp else body)
+
+    def reply_unless_unchanged(self, payload: dict) -> None:
+        """200 with ``payload`` and its ETag, or 304 with no body when ``If-None-Match`` holds that
+        ETag. The ETag covers all but ``observedAt``: a balance only read again is unchanged."""
+        self.set_etag_header_for(json.dumps(_without_observed_at(payload), sort_keys=True))
+        if self.check_etag_header():
+            self.set_status(304)
+            self.finish()
+            return
+        self.reply(payload)
+
+    def reply_unless_version(self, version: str | None, answer) -> None:
+        """As :meth:`reply_unless_unchanged`, with the ETag from ``version`` (a cheap validator,
+        ``service/validators.py``) so that a 304 computes nothing: ``answer()`` is called only for
+        a 200. ``version`` None: the answer's hash, as before."""
+        if version is None:
+            self.reply_unless_unchanged(answer())
+            return
+        self.set_etag_header_for(version)
+        if self.check_etag_header():
+            self.set_status(304)
+            self.finish()
+            return
+        self.reply(answer())
+
+    def reply(self, payload: dict, status: int = 200) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(payload))
+
+
 @tornado.web.stream_request_body
-class QuotaHandler(APIHandler):
+class QuotaHandler(Replies, APIHandler):
     """Base of every route: the body cap, the service, the caller, and the JSON error shape.
 
     Bodies are streamed (``stream_request_body``) so that ``prepare`` runs on the headers alone,
@@ -158,16 +252,7 @@ class QuotaHandler(APIHandler):
 
     @property
     def who(self):
-        user = self.current_user
-        # a hub user's identity, kept on the user object the token cache returns for every
-        # request with that token (``hubservice.identity``): made once, not per request
-        known = getattr(user, "quota_identity", None)
-        if known is not None:
-            return known
-        who = identify(user, self.identity_provider, self.quota_config)
-        if hasattr(user, "hub_user"):
-            user.quota_identity = who
-        return who
+        return identity_of(self.current_user, self.identity_provider, self.quota_config)
 
     @property
     def plan_slots(self) -> WorkSlots:
@@ -189,70 +274,6 @@ class QuotaHandler(APIHandler):
             self.settings["jupyter_quota_default_headers"] = headers
         for name, value in headers.items():
             self.set_header(name, value)
-
-    def set_etag_header_for(self, version: str) -> None:
-        """A weak ETag from what the answer depends on, set before it is made (``If-None-Match``)."""
-        self.set_header("Etag", etag_of(version))
-
-    def reply_cached(self, key: str, version: str | None, answer) -> None:
-        """:meth:`reply_unless_version`, with the answer kept under ``key`` (a namespace) for the
-        next read of the same ``version`` (``OPTIMISATIONS["answer-cache"]``): its ETag and bytes
-        are written again, ``observedAt`` stamped now. Only where ``observedAt`` is the read time
-        (the local backend): the kube backend's is the watch's last data, which moves by itself."""
-        service = self.service
-        if (
-            version is None
-            or not OPTIMISATIONS["answer-cache"]
-            or not getattr(service.backend, "observed_at_is_read_time", False)
-        ):
-            self.reply_unless_version(version, answer)
-            return
-        hit = service.answers.get(key, version)
-        if hit is None:
-            etag = etag_of(version)
-            payload = answer()
-            rest = {k: v for k, v in payload.items() if k != "observedAt"}
-            body = json.dumps(rest).encode()
-            service.answers.put(key, version, etag, body)
-        else:
-            etag, body = hit
-        self.set_header("Etag", etag)
-        if self.check_etag_header():
-            self.set_status(304)
-            self.finish()
-            return
-        self.set_header("Content-Type", "application/json")
-        stamp = f', "observedAt": "{now_rfc3339()}"}}'.encode() if len(body) > 2 else None
-        self.finish(body[:-1] + stamp if stamp else body)
-
-    def reply_unless_unchanged(self, payload: dict) -> None:
-        """200 with ``payload`` and its ETag, or 304 with no body when ``If-None-Match`` holds that
-        ETag. The ETag covers all but ``observedAt``: a balance only read again is unchanged."""
-        self.set_etag_header_for(json.dumps(_without_observed_at(payload), sort_keys=True))
-        if self.check_etag_header():
-            self.set_status(304)
-            self.finish()
-            return
-        self.reply(payload)
-
-    def reply_unless_version(self, version: str | None, answer) -> None:
-        """As :meth:`reply_unless_unchanged`, with the ETag from ``version`` (a cheap validator,
-        ``service/validators.py``) so that a 304 computes nothing: ``answer()`` is called only for
-        a 200. ``version`` None: the answer's hash, as before."""
-        if version is None:
-            self.reply_unless_unchanged(answer())
-            return
-        self.set_etag_header_for(version)
-        if self.check_etag_header():
-            self.set_status(304)
-            self.finish()
-            return
-        self.reply(answer())
-
-    def reply(self, payload: dict, status: int = 200) -> None:
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(payload))
 
     def required_body(self):
         """``json_body`` of a route whose body the OpenAPI file requires: none is a 400, not ``{}``."""

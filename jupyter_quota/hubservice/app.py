@@ -35,6 +35,7 @@ from ..errors import QuotaError
 from ..handlers import API_PREFIX, setup_handlers
 from ..service.app import build_service
 from .identity import HubServiceIdentityProvider
+from .leanread import lean_rules
 from .names import SERVICE_NAME
 
 #: how long the service trusts a token's hub model (name, groups, admin) before asking the hub
@@ -106,6 +107,7 @@ def make_app(
     if hub_auth is not None:
         routes.append((url_path_join(base_url, "oauth_callback"), OAuthCallbackHandler, {"hub_auth": hub_auth}))
     app = tornado.web.Application(routes, **settings)
+    app.add_handlers(".*$", lean_rules(app, base_url))  # tried before the full routes
     setup_handlers(app, service)
     return app
 

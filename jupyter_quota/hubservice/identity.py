@@ -83,14 +83,17 @@ class HubServiceIdentityProvider(IdentityProvider):
         return handler._quota_hub_user
 
     def _cached_token_user(self, handler) -> HubUser | None:
+        return self.cached_token_user(handler.request)
+
+    def cached_token_user(self, request) -> HubUser | None:
         """The caller of a token ``HubOAuth`` holds an allowed user's model for, read straight from
         its cache (the same key, the same expiry: a group change still arrives within
         ``cache_max_age``), without the per-request task, timer and patching of the full path.
         None (the full path) for anything else: no token, a session cookie, a cache miss, a
-        model this provider refuses."""
-        token = handler.request.headers.get("Authorization", "")
+        model this provider refuses. ``request`` is tornado's: ``leanread`` asks before a
+        handler exists."""
+        token = request.headers.get("Authorization", "")
         scheme, _, token = token.partition(" ")
-        request = handler.request
         if (
             scheme.lower() not in ("token", "bearer")
             or not token.strip()
