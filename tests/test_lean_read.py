@@ -151,3 +151,27 @@ def test_a_token_the_cache_lacks_is_refused_by_the_full_route(served):
     )
     assert first[0] == 200 and counts == {"lean": 0, "full": 2}  # before the default headers: full
     assert unknown[0] == 403 and "not accepted" in json.loads(unknown[2])["message"]
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"allow_origin": "https://lab.example"},
+        {"allow_remote_access": False},
+        {"identity_provider": None},
+    ],
+    ids=["CORS configured", "host check on", "another identity provider"],
+)
+def test_no_lean_route_where_jupyter_server_could_answer_differently(settings):
+    import tornado.web
+    from jupyter_server.auth.authorizer import AllowAllAuthorizer
+
+    from jupyter_quota.hubservice.leanread import lean_rules
+
+    base = {
+        "identity_provider": HubServiceIdentityProvider(hub_auth=HubOAuth(api_token="t", api_url="http://127.0.0.1:9/")),
+        "authorizer": AllowAllAuthorizer(),
+        "allow_remote_access": True,
+    }
+    assert len(lean_rules(tornado.web.Application([], **base), PREFIX)) == 1
+    assert lean_rules(tornado.web.Application([], **{**base, **settings}), PREFIX) == []

@@ -11,7 +11,8 @@ handler, but only when that work could not change the answer:
   lets such a request through its origin check; its CORS header for a token is then empty);
 - the caller's token is one ``HubOAuth``'s cache holds for an allowed user
   (``HubServiceIdentityProvider.cached_token_user``: no session cookie, no token in the URL);
-- the application allows remote access (jupyter-server's host check then passes every request) and
+- the application allows remote access (jupyter-server's host check then passes every request),
+  authorizes all (``AllowAllAuthorizer``: access is the service's per-team check, made here too) and
   sets no CORS settings; the full route has made its default headers once (the lean one sends the
   same).
 
@@ -28,6 +29,7 @@ import json
 import sqlite3
 
 import tornado.web
+from jupyter_server.auth.authorizer import AllowAllAuthorizer
 from tornado.routing import PathMatches, Rule
 
 from ..errors import QuotaError
@@ -101,6 +103,7 @@ def lean_rules(application: tornado.web.Application, base_url: str) -> list[Rule
     settings = application.settings
     if (
         not isinstance(settings.get("identity_provider"), HubServiceIdentityProvider)
+        or type(settings.get("authorizer")) is not AllowAllAuthorizer  # jupyter-server's check: none
         or not settings.get("allow_remote_access")
         or any(settings.get(name) for name in _CORS_SETTINGS)
     ):
