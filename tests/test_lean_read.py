@@ -169,7 +169,9 @@ def test_no_lean_route_where_jupyter_server_could_answer_differently(settings):
     from jupyter_quota.hubservice.leanread import lean_rules
 
     base = {
-        "identity_provider": HubServiceIdentityProvider(hub_auth=HubOAuth(api_token="t", api_url="http://127.0.0.1:9/")),
+        "identity_provider": HubServiceIdentityProvider(
+            hub_auth=HubOAuth(api_token="t", api_url="http://127.0.0.1:9/")
+        ),
         "authorizer": AllowAllAuthorizer(),
         "allow_remote_access": True,
     }
