@@ -1,14 +1,18 @@
 """Error of the estimator on measured runs (benchmarks/data/estimator_calibration.tsv), beside two peers.
 
 Each row of the calibration file becomes a ``swift sft`` argv (current names) and a GPU count; the
-estimator's CUDA figure is compared with the measured peak per GPU. Printed: every row (with its
-range and regime), then per subset the median absolute error, p90 absolute error, and the share
-under-predicted by more than 10%, for the estimator and both peers on the same rows: first ALL
-rows (the headline), then per regime (method/parallelism/family, docs/estimator.md §9.1), then by
-source and method; beside each, the share of its rows whose measured peak fell inside the range
-fitted without any row of their source (group k-fold by source, ``estimator_ranges.held_out``).
-Last, the held-out figures against the targets. No range is fitted on a row of the source it is
-checked against; the formulas are not fitted at all, but were written with these rows in view.
+estimator's CUDA figure is compared with the measured peak per GPU, like with like (``measures``):
+rows whose source reported the allocated or "active" peak (LitGPT's ``max_memory_allocated``,
+torchtune's "Peak Memory ACTIVE") against the estimate less the caching allocator's reserve
+(``Estimate.allocated_bytes_per_gpu``, tag ``allocated``), the others against the reserved peak.
+Printed: every row (with its range and regime), then per subset the median absolute error, p90
+absolute error, and the share under-predicted by more than 10%, for the estimator and both peers on
+the same rows: first ALL rows (the headline), then per regime (method/parallelism/family,
+docs/estimator.md §9.1), then by source and method; beside each, the share of its rows whose
+measured peak fell inside the range fitted without any row of their source (group k-fold by source,
+``estimator_ranges.held_out``). Last, the held-out figures against the targets. No range is fitted
+on a row of the source it is checked against; the formulas are not fitted at all, but were written
+with these rows in view.
 
 Peers, computed for the same rows, faithfully to their sources:
 * accelerate ``estimate-memory`` (huggingface/accelerate src/accelerate/commands/estimate.py,
@@ -54,6 +58,18 @@ UNMODELLED = (
     "8-bit adamw",
 )
 WEAK = ("weak case", "upper bound", "suspect", "at device cap")
+#: what a row's figure measured, read from its notes: PyTorch's allocated (or "active") peak, the
+#: live tensor blocks, where the source says so; otherwise the reserved peak ms-swift logs
+ALLOCATED = ("max_memory_allocated", "peak memory active")
+
+
+def measures(row: dict) -> str:
+    """``allocated`` when the row's source reported the allocated/active peak, else ``reserved``.
+
+    Like is compared with like: an allocated peak against the estimate less the caching allocator's
+    reserve (``Estimate.allocated_bytes_per_gpu``), a reserved one against the whole estimate."""
+    notes = row["notes"].lower()
+    return "allocated" if any(k in notes for k in ALLOCATED) else "reserved"
 
 
 def load_rows(path: Path) -> list[dict]:
@@ -184,7 +200,7 @@ def main(path: Path = DEFAULT_TSV) -> dict:
     for r in rows:
         row, est, measured = r["row"], r["estimate"], r["measured"] / GIB
         params = est.model.params
-        ours = est.peak_bytes_per_gpu / GIB
+        ours = r["compared"] / GIB  # the estimate's allocated or reserved figure, as the row measured
         acc = accelerate_peer(params, row["dtype"]) / GIB
         lf = llamafactory_peer(params, row["train_type"], row["quant_bits"]) / GIB
         source = row["source"].split()[0].split("/")[0]
@@ -212,7 +228,8 @@ def main(path: Path = DEFAULT_TSV) -> dict:
             f"{r['line']:>4} {source:10} {row['model'][:24]:24} {row['train_type'][:10]:10} {r['gpus']:>4} "
             f"{measured:6.1f} {ours:6.1f} {ours / measured - 1:+6.0%} {span:>11} {acc:6.1f} {lf:6.1f}  "
             f"{regime}{'' if r['fitted'] else ' (not fitted)'}"
-            f"{'' if r['regime'] == regime else ' range: ' + r['regime']} {','.join(r['tags'])}"
+            f"{'' if r['regime'] == regime else ' range: ' + r['regime']} "
+            f"{','.join(r['tags'] + (['allocated'] if r['measures'] == 'allocated' else []))}"
         )
     table = {"headline": _error_table("ALL ROWS (headline)", {"all rows": results})}
     by_regime: dict[str, list] = {}

@@ -2,7 +2,10 @@
 checked on runs held out by source.
 
 For every row of benchmarks/data/estimator_calibration.tsv the estimator's CUDA figure is computed
-(the argv of ``estimator_calibration.row_to_argv``) and its residual ``measured / estimated - 1`` is
+(the argv of ``estimator_calibration.row_to_argv``), of the kind the row measured
+(``estimator_calibration.measures``: the allocated peak where the source reported
+``max_memory_allocated`` or the "active" peak, the reserved peak otherwise), and its residual
+``measured / estimated - 1`` is
 filed under the row's regime (``jupyter_quota.estimator.ranges.regime_of``: method x parallelism x
 family) and under each wider regime it falls back to. Rows whose run used something the argv cannot
 say (GaLore, LISA, AWQ/GPTQ checkpoints, torchtune's activation offloading or compile: tag
@@ -65,6 +68,9 @@ def calibration_rows(path: Path = cal.DEFAULT_TSV) -> list[dict]:
         argv, gpus, tags = cal.row_to_argv(row)
         est = estimate(argv, gpus=gpus)
         measured = float(row["measured_gib_per_gpu"]) * GIB
+        kind = cal.measures(row)
+        # the estimate's figure of the kind the row measured: allocated or reserved (the peak)
+        compared = est.allocated_bytes_per_gpu if kind == "allocated" else est.peak_bytes_per_gpu
         out.append(
             {
                 "line": index,
@@ -75,7 +81,9 @@ def calibration_rows(path: Path = cal.DEFAULT_TSV) -> list[dict]:
                 "tags": tags,
                 "estimate": est,
                 "measured": measured,
-                "residual": measured / est.peak_bytes_per_gpu - 1,
+                "measures": kind,
+                "compared": compared,
+                "residual": measured / compared - 1,
                 "key": regime_of(est.model, est.args, gpus),
                 "fitted": "weak" not in tags and "unmodelled" not in tags,
             }
@@ -172,7 +180,7 @@ def held_out(rows: list[dict]) -> list[dict]:
     out = []
     for r in rows:
         est = r["estimate"]
-        span = interval(est.peak_bytes_per_gpu, r["key"], est.approximate, tables[r["source"]])
+        span = interval(r["compared"], r["key"], est.approximate, tables[r["source"]])
         out.append({**r, "low": span.low, "high": span.high, "regime": span.regime})
     return out
 

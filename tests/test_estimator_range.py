@@ -44,6 +44,37 @@ def test_the_shipped_ranges_are_what_the_calibration_data_gives():
     assert shipped["regimes"]["*/*/*"]["rows"] >= 45
 
 
+def test_a_row_that_measured_the_allocated_peak_is_compared_with_the_estimate_less_the_reserve():
+    """Like with like: LitGPT's max_memory_allocated and torchtune's "Peak Memory ACTIVE" rows against
+    the estimate less the caching allocator's reserve; ms-swift's logged (reserved) peaks against
+    the whole estimate. The rule reads the row's notes, never its line."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import estimator_ranges
+
+    rows = estimator_ranges.calibration_rows()
+    kinds = {r["measures"] for r in rows}
+    assert kinds == {"allocated", "reserved"}
+    for r in rows:
+        est = r["estimate"]
+        notes = r["row"]["notes"].lower()
+        said = "max_memory_allocated" in notes or "peak memory active" in notes
+        assert r["measures"] == ("allocated" if said else "reserved"), r["line"]
+        if r["measures"] == "allocated":
+            assert r["compared"] == est.allocated_bytes_per_gpu < est.peak_bytes_per_gpu
+            assert est.peak_bytes_per_gpu - r["compared"] == est.breakdown["allocator"] > 0
+        else:
+            assert r["compared"] == est.peak_bytes_per_gpu
+        assert r["residual"] == pytest.approx(r["measured"] / r["compared"] - 1)
+    by_source = {r["row"]["source"].split()[0] for r in rows if r["measures"] == "allocated"}
+    assert by_source == {"Lightning-AI/litgpt", "pytorch/torchtune"}
+
+
+def test_the_allocated_peak_is_the_estimate_without_the_allocator_reserve_on_cpu_too():
+    cuda, cpu = estimate(QWEN), estimate(QWEN, device="cpu")
+    assert cuda.allocated_bytes_per_gpu == cuda.peak_bytes_per_gpu - cuda.breakdown["allocator"]
+    assert cpu.breakdown["allocator"] == 0 and cpu.allocated_bytes_per_gpu == cpu.peak_bytes_per_gpu
+
+
 def test_an_approximate_model_widens_its_regimes_range_on_both_sides():
     key = ("lora", "single", "dense")
     exact, wide = interval(10 * GIB, key, False), interval(10 * GIB, key, True)
