@@ -97,12 +97,28 @@ def test_held_out_by_source_the_fitted_rows_meet_the_range_targets_the_docs_stat
     assert inside >= 0.90 and upper_under <= 0.05 and errors[len(errors) // 2] <= 0.10
 
 
-def _synthetic(residuals_by_source: dict) -> list[dict]:
+def _synthetic(residuals_by_source: dict, fitted: bool = True, tags: tuple = ()) -> list[dict]:
     return [
-        {"source": source, "key": ("lora", "single", "dense"), "fitted": True, "residual": r}
+        {"source": source, "key": ("lora", "single", "dense"), "fitted": fitted, "residual": r, "tags": list(tags)}
         for source, residuals in residuals_by_source.items()
         for r in residuals
     ]
+
+
+def test_rows_never_fitted_are_counted_in_the_check_by_source_but_do_not_move_the_range():
+    """Every row whose figure is not suspect is checked by source (``heldOutAll``), unmodelled ones
+    too; only fitted rows set the interval, and a weak figure (a device's cap) is not counted."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import estimator_ranges
+
+    alike = _synthetic({"B": [0.0] * 5, "C": [0.01] * 5, "D": [-0.01] * 5})
+    alone = estimator_ranges.fit(alike)["regimes"]["lora/single/dense"]
+    unmodelled = _synthetic({"E": [0.5] * 2}, fitted=False, tags=("unmodelled",))
+    weak = _synthetic({"F": [3.0]}, fitted=False, tags=("weak",))
+    regime = estimator_ranges.fit(alike + unmodelled + weak)["regimes"]["lora/single/dense"]
+    assert (regime["low"], regime["high"], regime["approximate"]) == (alone["low"], alone["high"], False)
+    assert (regime["heldOut"], regime["heldOutInRange"]) == (15, 1.0)
+    assert (regime["heldOutAll"], regime["heldOutAllInRange"]) == (17, round(15 / 17, 4))
 
 
 def test_a_source_unlike_the_others_widens_its_regime_and_marks_it_approximate():
