@@ -61,6 +61,10 @@ WEAK = ("weak case", "upper bound", "suspect", "at device cap")
 #: what a row's figure measured, read from its notes: PyTorch's allocated (or "active") peak, the
 #: live tensor blocks, where the source says so; otherwise the reserved peak ms-swift logs
 ALLOCATED = ("max_memory_allocated", "peak memory active")
+#: sources whose every figure is the allocated peak: LitGPT's finetune scripts (litgpt/finetune/
+#: lora.py, full.py, adapter.py) print "Memory used" as torch.cuda.max_memory_allocated() / 1e9, the
+#: figure its resource tables and config hub README report
+ALLOCATED_SOURCES = ("Lightning-AI/litgpt",)
 
 
 def measures(row: dict) -> str:
@@ -69,7 +73,8 @@ def measures(row: dict) -> str:
     Like is compared with like: an allocated peak against the estimate less the caching allocator's
     reserve (``Estimate.allocated_bytes_per_gpu``), a reserved one against the whole estimate."""
     notes = row["notes"].lower()
-    return "allocated" if any(k in notes for k in ALLOCATED) else "reserved"
+    said = any(k in notes for k in ALLOCATED) or row["source"].startswith(ALLOCATED_SOURCES)
+    return "allocated" if said else "reserved"
 
 
 def load_rows(path: Path) -> list[dict]:
