@@ -217,6 +217,7 @@ def main(path: Path = DEFAULT_TSV) -> dict:
                 "claims": not r["regime"].startswith("approximate"),  # its range claims 90%
                 "train": row["train_type"].split("(")[0],
                 "tags": r["tags"],
+                "measures": r["measures"],
                 "regime": regime,
                 "fitted": r["fitted"],
                 "inside": r["low"] <= r["measured"] <= r["high"],
@@ -250,6 +251,8 @@ def _subsets(results: list[dict]) -> dict:
     clean = [r for r in results if not {"unmodelled", "weak"} & set(r["tags"])]
     return {
         "modelled (no unmodelled/weak tags)": clean,
+        "rows measuring the allocated peak": [r for r in results if r["measures"] == "allocated"],
+        "rows measuring the reserved peak": [r for r in results if r["measures"] == "reserved"],
         "ms-swift rows": [r for r in results if r["source"] == "modelscope"],
         "ms-swift modelled": [r for r in clean if r["source"] == "modelscope"],
         "Qwen-VL rows (vision-language)": [r for r in results if r["source"] == "QwenLM"],
