@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 GIB = 1024**3
 DEFAULT_TSV = ROOT / "benchmarks" / "data" / "estimator_calibration.tsv"
 UNMODELLED = (
-    "galore",
+    "q-galore",
     "lisa",
     "muon",
     "awq",
@@ -96,6 +96,12 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
         argv += ["--tuner_type", "lora", "--quant_method", "bnb", "--quant_bits", row["quant_bits"]]
     elif train.startswith("full"):
         argv += ["--tuner_type", "full"]
+        if "galore" in train:  # ms-swift's examples/train/tuners/galore scripts: --use_galore true
+            argv += ["--use_galore", "true"]
+            if "q-galore" in train:
+                argv += ["--galore_quantization", "true"]
+            if "galore_optim_per_parameter" in flags:
+                argv += ["--galore_optim_per_parameter", "true"]
     elif train == "llamapro":
         argv += ["--tuner_type", "llamapro"]
     else:

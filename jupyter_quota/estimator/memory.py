@@ -142,6 +142,10 @@ def _adam_state_bytes(run: Run, notes: list[str]) -> int:
     if "8bit" in optim or "8_bit" in optim:
         notes.append(f"{run.args.optim}: 8-bit optimizer states")
         return run.trainable * 2
+    if run.galore:  # projected moments and projections of the linears, whole states of the rest
+        galore = run.galore
+        elements = galore.state_elements + galore.projector_elements + 2 * (run.trainable - galore.params)
+        return elements * run.dtype_bytes
     if run.full:
         return run.trainable * (2 * run.dtype_bytes)  # in the parameter dtype
     return run.lora_params * 8 + (run.saved_params + run.new_block_params) * 2 * run.dtype_bytes
@@ -282,6 +286,13 @@ def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
     else:
         return 0.0
     step = local_params * (run.dtype_bytes if run.full and not run.fsdp else 4)
+    if run.galore:
+        # GaLoreAdamW steps one parameter at a time (no foreach buffer); a projection update's SVD
+        # needs a float32 copy of the largest gradient and its U factor
+        step = 2 * run.galore.largest * 4
+        if step > terms.dynamic:
+            notes.append("peak at a GaLore projection update: torch.linalg.svd of the largest gradient in float32")
+        return step
     if step > terms.dynamic:
         notes.append(
             "peak at the optimizer step: one parameter-sized buffer for AdamW "

@@ -13,6 +13,7 @@ from typing import NamedTuple
 from ..swift import SftArgs
 from .features import eval_tokens, extra_value, image_patches, sequence_parallel_degrees
 from .fsdp import Fsdp, fsdp_of
+from .galore import Galore, galore_of
 from .lora import adapter_params, lora_roles
 from .model import ModelSpec
 
@@ -55,6 +56,7 @@ class Run:
     eval_tokens: int = 0  # tokens of one eval micro-batch on one device; 0 without an eval phase
     image_patches: int = 0  # vision-tower patches per sample (one image)
     fsdp: Fsdp | None = None  # --fsdp's settings (docs/estimator.md §4.6); None without it or with DeepSpeed
+    galore: Galore | None = None  # --use_galore's projected optimizer states (docs/estimator.md §4.7)
 
     @property
     def batch(self) -> int:
@@ -101,6 +103,7 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
         notes.append("--fsdp's fsdp_config sets activation_checkpointing: every decoder layer is checkpointed")
         args = args.replace(gradient_checkpointing=True)
     ulysses, ring = sequence_parallel_degrees(spec, args, gpus, notes)
+    galore = galore_of(spec, args, full, bool(stage) or fsdp is not None, notes)
     return Run(
         spec=spec,
         args=args,
@@ -115,6 +118,7 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
         zero_stage=stage,
         offload=offload,
         fsdp=fsdp,
+        galore=galore,
         train_llm=train_llm,
         ulysses=ulysses,
         ring=ring,

@@ -12,7 +12,7 @@ callers run it after showing the analytic estimate.
 
 What it refuses (``UnsupportedStep``, with the reason): more than one GPU, DeepSpeed, QLoRA and
 pre-quantized models, Liger kernels, packing and padding-free batches, tuners other than full and
-LoRA, MoE layers whose routing depends on data, architectures transformers cannot build without
+LoRA, GaLore's optimizer, MoE layers whose routing depends on data, architectures transformers cannot build without
 remote code.
 """
 
@@ -23,6 +23,7 @@ import statistics
 from pathlib import Path
 
 from . import catalog
+from .features import extra_value
 from .run import DEFAULT_TOKENS
 from .simcheck import CACHE, text_facts
 from .simstep import Regime, UnsupportedStep
@@ -47,6 +48,8 @@ def regime_for(args, gpus: int) -> Regime:
         refused.append(f"--tuner_type {args.tuner_type}")
     if args.modules_to_save:
         refused.append("--modules_to_save")
+    if extra_value(args, "use_galore") not in (None, "false", "False", "0"):
+        refused.append("--use_galore (the step runs torch's AdamW, not GaLore's projected optimizer)")
     if refused:
         raise UnsupportedStep("cannot simulate: " + "; ".join(refused))
     return Regime(
