@@ -66,7 +66,7 @@ def test_a_higher_galore_rank_keeps_more_state():
 @pytest.mark.parametrize(
     "galore_extra, common, gpus, why",
     [
-        (["--galore_quantization", "true"], [], 1, "Q-GaLore"),
+        (["--galore_proj_quant", "true"], [], 1, "galore_proj_quant"),
         (["--galore_proj_type", "reverse_std"], [], 1, "galore_proj_type"),
         (["--galore_target_modules", "q_proj"], [], 1, "targets"),
         ([], ["--optim", "adamw_bnb_8bit"], 1, "--optim adamw_bnb_8bit"),
@@ -104,6 +104,29 @@ def test_ms_swift_galore_example_is_estimated_within_ten_percent():
     assert argv[argv.index("--use_galore") + 1] == "true" and "unmodelled" not in tags
     measured = float(rows[0]["measured_gib_per_gpu"]) * GIB
     assert abs(estimate(argv, gpus).peak_bytes_per_gpu / measured - 1) <= 0.10
-    # Q-GaLore's example stays unmodelled: its int8 weights are not the argv's full fine-tune
-    qrow = next(r for r in cal.load_rows(cal.DEFAULT_TSV) if r["train_type"] == "full(q-galore)")
-    assert "unmodelled" in cal.row_to_argv(qrow)[2]
+
+
+def test_q_galore_in_ms_swift_is_galore_with_8_bit_moments():
+    """ms-swift's --galore_quantization swaps only the optimizer (QGaLoreAdamW8bit): one byte per
+    AdamW moment, projections and weights as GaLore's; its example ("# 35GiB") within 10%."""
+    spec = resolve_model("Qwen/Qwen2.5-7B-Instruct")
+    weights, moments, projections = _projected_states(spec, 128)
+    rest = spec.llm_params - weights
+    galore, q = estimate(GALORE), estimate(GALORE + ["--galore_quantization", "true"])
+    assert q.breakdown["weights"] == galore.breakdown["weights"]
+    assert q.breakdown["gradients"] == galore.breakdown["gradients"]
+    b = q.breakdown
+    step = 2 * spec.intermediate_size * spec.hidden_size * 4
+    dynamic = b["activations"] + b["logits"] + b["vision"] + b["parallel"]
+    expected = (moments + 2 * rest) * 1 + projections * 2 + max(0, step - dynamic)
+    assert b["optimizer"] == pytest.approx(expected, abs=4)
+    assert any(a.startswith("Q-GaLore (--galore_quantization)") for a in q.assumptions)
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import estimator_calibration as cal
+
+    row = next(r for r in cal.load_rows(cal.DEFAULT_TSV) if r["train_type"] == "full(q-galore)")
+    argv, gpus, tags = cal.row_to_argv(row)
+    assert argv[argv.index("--galore_quantization") + 1] == "true" and "unmodelled" not in tags
+    measured = float(row["measured_gib_per_gpu"]) * GIB
+    assert abs(estimate(argv, gpus).peak_bytes_per_gpu / measured - 1) <= 0.10
