@@ -42,7 +42,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 GIB = 1024**3
 DEFAULT_TSV = ROOT / "benchmarks" / "data" / "estimator_calibration.tsv"
 UNMODELLED = (
-    "q-galore",
     "lisa",
     "muon",
     "awq",

@@ -172,6 +172,7 @@ _KNOWN_OTHER = frozenset(
         "galore_rank",
         "galore_optim_per_parameter",
         "galore_quantization",
+        "galore_proj_quant",
         "galore_proj_type",
         "galore_target_modules",
         "galore_with_embedding",

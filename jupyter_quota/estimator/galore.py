@@ -10,9 +10,15 @@ all after the backward pass (``GaloreOptimizerWrapper``). At a projection update
 ``torch.linalg.svd`` runs on a float32 copy of one gradient; that copy and its U factor are the
 step's largest buffers (``GaLoreAdamW`` steps one parameter at a time: no foreach buffer).
 
+``--galore_quantization`` (Q-GaLore) swaps only the optimizer in ms-swift: q_galore_torch's
+``QGaLoreAdamW8bit``, a bitsandbytes 8-bit AdamW (one byte per moment) over the same projected
+gradients and the other trained parameters. ms-swift does not quantize the weights (Q-GaLore's INT8
+weights belong to its authors' own training script), and without ``--galore_proj_quant`` the
+projections stay in the gradient's dtype.
+
 Modelled only where those facts hold: a dense text model, AdamW (torch), proj_type std, the default
-targets, one GPU or DDP. Anything else (Q-GaLore's int8 weights and 8-bit states, DeepSpeed, MoE
-experts, towers) is estimated as a full fine-tune, an upper bound, and the note says why.
+targets, unquantized projections, one GPU or DDP. Anything else (DeepSpeed, MoE experts, towers, ...)
+is estimated as a full fine-tune, an upper bound, and the note says why.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ class Galore(NamedTuple):
     state_elements: int  # AdamW's two moments of the projected gradients
     projector_elements: int  # the projections, r x min(m, n) each
     largest: int  # elements of the largest projected weight (its SVD at a projection update)
+    moment_bytes: int  # bytes per AdamW moment: 1 for Q-GaLore's 8-bit AdamW, else the dtype's (0)
 
 
 def _truthy(value: str | None) -> bool:
@@ -48,8 +55,8 @@ def galore_of(spec: ModelSpec, args: SftArgs, full: bool, distributed: bool, not
     why = ""
     if not full:
         why = "GaLore applies to a full fine-tune (--tuner_type full)"
-    elif _truthy(extra_value(args, "galore_quantization")):
-        why = "Q-GaLore (--galore_quantization): its int8 weights and 8-bit projected states are not modelled"
+    elif _truthy(extra_value(args, "galore_proj_quant")):
+        why = "--galore_proj_quant (quantized projections) is not modelled"
     elif (extra_value(args, "galore_proj_type") or "std") != "std":
         why = "--galore_proj_type other than std is not modelled"
     elif extra_value(args, "galore_target_modules") or _truthy(extra_value(args, "galore_with_embedding")):
@@ -74,10 +81,16 @@ def galore_of(spec: ModelSpec, args: SftArgs, full: bool, distributed: bool, not
         projectors += count * r * min(fan_in, fan_out)
         largest = max(largest, fan_in * fan_out)
     layers = spec.num_layers
-    galore = Galore(rank, params * layers, states * layers, projectors * layers, largest)
+    quantized = _truthy(extra_value(args, "galore_quantization"))
+    galore = Galore(rank, params * layers, states * layers, projectors * layers, largest, 1 if quantized else 0)
     notes.append(
         f"GaLore rank {rank} on every decoder linear ({galore.params / 1e9:.2f}B weights): AdamW's moments of "
         "the projected gradients (r x max(m, n) each) and the projections (r x min(m, n)); embeddings, "
         "lm_head and norms keep whole AdamW states; gradients whole until the step"
     )
+    if quantized:
+        notes.append(
+            "Q-GaLore (--galore_quantization): ms-swift swaps in QGaLoreAdamW8bit, bitsandbytes 8-bit AdamW "
+            "states (one byte per moment); the weights stay in the model dtype"
+        )
     return galore

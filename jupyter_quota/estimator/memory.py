@@ -144,8 +144,9 @@ def _adam_state_bytes(run: Run, notes: list[str]) -> int:
         return run.trainable * 2
     if run.galore:  # projected moments and projections of the linears, whole states of the rest
         galore = run.galore
-        elements = galore.state_elements + galore.projector_elements + 2 * (run.trainable - galore.params)
-        return elements * run.dtype_bytes
+        moment_bytes = galore.moment_bytes or run.dtype_bytes  # Q-GaLore: bitsandbytes 8-bit moments
+        moments = (galore.state_elements + 2 * (run.trainable - galore.params)) * moment_bytes
+        return moments + galore.projector_elements * run.dtype_bytes
     if run.full:
         return run.trainable * (2 * run.dtype_bytes)  # in the parameter dtype
     return run.lora_params * 8 + (run.saved_params + run.new_block_params) * 2 * run.dtype_bytes
