@@ -101,6 +101,11 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
                 argv += ["--galore_quantization", "true"]
             if "galore_optim_per_parameter" in flags:
                 argv += ["--galore_optim_per_parameter", "true"]
+        lisa = re.search(r"lisa_activated_layers (\d+)", notes)
+        if lisa:
+            # estimated as LISA's upper bound (every layer's AdamW states); the row stays unmodelled:
+            # how many layers its run had activated by its peak is not in the argv
+            argv += ["--lisa_activated_layers", lisa.group(1)]
     elif train == "llamapro":
         argv += ["--tuner_type", "llamapro"]
     else:

@@ -176,6 +176,9 @@ _KNOWN_OTHER = frozenset(
         "galore_proj_type",
         "galore_target_modules",
         "galore_with_embedding",
+        # LISA: read by estimator/lisa.py
+        "lisa_activated_layers",
+        "lisa_step_interval",
         "lora_bias",
         "use_rslora",
         "init_weights",

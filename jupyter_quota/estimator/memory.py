@@ -94,7 +94,7 @@ def _replica_states(run: Run, notes: list[str]) -> ModelStates:
     what DDP holds on every GPU, and what ZeRO splits."""
     weights = _base_weight_bytes(run, notes)
     if run.full:
-        trained_bytes = run.trainable * run.dtype_bytes
+        trained_bytes = run.gradient_params * run.dtype_bytes  # LISA: the active layers' only
     else:
         trained_bytes = run.lora_params * 4 + (run.saved_params + run.new_block_params) * run.dtype_bytes
         weights = weights + trained_bytes  # the adapters and trainable copies sit beside the base
@@ -281,7 +281,7 @@ def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
             return 0.0
         local_params = run.trainable / run.shards
     elif run.zero_stage == 0:
-        local_params = run.trainable
+        local_params = run.gradient_params  # LISA's foreach step: the parameters with a gradient
     elif run.zero_stage in (1, 2) and not run.offload:
         local_params = run.trainable / run.shards
     else:

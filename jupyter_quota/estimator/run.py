@@ -14,6 +14,7 @@ from ..swift import SftArgs
 from .features import eval_tokens, extra_value, image_patches, sequence_parallel_degrees
 from .fsdp import Fsdp, fsdp_of
 from .galore import Galore, galore_of
+from .lisa import frozen_params, lisa_layers
 from .lora import adapter_params, lora_roles
 from .model import ModelSpec
 
@@ -57,10 +58,17 @@ class Run:
     image_patches: int = 0  # vision-tower patches per sample (one image)
     fsdp: Fsdp | None = None  # --fsdp's settings (docs/estimator.md §4.6); None without it or with DeepSpeed
     galore: Galore | None = None  # --use_galore's projected optimizer states (docs/estimator.md §4.7)
+    lisa_layers: int = 0  # --lisa_activated_layers: decoder layers trained at a time (docs/estimator.md §4.8)
 
     @property
     def batch(self) -> int:
         return self.args.per_device_train_batch_size
+
+    @property
+    def gradient_params(self) -> int:
+        """Trained parameters that hold a gradient at once: all of them, but under LISA only the
+        active layers and what is never frozen."""
+        return self.trainable - frozen_params(self.spec, self.lisa_layers)
 
     @property
     def tokens(self) -> int:
@@ -104,6 +112,7 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
         args = args.replace(gradient_checkpointing=True)
     ulysses, ring = sequence_parallel_degrees(spec, args, gpus, notes)
     galore = galore_of(spec, args, full, bool(stage) or fsdp is not None, notes)
+    lisa = lisa_layers(spec, args, full, bool(stage) or fsdp is not None, notes)
     return Run(
         spec=spec,
         args=args,
@@ -119,6 +128,7 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
         offload=offload,
         fsdp=fsdp,
         galore=galore,
+        lisa_layers=lisa,
         train_llm=train_llm,
         ulysses=ulysses,
         ring=ring,
