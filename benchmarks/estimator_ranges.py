@@ -2,7 +2,10 @@
 checked on runs held out by source.
 
 For every row of benchmarks/data/estimator_calibration.tsv the estimator's CUDA figure is computed
-(the argv of ``estimator_calibration.row_to_argv``) and its residual ``measured / estimated - 1`` is
+(the argv of ``estimator_calibration.row_to_argv``), of the kind the row measured
+(``estimator_calibration.measures``: the allocated peak where the source reported
+``max_memory_allocated`` or the "active" peak, the reserved peak otherwise), and its residual
+``measured / estimated - 1`` is
 filed under the row's regime (``jupyter_quota.estimator.ranges.regime_of``: method x parallelism x
 family) and under each wider regime it falls back to. Rows whose run used something the argv cannot
 say (GaLore, LISA, AWQ/GPTQ checkpoints, torchtune's activation offloading or compile: tag
@@ -65,6 +68,9 @@ def calibration_rows(path: Path = cal.DEFAULT_TSV) -> list[dict]:
         argv, gpus, tags = cal.row_to_argv(row)
         est = estimate(argv, gpus=gpus)
         measured = float(row["measured_gib_per_gpu"]) * GIB
+        kind = cal.measures(row)
+        # the estimate's figure of the kind the row measured: allocated or reserved (the peak)
+        compared = est.allocated_bytes_per_gpu if kind == "allocated" else est.peak_bytes_per_gpu
         out.append(
             {
                 "line": index,
@@ -75,7 +81,9 @@ def calibration_rows(path: Path = cal.DEFAULT_TSV) -> list[dict]:
                 "tags": tags,
                 "estimate": est,
                 "measured": measured,
-                "residual": measured / est.peak_bytes_per_gpu - 1,
+                "measures": kind,
+                "compared": compared,
+                "residual": measured / compared - 1,
                 "key": regime_of(est.model, est.args, gpus),
                 "fitted": "weak" not in tags and "unmodelled" not in tags,
             }
@@ -127,29 +135,42 @@ def conformal(exceedances: list[float]) -> float:
 
 
 def fit(rows: list[dict]) -> dict:
-    """The ranges table from the fitted rows among ``rows``, each regime checked by source."""
+    """The ranges table from the fitted rows among ``rows``, each regime checked by source: on its
+    fitted rows (its width, and whether it may claim 90%), and on every row whose figure is not
+    suspect, unmodelled techniques too (reported, ``heldOutAll``: not used to widen, since a plan
+    fits the range's upper end and those runs are not what the argv says)."""
     spans = _spans(rows)
     exceed: dict[str, list[float]] = {name: [] for name in spans}
-    fitted = [r for r in rows if r["fitted"]]
-    for source in sorted({r["source"] for r in fitted}):
+    exceed_all: dict[str, list[float]] = {name: [] for name in spans}
+    for source in sorted({r["source"] for r in rows}):
         others = _spans([r for r in rows if r["source"] != source])
-        for r in fitted:
+        for r in rows:
             if r["source"] == source:
-                exceed[_carrier(r["key"], spans)].append(_exceedance(r["residual"], others[_carrier(r["key"], others)]))
+                carrier = _carrier(r["key"], spans)
+                gap = _exceedance(r["residual"], others[_carrier(r["key"], others)])
+                if "weak" not in r["tags"]:  # a suspect figure (a device's cap, an upper bound) is no need
+                    exceed_all[carrier].append(gap)
+                if r["fitted"]:
+                    exceed[carrier].append(gap)
     regimes = {}
     for name, span in spans.items():
         held = exceed[name]
         # unchecked by any held-out run: widened as approximate model facts are, a stated assumption
         margin = conformal(held) if held else APPROXIMATE_WIDEN
         low, high = span["low"] - margin, span["high"] + margin
+        approximate = not held or high - low > USEFUL_WIDTH
+        # the unwidened interval's share of every run it carries, held out by source
+        every = exceed_all[name]
         regimes[name] = {
             "rows": span["rows"],
             "sources": span["sources"],
             "heldOut": len(held),
             "heldOutInRange": round(sum(e == 0 for e in held) / len(held), 4) if held else None,
+            "heldOutAll": len(every),
+            "heldOutAllInRange": round(sum(e == 0 for e in every) / len(every), 4) if every else None,
             "low": round(low, 4),
             "high": round(high, 4),
-            "approximate": not held or high - low > USEFUL_WIDTH,
+            "approximate": approximate,
         }
     return {
         "about": "written by benchmarks/estimator_ranges.py from benchmarks/data/estimator_calibration.tsv "
@@ -172,7 +193,7 @@ def held_out(rows: list[dict]) -> list[dict]:
     out = []
     for r in rows:
         est = r["estimate"]
-        span = interval(est.peak_bytes_per_gpu, r["key"], est.approximate, tables[r["source"]])
+        span = interval(r["compared"], r["key"], est.approximate, tables[r["source"]])
         out.append({**r, "low": span.low, "high": span.high, "regime": span.regime})
     return out
 
@@ -185,11 +206,12 @@ def main(argv: list[str]) -> int:
         print("ranges.json is up to date" if same else "ranges.json is stale: run benchmarks/estimator_ranges.py")
         return 0 if same else 1
     RANGES.write_text(text, encoding="utf-8")
-    print(f"{'regime':24} {'rows':>4} {'sources':>7} {'held out':>8} {'in range':>8}  range")
+    print(f"{'regime':24} {'rows':>4} {'sources':>7} {'held out':>8} {'in range':>8} {'all rows':>12}  range")
     for name, r in data["regimes"].items():
         inside = "-" if r["heldOutInRange"] is None else f"{r['heldOutInRange']:.0%}"
+        every = "-" if r["heldOutAllInRange"] is None else f"{r['heldOutAllInRange']:.0%} of {r['heldOutAll']}"
         print(
-            f"{name:24} {r['rows']:>4} {r['sources']:>7} {r['heldOut']:>8} {inside:>8}  "
+            f"{name:24} {r['rows']:>4} {r['sources']:>7} {r['heldOut']:>8} {inside:>8} {every:>12}  "
             f"[{r['low']:+.0%}, {r['high']:+.0%}]{'  approximate' if r['approximate'] else ''}"
         )
     return 0

@@ -167,6 +167,18 @@ _KNOWN_OTHER = frozenset(
         "save_strategy",
         "eval_strategy",
         "tuner_backend",
+        # GaLore: read by estimator/galore.py from the passed-through arguments
+        "use_galore",
+        "galore_rank",
+        "galore_optim_per_parameter",
+        "galore_quantization",
+        "galore_proj_quant",
+        "galore_proj_type",
+        "galore_target_modules",
+        "galore_with_embedding",
+        # LISA: read by estimator/lisa.py
+        "lisa_activated_layers",
+        "lisa_step_interval",
         "lora_bias",
         "use_rslora",
         "init_weights",

@@ -59,6 +59,13 @@ class Estimate:
         return round(self.peak_bytes_per_gpu / GIB, 2)
 
     @property
+    def allocated_bytes_per_gpu(self) -> int:
+        """The peak of ``torch.cuda.max_memory_allocated`` (live tensor blocks, what PyTorch's
+        "active" and "allocated" peaks report): the estimate less the caching allocator's reserve,
+        the only term that is cached rather than allocated (docs/estimator.md §8)."""
+        return self.peak_bytes_per_gpu - int(self.breakdown.get("allocator", 0))
+
+    @property
     def upper_bytes_per_gpu(self) -> int:
         """The range's upper end: what a plan must fit by default (the peak without a range)."""
         return self.range.high if self.range else self.peak_bytes_per_gpu

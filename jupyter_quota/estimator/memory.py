@@ -94,7 +94,7 @@ def _replica_states(run: Run, notes: list[str]) -> ModelStates:
     what DDP holds on every GPU, and what ZeRO splits."""
     weights = _base_weight_bytes(run, notes)
     if run.full:
-        trained_bytes = run.trainable * run.dtype_bytes
+        trained_bytes = run.gradient_params * run.dtype_bytes  # LISA: the active layers' only
     else:
         trained_bytes = run.lora_params * 4 + (run.saved_params + run.new_block_params) * run.dtype_bytes
         weights = weights + trained_bytes  # the adapters and trainable copies sit beside the base
@@ -142,6 +142,11 @@ def _adam_state_bytes(run: Run, notes: list[str]) -> int:
     if "8bit" in optim or "8_bit" in optim:
         notes.append(f"{run.args.optim}: 8-bit optimizer states")
         return run.trainable * 2
+    if run.galore:  # projected moments and projections of the linears, whole states of the rest
+        galore = run.galore
+        moment_bytes = galore.moment_bytes or run.dtype_bytes  # Q-GaLore: bitsandbytes 8-bit moments
+        moments = (galore.state_elements + 2 * (run.trainable - galore.params)) * moment_bytes
+        return moments + galore.projector_elements * run.dtype_bytes
     if run.full:
         return run.trainable * (2 * run.dtype_bytes)  # in the parameter dtype
     return run.lora_params * 8 + (run.saved_params + run.new_block_params) * 2 * run.dtype_bytes
@@ -276,12 +281,19 @@ def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
             return 0.0
         local_params = run.trainable / run.shards
     elif run.zero_stage == 0:
-        local_params = run.trainable
+        local_params = run.gradient_params  # LISA's foreach step: the parameters with a gradient
     elif run.zero_stage in (1, 2) and not run.offload:
         local_params = run.trainable / run.shards
     else:
         return 0.0
     step = local_params * (run.dtype_bytes if run.full and not run.fsdp else 4)
+    if run.galore:
+        # GaLoreAdamW steps one parameter at a time (no foreach buffer); a projection update's SVD
+        # needs a float32 copy of the largest gradient and its U factor
+        step = 2 * run.galore.largest * 4
+        if step > terms.dynamic:
+            notes.append("peak at a GaLore projection update: torch.linalg.svd of the largest gradient in float32")
+        return step
     if step > terms.dynamic:
         notes.append(
             "peak at the optimizer step: one parameter-sized buffer for AdamW "

@@ -13,6 +13,8 @@ from typing import NamedTuple
 from ..swift import SftArgs
 from .features import eval_tokens, extra_value, image_patches, sequence_parallel_degrees
 from .fsdp import Fsdp, fsdp_of
+from .galore import Galore, galore_of
+from .lisa import frozen_params, lisa_layers
 from .lora import adapter_params, lora_roles
 from .model import ModelSpec
 
@@ -55,10 +57,18 @@ class Run:
     eval_tokens: int = 0  # tokens of one eval micro-batch on one device; 0 without an eval phase
     image_patches: int = 0  # vision-tower patches per sample (one image)
     fsdp: Fsdp | None = None  # --fsdp's settings (docs/estimator.md §4.6); None without it or with DeepSpeed
+    galore: Galore | None = None  # --use_galore's projected optimizer states (docs/estimator.md §4.7)
+    lisa_layers: int = 0  # --lisa_activated_layers: decoder layers trained at a time (docs/estimator.md §4.8)
 
     @property
     def batch(self) -> int:
         return self.args.per_device_train_batch_size
+
+    @property
+    def gradient_params(self) -> int:
+        """Trained parameters that hold a gradient at once: all of them, but under LISA only the
+        active layers and what is never frozen."""
+        return self.trainable - frozen_params(self.spec, self.lisa_layers)
 
     @property
     def tokens(self) -> int:
@@ -101,6 +111,8 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
         notes.append("--fsdp's fsdp_config sets activation_checkpointing: every decoder layer is checkpointed")
         args = args.replace(gradient_checkpointing=True)
     ulysses, ring = sequence_parallel_degrees(spec, args, gpus, notes)
+    galore = galore_of(spec, args, full, bool(stage) or fsdp is not None, notes)
+    lisa = lisa_layers(spec, args, full, bool(stage) or fsdp is not None, notes)
     return Run(
         spec=spec,
         args=args,
@@ -115,6 +127,8 @@ def describe_run(spec: ModelSpec, args: SftArgs, gpus: int, device: str, notes: 
         zero_stage=stage,
         offload=offload,
         fsdp=fsdp,
+        galore=galore,
+        lisa_layers=lisa,
         train_llm=train_llm,
         ulysses=ulysses,
         ring=ring,

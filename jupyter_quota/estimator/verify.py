@@ -5,13 +5,14 @@ language model of the catalog entry or of a local ``config.json``, the run's tun
 gradient checkpointing and attention, two optimizer steps, at 2 and 3 decoder layers, extrapolated
 to the model's depth (``simstep.extrapolate``); it replays the allocations through the
 caching-allocator model (``allocator``) and adds what no tensor shows (cuBLAS workspaces and the
-like), the median measured-minus-reserved gap of the measured rows per method, from the cache the
-benchmark writes (``benchmarks/estimator_simstep.py``). It takes 10 to 30 seconds of CPU, so
+like), the median gap of the measured rows per method (measured minus the replay's peak of the kind
+the row measured: reserved, or allocated for LitGPT's rows), from the cache the benchmark writes
+(``benchmarks/estimator_simstep.py``). It takes 10 to 30 seconds of CPU, so
 callers run it after showing the analytic estimate.
 
 What it refuses (``UnsupportedStep``, with the reason): more than one GPU, DeepSpeed, QLoRA and
 pre-quantized models, Liger kernels, packing and padding-free batches, tuners other than full and
-LoRA, MoE layers whose routing depends on data, architectures transformers cannot build without
+LoRA, GaLore's optimizer, MoE layers whose routing depends on data, architectures transformers cannot build without
 remote code.
 """
 
@@ -22,6 +23,7 @@ import statistics
 from pathlib import Path
 
 from . import catalog
+from .features import extra_value
 from .run import DEFAULT_TOKENS
 from .simcheck import CACHE, text_facts
 from .simstep import Regime, UnsupportedStep
@@ -46,6 +48,8 @@ def regime_for(args, gpus: int) -> Regime:
         refused.append(f"--tuner_type {args.tuner_type}")
     if args.modules_to_save:
         refused.append("--modules_to_save")
+    if extra_value(args, "use_galore") not in (None, "false", "False", "0"):
+        refused.append("--use_galore (the step runs torch's AdamW, not GaLore's projected optimizer)")
     if refused:
         raise UnsupportedStep("cannot simulate: " + "; ".join(refused))
     return Regime(
@@ -74,7 +78,8 @@ def facts_for(model: str) -> dict:
 
 
 def unseen_gap(method: str, cache_path: Path = CACHE) -> float:
-    """Measured minus the allocator model's reserved peak, median of the cached measured rows of ``method``."""
+    """Measured minus the allocator model's peak of the same kind (reserved, or allocated where the
+    row measured that), median of the cached measured rows of ``method``."""
     if not cache_path.exists():
         return 0.0
     data = json.loads(cache_path.read_text())
