@@ -12,6 +12,8 @@ import pytest
 
 from jupyter_quota.estimator.simcheck import CACHE, REGIMES, compare, load_cache, reduced, regime_of, text_facts
 
+GIB = 1024**3
+
 # The analytic estimate (device="cpu": tensor memory) may differ from the simulated step's peak of
 # live tensors by at most this much on any cached case, and by at most MEDIAN_BOUND in the median.
 BOUND = 0.30
@@ -161,3 +163,32 @@ def test_verify_runs_the_simulated_step_of_a_local_model(tmp_path):
     assert sum(v["breakdown"].values()) == v["liveBytes"]
     assert v["reservedBytes"] >= v["allocatedBytes"] >= v["liveBytes"] > 0
     assert v["peakBytesPerGpu"] == v["reservedBytes"] + v["workspaceBytes"]
+
+
+def _cached_step(model: str, tuner: str) -> dict:
+    """A simulated step from the cache (its result, as ``simulate_scaled`` returns it)."""
+    for case in load_cache()["cases"]:
+        if case["model"] == model and case["regime"]["tuner"] == tuner and "result" in case:
+            return case["result"]
+    raise AssertionError(f"{model} {tuner} is not in {CACHE}")
+
+
+@pytest.mark.parametrize("optim", [None, "adamw_torch"])
+def test_verify_does_not_inflate_a_small_full_fine_tune(monkeypatch, optim):
+    """--verify's constant for what no tensor shows must not carry one 7B row's optimizer-step
+    buffer (17 GiB) onto a 0.5B full fine-tune: that buffer is the foreach AdamW step's, which
+    scales with the trained parameters and is counted as its own term where the run has it."""
+    from jupyter_quota.estimator import simstep, verify
+    from jupyter_quota.swift import parse_sft_args
+
+    step = _cached_step("Qwen/Qwen2.5-0.5B", "full")  # 2 layers at 512 tokens: 2.3 GiB reserved
+    monkeypatch.setattr(simstep, "simulate_scaled", lambda facts, regime, steps=2: step)
+    argv = ["--model", "Qwen/Qwen2.5-0.5B", "--tuner_type", "full", "--max_length", "512"]
+    v = verify.verify(parse_sft_args(argv + (["--optim", optim] if optim else [])))
+    reserved = step["allocator"]["peakReserved"]
+    assert abs(v["workspaceBytes"]) < 2 * GIB, v
+    b = step["breakdown"]
+    # the foreach step holds parameters, gradients, both moments and one moment-sized buffer
+    foreach = max(0, b["parameters"] + 2 * b["optimizer"] - reserved) if optim else 0
+    assert v["peakBytesPerGpu"] == reserved + foreach + v["workspaceBytes"]
+    assert v["peakBytesPerGpu"] < 2 * reserved
