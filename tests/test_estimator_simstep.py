@@ -162,7 +162,7 @@ def test_verify_runs_the_simulated_step_of_a_local_model(tmp_path):
     assert v["extrapolatedFrom"] == [2, 3]  # 4 layers from 2 and 3
     assert sum(v["breakdown"].values()) == v["liveBytes"]
     assert v["reservedBytes"] >= v["allocatedBytes"] >= v["liveBytes"] > 0
-    assert v["peakBytesPerGpu"] == v["reservedBytes"] + v["workspaceBytes"]
+    assert v["peakBytesPerGpu"] == v["reservedBytes"] + v["foreachBytes"] + v["workspaceBytes"]
 
 
 def _cached_step(model: str, tuner: str) -> dict:

@@ -310,7 +310,10 @@ def _verification_text(v: dict, estimated: int) -> str:
             + ", ".join(f"{k} {b[k] / gib:.2f}" for k in b),
             f"  caching allocator: allocated {v['allocatedBytes'] / gib:.2f} GiB, "
             f"reserved {v['reservedBytes'] / gib:.2f} GiB; "
-            f"+ workspaces no tensor shows {v['workspaceBytes'] / gib:.2f} GiB (calibrated)",
+            f"+ foreach AdamW update buffer {v['foreachBytes'] / gib:.2f} GiB ({v['optimizerStep']} step)",
+            f"  + workspaces no tensor shows {v['workspaceBytes'] / gib:+.2f} GiB, median of measured gaps "
+            f"{v['workspaceRangeBytes'][0] / gib:+.2f} to {v['workspaceRangeBytes'][1] / gib:+.2f} GiB "
+            f"({v['workspaceBasis']})",
         ]
     )
 

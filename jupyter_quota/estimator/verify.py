@@ -5,10 +5,18 @@ language model of the catalog entry or of a local ``config.json``, the run's tun
 gradient checkpointing and attention, two optimizer steps, at 2 and 3 decoder layers, extrapolated
 to the model's depth (``simstep.extrapolate``); it replays the allocations through the
 caching-allocator model (``allocator``) and adds what no tensor shows (cuBLAS workspaces and the
-like), the median gap of the measured rows per method (measured minus the replay's peak of the kind
-the row measured: reserved, or allocated for LitGPT's rows), from the cache the benchmark writes
+like), the median gap of the measured rows (measured minus the step's peak of the kind the row
+measured: reserved, or allocated for LitGPT's rows), from the cache the benchmark writes
 (``benchmarks/estimator_simstep.py``). It takes 10 to 30 seconds of CPU, so
 callers run it after showing the analytic estimate.
+
+The step runs torch's fused AdamW (the HF Trainer's default with torch >= 2.8). The foreach path
+(``--optim adamw_torch``, the default before, and the measured rows' stacks) holds one more buffer
+the size of a moment at the update (docs/estimator.md §7): ``foreach_peak``, a term of its own that
+scales with the trained parameters, for the run when it asks for that optimizer and for the
+measured rows before their gap is taken. What is left is one constant per method where its rows
+come from at least two sources, else pooled over all rows, with their spread (``workspaceRange``):
+full fine-tunes have one row from one source.
 
 What it refuses (``UnsupportedStep``, with the reason): more than one GPU, DeepSpeed, QLoRA and
 pre-quantized models, Liger kernels, packing and padding-free batches, tuners other than full and
@@ -77,14 +85,52 @@ def facts_for(model: str) -> dict:
     return text_facts(match.entry["config"])
 
 
+#: optimizers whose step is torch's foreach AdamW (an unset --optim is the installed trainer's default)
+FOREACH = ("adamw_torch",)
+MIN_SOURCES = 2
+
+
+def foreach_peak(breakdown: dict) -> int:
+    """Live bytes at a foreach AdamW update: the parameters, the gradients and each moment (all
+    the size of the trained parameters, in their dtype), and ``sqrt(exp_avg_sq)``'s buffer."""
+    return int(breakdown["parameters"] + 2 * breakdown["optimizer"])
+
+
+def optimizer_step(args) -> str:
+    """``foreach`` or ``fused``: how the run's AdamW updates (docs/estimator.md §7)."""
+    optim = args.optim
+    if optim is None:
+        try:
+            from transformers import TrainingArguments
+
+            optim = str(TrainingArguments.__dataclass_fields__["optim"].default)
+        except ImportError:  # pragma: no cover - verify needs transformers anyway
+            optim = "adamw_torch_fused"
+    return "foreach" if str(optim).lower() in FOREACH else "fused"
+
+
+def workspace(method: str, cache_path: Path = CACHE) -> dict:
+    """What no tensor shows: the median gap of the cached measured rows of ``method`` when they come
+    from at least two sources, else of all rows (``basis`` says which), and the gaps' range."""
+    data = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    rows = data.get("gaps", [])
+    own = [g for g in rows if g["method"] == method]
+    if len({g["source"] for g in own}) >= MIN_SOURCES:
+        used, basis = own, f"{method}: {len(own)} rows"
+    else:
+        used = rows
+        sources = len({g["source"] for g in own})
+        basis = f"all methods: {len(rows)} rows ({method}: {len(own)} rows of {sources} sources)"
+    gaps = [g["gap"] for g in used]
+    if not gaps:
+        return {"bytes": 0, "range": [0, 0], "basis": "no measured rows cached"}
+    basis += f" of {len({g['source'] for g in used})} sources"
+    return {"bytes": int(statistics.median(gaps)), "range": [min(gaps), max(gaps)], "basis": basis}
+
+
 def unseen_gap(method: str, cache_path: Path = CACHE) -> float:
-    """Measured minus the allocator model's peak of the same kind (reserved, or allocated where the
-    row measured that), median of the cached measured rows of ``method``."""
-    if not cache_path.exists():
-        return 0.0
-    data = json.loads(cache_path.read_text())
-    gaps = [g["gap"] for g in data.get("gaps", []) if g["method"] == method] or [g["gap"] for g in data.get("gaps", [])]
-    return statistics.median(gaps) if gaps else 0.0
+    """``workspace``'s constant, in bytes."""
+    return workspace(method, cache_path)["bytes"]
 
 
 def verify(args, gpus: int = 1, *, steps: int = 2) -> dict:
@@ -93,15 +139,21 @@ def verify(args, gpus: int = 1, *, steps: int = 2) -> dict:
 
     regime = regime_for(args, gpus)
     result = simulate_scaled(facts_for(args.model), regime, steps=steps)
-    gap = unseen_gap(regime.tuner)
+    gap = workspace(regime.tuner)
     reserved = result["allocator"]["peakReserved"]
+    step = optimizer_step(args)
+    foreach = max(0, foreach_peak(result["breakdown"]) - reserved) if step == "foreach" else 0
     return {
         "regime": regime.key,
         "liveBytes": result["peak_bytes"],
         "allocatedBytes": result["allocator"]["peakAllocated"],
         "reservedBytes": reserved,
-        "workspaceBytes": int(gap),
-        "peakBytesPerGpu": int(reserved + gap),
+        "optimizerStep": step,
+        "foreachBytes": foreach,
+        "workspaceBytes": gap["bytes"],
+        "workspaceRangeBytes": gap["range"],
+        "workspaceBasis": gap["basis"],
+        "peakBytesPerGpu": int(reserved + foreach + gap["bytes"]),
         "breakdown": result["breakdown"],
         "peakPhase": result["peak_phase"],
         "extrapolatedFrom": result.get("extrapolatedFrom"),
