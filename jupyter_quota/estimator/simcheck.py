@@ -35,6 +35,10 @@ REGIMES = (
     Regime("lora", TOKENS, 1, False, "sdpa"),
     Regime("full", TOKENS, 1, True, "eager"),
     Regime("lora", TOKENS, 1, False, "eager"),
+    # no gradient accumulation (one micro-batch a step): the gradients are made during the backward
+    # pass, after a peak at the loss
+    Regime("full", TOKENS, 1, True, "sdpa", accumulate=False),
+    Regime("lora", TOKENS, 1, True, "sdpa", accumulate=False),
 )
 #: a multimodal model's language model, under the model_type of the plain decoder transformers builds
 TEXT_TYPES = {
