@@ -141,6 +141,8 @@ SETTINGS = [
         1,
         "cuda",
     ),
+    # one micro-batch a step: the gradients are made during the backward pass (docs/estimator.md §4.1)
+    (["--max_length", "8192", "--gradient_accumulation_steps", "1"], 1, "cuda"),
 ]
 
 #: the argvs (and GPU counts) of tests/test_estimator.py

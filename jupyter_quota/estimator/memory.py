@@ -51,6 +51,9 @@ class Terms:
     allocator: float = 0.0
     step_buffers: float = 0.0
     overhead: float = 0.0
+    #: one micro-batch a step on one GPU: the gradients are made during the backward pass, so the
+    #: peak at the loss holds none (``_breakdown``)
+    fresh_gradients: bool = False
 
     @property
     def dynamic(self) -> float:
@@ -81,6 +84,7 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
     terms.buckets = extra.buckets(run, replica.gradients, notes)
     terms.evaluation = extra.evaluation(run, terms.dynamic, notes)
     terms.step_buffers = _step_buffers(run, terms, notes)
+    terms.fresh_gradients = _fresh_gradients(run, terms, notes)
     terms.allocator = extra.allocator(run, terms.dynamic, terms.states + terms.buckets, notes)
     terms.overhead = _overhead(run, terms, notes)
     return _breakdown(terms), notes
@@ -302,6 +306,24 @@ def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
     return step
 
 
+def _fresh_gradients(run: Run, terms: Terms, notes: list[str]) -> bool:
+    """Whether no gradient outlives a step (docs/estimator.md §4.1): one micro-batch a step, one GPU,
+    no DeepSpeed or FSDP (their buckets and partitions are allocated once)."""
+    fresh = (
+        run.gpus == 1
+        and run.zero_stage == 0
+        and not run.fsdp
+        and run.args.gradient_accumulation(run.gpus) == 1
+        and terms.gradients > 0
+    )
+    if fresh and terms.gradients + terms.step_buffers < terms.dynamic + terms.evaluation:
+        notes.append(
+            "no gradient accumulation: the gradients are made during the backward pass, after its peak "
+            "at the loss, so only what they and the optimizer step exceed the activations and logits by counts"
+        )
+    return fresh
+
+
 def _overhead(run: Run, terms: Terms, notes: list[str]) -> float:
     """A dequantized weight, cuBLAS and NCCL workspaces (docs/estimator.md §8); the buckets and the
     allocator's reserve are terms of their own."""
@@ -323,11 +345,19 @@ def _overhead(run: Run, terms: Terms, notes: list[str]) -> float:
 
 def _breakdown(terms: Terms) -> dict:
     """Whole bytes per key; the step buffer counts only where it exceeds the activations and logits
-    (docs/estimator.md §7)."""
-    extra_step = max(0.0, terms.step_buffers - terms.dynamic - terms.evaluation)
+    (docs/estimator.md §7), and so do fresh gradients (§4.1): the peak is then the larger of the
+    loss's backward (no gradient yet) and the update (all gradients and the step buffer)."""
+    freed = terms.dynamic + terms.evaluation
+    if terms.fresh_gradients:
+        above = max(0.0, terms.gradients + terms.step_buffers - freed)
+        gradients = min(terms.gradients, above)
+        extra_step = above - gradients
+    else:
+        gradients = terms.gradients
+        extra_step = max(0.0, terms.step_buffers - freed)
     parts = {
         "weights": terms.weights,
-        "gradients": terms.gradients,
+        "gradients": gradients,
         "optimizer": terms.optimizer + extra_step,
         "activations": terms.activations,
         "logits": terms.logits,
