@@ -338,7 +338,7 @@ def main(argv: list[str] | None = None) -> None:
     catalog_table(cache)
     rows = calibration_table(cache)
     if args.regenerate in ("calibration", "all"):
-        # what no tensor shows, per measured row: verify.unseen_gap's data
+        # what no tensor shows, per measured row: verify.workspace's data
         cache["gaps"] = [
             {
                 "line": r["case"]["line"],

@@ -311,9 +311,9 @@ def _verification_text(v: dict, estimated: int) -> str:
             f"  caching allocator: allocated {v['allocatedBytes'] / gib:.2f} GiB, "
             f"reserved {v['reservedBytes'] / gib:.2f} GiB; "
             f"+ foreach AdamW update buffer {v['foreachBytes'] / gib:.2f} GiB ({v['optimizerStep']} step)",
-            f"  + workspaces no tensor shows {v['workspaceBytes'] / gib:+.2f} GiB, median of measured gaps "
-            f"{v['workspaceRangeBytes'][0] / gib:+.2f} to {v['workspaceRangeBytes'][1] / gib:+.2f} GiB "
-            f"({v['workspaceBasis']})",
+            f"  + workspaces no tensor shows {v['workspaceBytes'] / gib:+.2f} GiB: the median gap of "
+            f"{v['workspaceBasis']} (they range {v['workspaceRangeBytes'][0] / gib:+.2f} to "
+            f"{v['workspaceRangeBytes'][1] / gib:+.2f} GiB)",
         ]
     )
 

@@ -115,22 +115,17 @@ def workspace(method: str, cache_path: Path = CACHE) -> dict:
     data = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     rows = data.get("gaps", [])
     own = [g for g in rows if g["method"] == method]
-    if len({g["source"] for g in own}) >= MIN_SOURCES:
-        used, basis = own, f"{method}: {len(own)} rows"
+    sources = len({g["source"] for g in own})
+    if sources >= MIN_SOURCES:
+        used, why = own, f"{method} rows"
     else:
         used = rows
-        sources = len({g["source"] for g in own})
-        basis = f"all methods: {len(rows)} rows ({method}: {len(own)} rows of {sources} sources)"
+        why = f"all methods: {method} has {len(own)} row(s) from {sources} source(s)"
     gaps = [g["gap"] for g in used]
     if not gaps:
         return {"bytes": 0, "range": [0, 0], "basis": "no measured rows cached"}
-    basis += f" of {len({g['source'] for g in used})} sources"
+    basis = f"{len(gaps)} measured rows of {len({g['source'] for g in used})} sources; {why}"
     return {"bytes": int(statistics.median(gaps)), "range": [min(gaps), max(gaps)], "basis": basis}
-
-
-def unseen_gap(method: str, cache_path: Path = CACHE) -> float:
-    """``workspace``'s constant, in bytes."""
-    return workspace(method, cache_path)["bytes"]
 
 
 def verify(args, gpus: int = 1, *, steps: int = 2) -> dict:
