@@ -129,18 +129,24 @@ def _run_all(page, lab, ui_output_dir: Path, run: int) -> str:
     """Run the notebook's cells; return its job's name once the widget showed it Succeeded."""
     try:
         page.evaluate(
-            """async (path) => {
+            """async ([path, rerun]) => {
                 const app = window.jupyterapp;
                 const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
                 await panel.context.ready;
                 await panel.sessionContext.ready;
-                if (panel.sessionContext.session?.kernel) {
-                    await panel.sessionContext.restartKernel?.();
+                const kernel = panel.sessionContext.session?.kernel;
+                if (rerun && kernel) {
+                    // Restart & Run All, as a user reruns it. Only once the kernel's connection has
+                    // its first reply: a restart while the fresh socket is still handshaking races
+                    // in jupyter-server (a v1 frame read as the legacy format, 'Canceled future for
+                    // kernel_info_request' in the console)
+                    await kernel.info;
+                    await panel.sessionContext.restartKernel();
                 }
                 await app.commands.execute('notebook:clear-all-cell-outputs');
                 app.commands.execute('notebook:run-all-cells');  // followed below, not awaited
             }""",
-            "quota_and_swift_sft.ipynb",
+            ["quota_and_swift_sft.ipynb", run > 1],
         )
         # job.wait() prints the end phase; the notebook's last cell is the quota's refusal
         page.locator(".jp-OutputArea-output", has_text="'Succeeded'").first.wait_for(timeout=900_000)
