@@ -107,7 +107,11 @@ def identity_of(user, identity_provider, config):
 class Replies:
     """How a route answers JSON, with ETags and the answer cache: for ``QuotaHandler`` and for the
     hub service's lean balance read (``hubservice/leanread.py``), which is a bare tornado
-    ``RequestHandler``. Needs ``self.service``."""
+    ``RequestHandler``."""
+
+    @property
+    def service(self):
+        return self.settings["jupyter_quota_service"]
 
     def set_etag_header_for(self, version: str) -> None:
         """A weak ETag from what the answer depends on, set before it is made (``If-None-Match``)."""
@@ -241,10 +245,6 @@ class QuotaHandler(Replies, APIHandler):
         error = BodyTooLarge(f"the request body is {size}; at most {MAX_BODY_BYTES} bytes (1 MiB) are accepted")
         self.set_header("Connection", "close")
         self.reply(error.to_json(), error.status)
-
-    @property
-    def service(self):
-        return self.settings["jupyter_quota_service"]
 
     @property
     def quota_config(self):

@@ -66,10 +66,6 @@ class _LeanBalanceRead(PathMatches):
 class LeanBalanceHandler(Replies, tornado.web.RequestHandler):
     """``GET .../namespaces/{ns}/balance`` for a request ``_LeanBalanceRead`` matched."""
 
-    @property
-    def service(self):
-        return self.settings["jupyter_quota_service"]
-
     def set_default_headers(self) -> None:
         for name, value in self.settings["jupyter_quota_default_headers"].items():
             self.set_header(name, value)
@@ -86,11 +82,6 @@ class LeanBalanceHandler(Replies, tornado.web.RequestHandler):
         except (QuotaError, sqlite3.Error, OSError) as cause:
             if not write_quota_error(self, cause, settings["jupyter_quota_config"].state_dir):
                 raise
-
-    def reply(self, payload: dict, status: int = 200) -> None:
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(payload))
 
     def write_error(self, status_code: int, **kwargs) -> None:
         """A bug's 500 in the shape ``APIHandler`` gives it (JSON, no traceback)."""
