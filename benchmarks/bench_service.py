@@ -8,13 +8,13 @@ hub's token check, which these benchmarks leave out. Beside the API:
 - ``GET /bench/computations``: balances the event pass computed, open subscriptions, and the
   longest the IO loop was held (a 50 ms timer's lateness; ``?reset=1`` starts it again);
 - ``GET /bench/served``: the service's own time per request (arrival to answer, its p50 and p99)
-  since the last call: beside the client's, where the time goes;
+  and its longest garbage collection since the last call: beside the client's, where the time goes;
 - ``GET /bench/bare``: the stack's limit, a tornado handler that checks the token and answers a
   fixed JSON body (a real balance's bytes, made once at start).
 
 Environment: ``BENCH_READ_PATH=before`` serves balances as before issue 23's cheap read path
 (the ETag the computed answer's hash, the namespace's team found by a scan of every team);
-``BENCH_OFF=answer-cache,static-headers,token-cache,lean-read`` turns those of ``handlers.OPTIMISATIONS`` off;
+``BENCH_OFF=answer-cache,static-headers,token-cache,lean-read,gc-freeze`` turns those of ``handlers.OPTIMISATIONS`` off;
 ``BENCH_HEARTBEAT=whole`` sends the 15 s heartbeat to every stream in one turn of the IO loop (as
 before it went in slices); ``BENCH_PROFILE=FILE`` runs the service under cProfile and writes its
 stats to FILE on SIGTERM.
@@ -141,13 +141,26 @@ SCRIPT = textwrap.dedent(
             self.finish(BARE)
 
     served = []  # seconds from each request's arrival to its answer, in this process
+    collections = []  # seconds each garbage collection held the IO loop
+    import gc
+    started = {}
+
+    def timed(phase, info):
+        if phase == "start":
+            started["at"] = time.perf_counter()
+        elif "at" in started:
+            collections.append(time.perf_counter() - started.pop("at"))
+
+    gc.callbacks.append(timed)
 
     class Served(tornado.web.RequestHandler):
         def get(self):  # the service's own time per request, since the last call
             times = sorted(served)
             served.clear()
             pick = lambda q: round(1000 * times[min(len(times) - 1, int(q * len(times)))], 3) if times else None
-            self.finish({"count": len(times), "p50Ms": pick(0.5), "p99Ms": pick(0.99)})
+            gc_max = round(1000 * max(collections, default=0.0), 2)
+            collections.clear()
+            self.finish({"count": len(times), "p50Ms": pick(0.5), "p99Ms": pick(0.99), "gcMaxMs": gc_max})
 
     users = int(os.environ.get("BENCH_USERS", "0"))
     identity = hub_identity(users) if users else TokenIsUser()
@@ -168,6 +181,8 @@ SCRIPT = textwrap.dedent(
         profiler = cProfile.Profile()
         profiler.enable()
     signal.signal(signal.SIGTERM, lambda *a: IOLoop.current().add_callback_from_signal(IOLoop.current().stop))
+    from jupyter_quota.hubservice.startup_heap import freeze_startup_heap
+    freeze_startup_heap()  # as hubservice.app.serve does, just before its IO loop runs
     print("ready", flush=True)
     IOLoop.current().start()
     if profiler is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -129,3 +130,12 @@ def test_serve_without_a_hub_environment_says_how_to_run_it(tmp_path):
     )
     assert done.returncode == 1
     assert "JUPYTERHUB_SERVICE_URL is not set" in done.stderr and "c.JupyterHub.services" in done.stderr
+
+
+def test_the_service_freezes_its_start_up_heap_before_it_serves(service):
+    # a full collection walking ~100k start-up objects held the IO loop for over 100 ms, every
+    # balance read waiting (hubservice/startup_heap.py); frozen, no collection walks them
+    _, log = service
+    frozen = re.search(r"(\d+) start-up objects frozen out of the garbage collector", log.read_text())
+    assert frozen is not None, log.read_text()
+    assert int(frozen.group(1)) > 10_000  # jupyter-server, tornado and the service: far more than this

@@ -37,6 +37,7 @@ from ..service.app import build_service
 from .identity import HubServiceIdentityProvider
 from .leanread import lean_rules
 from .names import SERVICE_NAME
+from .startup_heap import freeze_startup_heap
 
 #: how long the service trusts a token's hub model (name, groups, admin) before asking the hub
 #: again, unless ``c.HubOAuth.cache_max_age`` says otherwise: a group change on the hub reaches
@@ -148,13 +149,16 @@ def serve(config: JupyterQuota, ip: str | None = None, port: int | None = None) 
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    frozen = freeze_startup_heap()
     log.info(
-        "jupyter_quota: quota service (%s backend, %d team(s)) at http://%s:%d%squota/v1",
+        "jupyter_quota: quota service (%s backend, %d team(s)) at http://%s:%d%squota/v1; "
+        "%d start-up objects frozen out of the garbage collector",
         service.backend.name,
         len(service.registry.all()),
         host,
         port,
         prefix,
+        frozen,
     )
     try:
         loop.start()
