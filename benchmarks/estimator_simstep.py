@@ -270,10 +270,11 @@ def case_table(rows: list[dict]) -> None:
     print()
     print("1c. Per case, MiB simulated / analytic: " + ", ".join(name for name, _, _ in CATEGORY_PAIRS))
     for r in rows:
-        cells = [
-            f"{sum(r['breakdown'][k] for k in s) / 2**20:7.0f}/{sum(r['analyticBreakdown'][k] for k in a) / 2**20:<7.0f}"
+        mib = [
+            (sum(r["breakdown"][k] for k in s) / 2**20, sum(r["analyticBreakdown"][k] for k in a) / 2**20)
             for _name, s, a in CATEGORY_PAIRS
         ]
+        cells = [f"{sim:7.0f}/{ana:<7.0f}" for sim, ana in mib]
         print(f"   {r['diff']:+6.1%} {r['model'][:34]:34} {r['regime'][:32]:32} " + " ".join(cells))
 
 
