@@ -45,6 +45,7 @@ from estimator_calibration import measures  # noqa: E402
 from jupyter_quota.estimator import catalog, estimate  # noqa: E402
 from jupyter_quota.estimator.simcheck import (  # noqa: E402
     CACHE,
+    CATEGORY_PAIRS,
     LAYERS,
     REGIMES,
     TOKENS,
@@ -235,17 +236,6 @@ def catalog_table(cache: dict) -> list[dict]:
     return rows
 
 
-#: the simulated step's categories against the analytic breakdown's keys: the model states one to one;
-#: what the step allocates and frees (the step files it by phase: forward-made activations, backward-
-#: and update-made temporaries) against the analytic activations, logits and the rest of the dynamic part
-CATEGORY_PAIRS = (
-    ("parameters", ("parameters",), ("weights",)),
-    ("gradients", ("gradients",), ("gradients",)),
-    ("optimizer", ("optimizer",), ("optimizer",)),
-    ("dynamic", ("activations", "temporaries"), ("activations", "logits", "vision", "parallel", "evaluation")),
-)
-
-
 def category_table(rows: list[dict]) -> None:
     """Per category: the analytic term less the simulated one, as a share of the simulated peak
     (the categories' shares add up to the peak's difference), all cases and per regime."""
@@ -255,12 +245,8 @@ def category_table(rows: list[dict]) -> None:
     groups = [("all", rows)] + [(k, [r for r in rows if r["regime"] == k]) for k in sorted({r["regime"] for r in rows})]
     for label, sub in groups:
         cells = []
-        for _name, sim_keys, ana_keys in CATEGORY_PAIRS:
-            d = sorted(
-                (sum(r["analyticBreakdown"][k] for k in ana_keys) - sum(r["breakdown"][k] for k in sim_keys))
-                / r["simulated"]
-                for r in sub
-            )
+        for name, _sim_keys, _ana_keys in CATEGORY_PAIRS:
+            d = sorted(r["categoryDiff"][name] for r in sub)
             cells.append(f"{statistics.median(d):+6.1%} [{d[0]:+6.1%},{d[-1]:+6.1%}]")
         print(f"   {label[:32]:32} {len(sub):3} " + " ".join(f"{c:>24}" for c in cells))
 
