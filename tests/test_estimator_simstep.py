@@ -65,6 +65,24 @@ def test_each_category_within_bound_of_simulated_step(rows):
         assert not outside, f"{name}: {len(outside)} of {len(rows)} cases beyond ±{bound:.0%}: {outside[:8]}"
 
 
+def test_tied_embedding_full_fine_tunes_count_the_backward_tail(rows):
+    # A tied embedding's two gradients (lm_head's, held from the loss on, and the embedding's) and
+    # their sum are alive together at the end of the backward pass: the peak of a full fine-tune of a
+    # model with a large vocabulary (Llama 3.2 1B, Gemma 2B, Gemma 2 2B, Phi-4-mini)
+    tied = [r for r in rows if r["regime"].startswith("full/") and r["model"] in TIED_LARGE_VOCABULARY]
+    assert len(tied) >= 8
+    outside = [f"{r['model']} {r['regime']}: {r['diff']:+.1%}" for r in tied if abs(r["diff"]) > 0.05]
+    assert not outside, outside
+
+
+TIED_LARGE_VOCABULARY = {
+    "meta-llama/Llama-3.2-1B",
+    "google/gemma-2b",
+    "google/gemma-2-2b",
+    "microsoft/Phi-4-mini-instruct",
+}
+
+
 def test_text_facts_and_reduction():
     vl = {
         "model_type": "qwen2_5_vl",

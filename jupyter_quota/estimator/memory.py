@@ -25,6 +25,9 @@ from .model import ModelSpec
 from .run import Run, describe_run
 
 GIB = 1024**3
+#: torch's fused AdamW (the HF Trainer's default with torch >= 2.8, when asked for by name here: an
+#: unset --optim keeps the foreach path's buffer, the measured rows' stacks and the higher answer)
+FUSED_ADAMW = "adamw_torch_fused"
 
 
 class ModelStates(NamedTuple):
@@ -284,6 +287,10 @@ def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
         if run.fsdp.offload:
             return 0.0
         local_params = run.trainable / run.shards
+    elif run.zero_stage == 0 and (run.args.optim or "").lower() == FUSED_ADAMW and not run.galore:
+        # torch's fused kernel updates every tensor in place: no buffer (the simulated step shows none)
+        notes.append(f"--optim {FUSED_ADAMW}: the fused AdamW kernel needs no step buffer")
+        return 0.0
     elif run.zero_stage == 0:
         local_params = run.gradient_params  # LISA's foreach step: the parameters with a gradient
     elif run.zero_stage in (1, 2) and not run.offload:
