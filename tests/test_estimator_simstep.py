@@ -231,7 +231,8 @@ def test_gradients_at_the_peak_without_gradient_accumulation(rows):
     where a small model with a large vocabulary peaks; all exist at the end of the backward pass
     and at the update. Where the simulated peak holds no gradient, the analytic estimate without
     accumulation must be no further from it than with accumulation (+5 points); where it holds them
-    all, the analytic peak must still count them (never below the simulated model states)."""
+    all, the analytic peak must still count them (never below the simulated model states, less
+    0.1%: the rotary buffers and AdamW's step counts it leaves out)."""
     by = {(r["model"], r["regime"]): r for r in rows}
     single = [r for r in rows if r["regime"].endswith("/noaccum") and r["regime"].startswith("full")]
     assert len(single) >= 10, "run benchmarks/estimator_simstep.py --regenerate catalog (the /noaccum regimes)"
@@ -242,4 +243,4 @@ def test_gradients_at_the_peak_without_gradient_accumulation(rows):
         assert abs(r["diff"]) <= abs(accumulated["diff"]) + 0.05, (r["model"], r["diff"], accumulated["diff"])
     for r in single:
         b = r["breakdown"]
-        assert r["analytic"] >= b["parameters"] + b["gradients"] + b["optimizer"], (r["model"], r["diff"])
+        assert r["analytic"] >= 0.999 * (b["parameters"] + b["gradients"] + b["optimizer"]), (r["model"], r["diff"])
