@@ -75,6 +75,28 @@ def test_tied_embedding_full_fine_tunes_count_the_backward_tail(rows):
     assert not outside, outside
 
 
+def test_moe_full_fine_tunes_count_the_new_gradient_of_stacked_experts(rows):
+    # transformers 5 stacks a layer's experts in one tensor per projection (gate_up_proj: E x 2I x h);
+    # under gradient accumulation its new gradient is one temporary before it is added into .grad
+    moe = [
+        r
+        for r in rows
+        if r["regime"].startswith("full/") and not r["regime"].endswith("/noaccum") and r["model"] in WIDE_EXPERTS
+    ]
+    assert len(moe) >= 8
+    outside = [f"{r['model']} {r['regime']}: {r['diff']:+.1%}" for r in moe if abs(r["diff"]) > 0.02]
+    assert not outside, outside
+
+
+#: MoE models whose stacked expert weights outweigh the logits at 512 tokens
+WIDE_EXPERTS = {
+    "mistralai/Mixtral-8x7B-v0.1",
+    "microsoft/Phi-3.5-MoE-instruct",
+    "zai-org/GLM-4.5-Air",
+    "MiniMaxAI/MiniMax-M2",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct",
+}
+
 TIED_LARGE_VOCABULARY = {
     "meta-llama/Llama-3.2-1B",
     "google/gemma-2b",
