@@ -17,7 +17,7 @@ GIB = 1024**3
 # The analytic estimate (device="cpu": tensor memory) may differ from the simulated step's peak of
 # live tensors by at most this much on any cached case, and by at most MEDIAN_BOUND in the median.
 BOUND = 0.28
-MEDIAN_BOUND = 0.06
+MEDIAN_BOUND = 0.05
 # Per category (simcheck.CATEGORY_PAIRS): the analytic term less the simulated one, as a share of the
 # simulated peak, on every cached case. The model states are counted exactly; the dynamic part (what
 # a step allocates and frees) is where the formulas approximate.

@@ -149,13 +149,17 @@ def backward_tail(run: Run, activation_bytes: int, notes: list[str]) -> Tail:
     # no T x V gradient of the logits
     logits_grad = 0 if run.args.use_liger_kernel else run.tokens * spec.vocab_size * a
     lm_head = vocab_grad + logits_grad + kept
+    # transformers 5 stacks a layer's experts in one tensor per projection (gate_up_proj, E x 2I x h):
+    # its new gradient is made while the layer's recomputed activations are alive
+    stacked = spec.num_experts * 2 * spec.moe_intermediate_size * spec.hidden_size * a
+    experts = stacked + activation_bytes if spec.is_moe else 0
     if spec.tie_word_embeddings:
         notes.append(
             "tied embeddings: lm_head's V x h gradient is held through the backward pass and added to "
             "the embedding's at its end (three V x h tensors alive)"
         )
-        return Tail(max(lm_head, 3 * vocab_grad), 2 * vocab_grad)
-    return Tail(lm_head, 0)
+        return Tail(max(lm_head, 3 * vocab_grad, experts), 2 * vocab_grad)
+    return Tail(max(lm_head, experts), 0)
 
 
 def _logits_bytes(run: Run) -> int:
