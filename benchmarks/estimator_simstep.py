@@ -45,6 +45,7 @@ from estimator_calibration import measures  # noqa: E402
 from jupyter_quota.estimator import catalog, estimate  # noqa: E402
 from jupyter_quota.estimator.simcheck import (  # noqa: E402
     CACHE,
+    CATEGORY_PAIRS,
     LAYERS,
     REGIMES,
     TOKENS,
@@ -235,6 +236,34 @@ def catalog_table(cache: dict) -> list[dict]:
     return rows
 
 
+def category_table(rows: list[dict]) -> None:
+    """Per category: the analytic term less the simulated one, as a share of the simulated peak
+    (the categories' shares add up to the peak's difference), all cases and per regime."""
+    print()
+    print("1b. Per category: (analytic - simulated) / simulated peak; median and range over the cases")
+    print(f"   {'regime':32} {'n':>3} " + " ".join(f"{name:>24}" for name, _, _ in CATEGORY_PAIRS))
+    groups = [("all", rows)] + [(k, [r for r in rows if r["regime"] == k]) for k in sorted({r["regime"] for r in rows})]
+    for label, sub in groups:
+        cells = []
+        for name, _sim_keys, _ana_keys in CATEGORY_PAIRS:
+            d = sorted(r["categoryDiff"][name] for r in sub)
+            cells.append(f"{statistics.median(d):+6.1%} [{d[0]:+6.1%},{d[-1]:+6.1%}]")
+        print(f"   {label[:32]:32} {len(sub):3} " + " ".join(f"{c:>24}" for c in cells))
+
+
+def case_table(rows: list[dict]) -> None:
+    """Each case's categories, simulated / analytic, in MiB."""
+    print()
+    print("1c. Per case, MiB simulated / analytic: " + ", ".join(name for name, _, _ in CATEGORY_PAIRS))
+    for r in rows:
+        mib = [
+            (sum(r["breakdown"][k] for k in s) / 2**20, sum(r["analyticBreakdown"][k] for k in a) / 2**20)
+            for _name, s, a in CATEGORY_PAIRS
+        ]
+        cells = [f"{sim:7.0f}/{ana:<7.0f}" for sim, ana in mib]
+        print(f"   {r['diff']:+6.1%} {r['model'][:34]:34} {r['regime'][:32]:32} " + " ".join(cells))
+
+
 def calibration_table(cache: dict) -> list[dict]:
     sims = {(c["model"], regime_of(c["regime"]).key): c for c in cache.get("calibration", [])}
     rows = []
@@ -326,6 +355,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--skip", default="", help="with --regenerate: model_types to leave for later (comma-separated; slow ones)"
     )
+    parser.add_argument(
+        "--categories",
+        action="store_true",
+        help="also print the per-category difference (parameters, gradients, optimizer, dynamic) per regime",
+    )
+    parser.add_argument(
+        "--cases", metavar="NAME", help="with --categories: print each case of models whose name contains NAME"
+    )
     args = parser.parse_args(argv)
     cache = load_cache(Path(os.environ.get("SIMSTEP_CACHE", CACHE)))
     if args.regenerate:
@@ -335,7 +372,11 @@ def main(argv: list[str] | None = None) -> None:
             regenerate_calibration(cache, args.only)
         if args.regenerate in ("catalog", "all"):
             regenerate_catalog(cache, args.only, tuple(filter(None, args.skip.split(","))))
-    catalog_table(cache)
+    table = catalog_table(cache)
+    if args.categories and table:
+        category_table(table)
+        if args.cases:
+            case_table([r for r in table if args.cases.lower() in r["model"].lower()])
     rows = calibration_table(cache)
     if args.regenerate in ("calibration", "all"):
         # what no tensor shows, per measured row: verify.workspace's data

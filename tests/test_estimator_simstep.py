@@ -16,8 +16,12 @@ GIB = 1024**3
 
 # The analytic estimate (device="cpu": tensor memory) may differ from the simulated step's peak of
 # live tensors by at most this much on any cached case, and by at most MEDIAN_BOUND in the median.
-BOUND = 0.30
-MEDIAN_BOUND = 0.16
+BOUND = 0.28
+MEDIAN_BOUND = 0.05
+# Per category (simcheck.CATEGORY_PAIRS): the analytic term less the simulated one, as a share of the
+# simulated peak, on every cached case. The model states are counted exactly; the dynamic part (what
+# a step allocates and frees) is where the formulas approximate.
+CATEGORY_BOUNDS = {"parameters": 0.01, "optimizer": 0.02}
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +53,56 @@ def test_analytic_within_bound_of_simulated_step(rows):
     outside = [f"{r['model']} {r['regime']}: {r['diff']:+.1%}" for r in rows if abs(r["diff"]) > BOUND]
     assert not outside, f"{len(outside)} of {len(rows)} cases beyond ±{BOUND:.0%}: {outside[:10]}"
     assert statistics.median(abs(r["diff"]) for r in rows) <= MEDIAN_BOUND, worst
+
+
+def test_each_category_within_bound_of_simulated_step(rows):
+    for name, bound in CATEGORY_BOUNDS.items():
+        outside = [
+            f"{r['model']} {r['regime']}: {r['categoryDiff'][name]:+.1%}"
+            for r in rows
+            if abs(r["categoryDiff"][name]) > bound
+        ]
+        assert not outside, f"{name}: {len(outside)} of {len(rows)} cases beyond ±{bound:.0%}: {outside[:8]}"
+
+
+def test_tied_embedding_full_fine_tunes_count_the_backward_tail(rows):
+    # A tied embedding's two gradients (lm_head's, held from the loss on, and the embedding's) and
+    # their sum are alive together at the end of the backward pass: the peak of a full fine-tune of a
+    # model with a large vocabulary (Llama 3.2 1B, Gemma 2B, Gemma 2 2B, Phi-4-mini)
+    tied = [r for r in rows if r["regime"].startswith("full/") and r["model"] in TIED_LARGE_VOCABULARY]
+    assert len(tied) >= 8
+    outside = [f"{r['model']} {r['regime']}: {r['diff']:+.1%}" for r in tied if abs(r["diff"]) > 0.05]
+    assert not outside, outside
+
+
+def test_moe_full_fine_tunes_count_the_new_gradient_of_stacked_experts(rows):
+    # transformers 5 stacks a layer's experts in one tensor per projection (gate_up_proj: E x 2I x h);
+    # under gradient accumulation its new gradient is one temporary before it is added into .grad
+    moe = [
+        r
+        for r in rows
+        if r["regime"].startswith("full/") and not r["regime"].endswith("/noaccum") and r["model"] in WIDE_EXPERTS
+    ]
+    assert len(moe) >= 8
+    outside = [f"{r['model']} {r['regime']}: {r['diff']:+.1%}" for r in moe if abs(r["diff"]) > 0.02]
+    assert not outside, outside
+
+
+#: MoE models whose stacked expert weights outweigh the logits at 512 tokens
+WIDE_EXPERTS = {
+    "mistralai/Mixtral-8x7B-v0.1",
+    "microsoft/Phi-3.5-MoE-instruct",
+    "zai-org/GLM-4.5-Air",
+    "MiniMaxAI/MiniMax-M2",
+    "Qwen/Qwen3-Next-80B-A3B-Instruct",
+}
+
+TIED_LARGE_VOCABULARY = {
+    "meta-llama/Llama-3.2-1B",
+    "google/gemma-2b",
+    "google/gemma-2-2b",
+    "microsoft/Phi-4-mini-instruct",
+}
 
 
 def test_text_facts_and_reduction():
@@ -199,7 +253,8 @@ def test_gradients_at_the_peak_without_gradient_accumulation(rows):
     where a small model with a large vocabulary peaks; all exist at the end of the backward pass
     and at the update. Where the simulated peak holds no gradient, the analytic estimate without
     accumulation must be no further from it than with accumulation (+5 points); where it holds them
-    all, the analytic peak must still count them (never below the simulated model states)."""
+    all, the analytic peak must still count them (never below the simulated model states, less
+    0.1%: the rotary buffers and AdamW's step counts it leaves out)."""
     by = {(r["model"], r["regime"]): r for r in rows}
     single = [r for r in rows if r["regime"].endswith("/noaccum") and r["regime"].startswith("full")]
     assert len(single) >= 10, "run benchmarks/estimator_simstep.py --regenerate catalog (the /noaccum regimes)"
@@ -210,4 +265,4 @@ def test_gradients_at_the_peak_without_gradient_accumulation(rows):
         assert abs(r["diff"]) <= abs(accumulated["diff"]) + 0.05, (r["model"], r["diff"], accumulated["diff"])
     for r in single:
         b = r["breakdown"]
-        assert r["analytic"] >= b["parameters"] + b["gradients"] + b["optimizer"], (r["model"], r["diff"])
+        assert r["analytic"] >= 0.999 * (b["parameters"] + b["gradients"] + b["optimizer"]), (r["model"], r["diff"])

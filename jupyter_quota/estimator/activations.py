@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from .lora import attention_dims, mlp_dims
 from .run import Run
@@ -120,6 +121,45 @@ def logits(run: Run, notes: list[str]) -> int:
             "prompts are not trained on"
         )
     return logits
+
+
+class Tail(NamedTuple):
+    """Bytes beside the model states near the end of a full fine-tune's backward pass."""
+
+    accumulated: int  # where every gradient is alive already (gradient accumulation, DDP)
+    fresh: int  # in a step's only micro-batch: beside the gradients made so far (all of them)
+
+
+def backward_tail(run: Run, activation_bytes: int, notes: list[str]) -> Tail:
+    """The vocabulary-sized gradients of a full fine-tune (docs/estimator.md §6.1): lm_head's new
+    gradient beside the gradient of the logits and the kept activations, before it is added into
+    ``.grad``; and at the embedding's backward, the last, its new gradient. Tied embeddings are one
+    parameter: autograd holds lm_head's gradient from the loss on, and adds the embedding's to it
+    (three V x h tensors alive: both and their sum; the sum is ``.grad`` in a step's only micro-batch).
+    One GPU or DDP: DeepSpeed and FSDP take gradients in hooks of their own."""
+    spec, a = run.spec, run.dtype_bytes
+    if not run.full or run.zero_stage or run.fsdp or not spec.vocab_size:
+        return Tail(0, 0)
+    vocab_grad = spec.vocab_size * spec.hidden_size * a
+    if run.args.gradient_checkpointing:
+        kept = spec.num_layers * run.tokens * spec.hidden_size * a  # the checkpointed inputs
+    else:
+        kept = activation_bytes
+    # Liger's fused cross-entropy makes lm_head's gradient in the forward pass, chunk by chunk, with
+    # no T x V gradient of the logits
+    logits_grad = 0 if run.args.use_liger_kernel else run.tokens * spec.vocab_size * a
+    lm_head = vocab_grad + logits_grad + kept
+    # transformers 5 stacks a layer's experts in one tensor per projection (gate_up_proj, E x 2I x h):
+    # its new gradient is made while the layer's recomputed activations are alive
+    stacked = spec.num_experts * 2 * spec.moe_intermediate_size * spec.hidden_size * a
+    experts = stacked + activation_bytes if spec.is_moe else 0
+    if spec.tie_word_embeddings:
+        notes.append(
+            "tied embeddings: lm_head's V x h gradient is held through the backward pass and added to "
+            "the embedding's at its end (three V x h tensors alive)"
+        )
+        return Tail(max(lm_head, 3 * vocab_grad, experts), 2 * vocab_grad)
+    return Tail(max(lm_head, experts), 0)
 
 
 def _logits_bytes(run: Run) -> int:

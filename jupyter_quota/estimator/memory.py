@@ -13,18 +13,21 @@ it goes, and the assumptions read in that order.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..swift import SftArgs
 from . import fsdp as sharding
 from . import terms as extra
-from .activations import activations, logits
+from .activations import Tail, activations, backward_tail, logits
 from .features import extra_value
 from .model import ModelSpec
 from .run import Run, describe_run
 
 GIB = 1024**3
+#: torch's fused AdamW (the HF Trainer's default with torch >= 2.8, when asked for by name here: an
+#: unset --optim keeps the foreach path's buffer, the measured rows' stacks and the higher answer)
+FUSED_ADAMW = "adamw_torch_fused"
 
 
 class ModelStates(NamedTuple):
@@ -50,6 +53,8 @@ class Terms:
     evaluation: float = 0.0
     allocator: float = 0.0
     step_buffers: float = 0.0
+    #: near the backward pass's end: vocabulary-sized gradients (``activations.backward_tail``)
+    tail: Tail = field(default_factory=lambda: Tail(0, 0))
     overhead: float = 0.0
     #: one micro-batch a step on one GPU: the gradients are made during the backward pass, so the
     #: peak at the loss holds none (``_breakdown``)
@@ -79,6 +84,7 @@ def compute(spec: ModelSpec, args: SftArgs, gpus: int, device: str) -> tuple[dic
         terms.optimizer = _optimizer_states(run, replica, notes)
     terms.activations = activations(run, notes)
     terms.logits = logits(run, notes)
+    terms.tail = backward_tail(run, terms.activations, notes)
     terms.vision = extra.vision(run, notes)
     terms.parallel = extra.parallel(run, notes)
     terms.buckets = extra.buckets(run, replica.gradients, notes)
@@ -284,6 +290,10 @@ def _step_buffers(run: Run, terms: Terms, notes: list[str]) -> float:
         if run.fsdp.offload:
             return 0.0
         local_params = run.trainable / run.shards
+    elif run.zero_stage == 0 and (run.args.optim or "").lower() == FUSED_ADAMW and not run.galore:
+        # torch's fused kernel updates every tensor in place: no buffer (the simulated step shows none)
+        notes.append(f"--optim {FUSED_ADAMW}: the fused AdamW kernel needs no step buffer")
+        return 0.0
     elif run.zero_stage == 0:
         local_params = run.gradient_params  # LISA's foreach step: the parameters with a gradient
     elif run.zero_stage in (1, 2) and not run.offload:
@@ -349,18 +359,23 @@ def _breakdown(terms: Terms) -> dict:
     loss's backward (no gradient yet) and the update (all gradients and the step buffer)."""
     freed = terms.dynamic + terms.evaluation
     if terms.fresh_gradients:
-        above = max(0.0, terms.gradients + terms.step_buffers - freed)
+        # the update (gradients and step buffer) or the backward's tail (gradients and vocabulary-
+        # sized ones), above the loss's peak: the tail's excess under the logits
+        after = max(terms.step_buffers, terms.tail.fresh)
+        above = max(0.0, terms.gradients + after - freed)
         gradients = min(terms.gradients, above)
-        extra_step = above - gradients
+        extra_step = above - gradients if terms.step_buffers >= terms.tail.fresh else 0.0
+        extra_tail = above - gradients - extra_step
     else:
         gradients = terms.gradients
-        extra_step = max(0.0, terms.step_buffers - freed)
+        extra_tail = max(0.0, terms.tail.accumulated - freed)
+        extra_step = max(0.0, terms.step_buffers - freed - extra_tail)
     parts = {
         "weights": terms.weights,
         "gradients": gradients,
         "optimizer": terms.optimizer + extra_step,
         "activations": terms.activations,
-        "logits": terms.logits,
+        "logits": terms.logits + extra_tail,
         "vision": terms.vision,
         "parallel": terms.parallel,
         "buckets": terms.buckets,

@@ -40,6 +40,15 @@ REGIMES = (
     Regime("full", TOKENS, 1, True, "sdpa", accumulate=False),
     Regime("lora", TOKENS, 1, True, "sdpa", accumulate=False),
 )
+#: the simulated step's categories against the analytic breakdown's keys: the model states one to one;
+#: what the step allocates and frees (which it files by phase: forward-made activations, backward- and
+#: update-made temporaries) against the analytic activations, logits and the rest of the dynamic part
+CATEGORY_PAIRS = (
+    ("parameters", ("parameters",), ("weights",)),
+    ("gradients", ("gradients",), ("gradients",)),
+    ("optimizer", ("optimizer",), ("optimizer",)),
+    ("dynamic", ("activations", "temporaries"), ("activations", "logits", "vision", "parallel", "evaluation")),
+)
 #: a multimodal model's language model, under the model_type of the plain decoder transformers builds
 TEXT_TYPES = {
     "qwen2_vl_text": "qwen2",
@@ -130,6 +139,15 @@ def compare(cache: dict) -> list[dict]:
                 "diff": est.peak_bytes_per_gpu / sim - 1,
                 # the part above the model states: activations, logits, temporaries
                 "dynamicDiff": (est.peak_bytes_per_gpu - ana_states) / max(1, sim - states) - 1,
+                # per category: analytic less simulated, as a share of the simulated peak (they add up
+                # to ``diff``)
+                "categoryDiff": {
+                    name: (
+                        sum(est.breakdown[k] for k in ana_keys) - sum(case["result"]["breakdown"][k] for k in sim_keys)
+                    )
+                    / sim
+                    for name, sim_keys, ana_keys in CATEGORY_PAIRS
+                },
                 "breakdown": case["result"]["breakdown"],
                 "analyticBreakdown": est.breakdown,
             }

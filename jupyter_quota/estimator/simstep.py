@@ -79,7 +79,7 @@ class Regime:
             argv += ["--lora_rank", str(self.lora_rank), "--target_modules", *self.targets]
         if not self.accumulate:
             argv += ["--gradient_accumulation_steps", "1"]
-        return argv
+        return [*argv, "--optim", "adamw_torch_fused"]  # the optimizer the step runs (``simulate``)
 
 
 @dataclass
