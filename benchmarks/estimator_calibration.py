@@ -44,7 +44,6 @@ DEFAULT_TSV = ROOT / "benchmarks" / "data" / "estimator_calibration.tsv"
 UNMODELLED = (
     "lisa",
     "muon",
-    "hqq",
     "gptq",
     "prepare_model_for_kbit_training",
     "device_map",
