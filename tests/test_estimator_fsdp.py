@@ -82,7 +82,8 @@ def test_gradient_accumulation_keeps_every_trained_parameter_s_unsharded_gradien
 
 
 def test_more_gpus_shard_more_and_ddp_does_not():
-    base = ["--model", MODEL, "--tuner_type", "full"]
+    # one micro-batch a step: with accumulation FSDP also keeps the unsharded gradients (test above)
+    base = ["--model", MODEL, "--tuner_type", "full", "--gradient_accumulation_steps", "1"]
     fsdp = [estimate([*base, "--fsdp", "fsdp2"], g).peak_bytes_per_gpu for g in (2, 4, 8)]
     ddp = [estimate(base, g).peak_bytes_per_gpu for g in (2, 4, 8)]
     assert fsdp[0] > fsdp[1] > fsdp[2]
@@ -105,7 +106,7 @@ def test_lora_under_fsdp_shards_the_frozen_base_too():
 
 def test_offload_leaves_only_gathered_layers_on_the_gpu():
     spec = resolve_model(MODEL)
-    base = ["--model", MODEL, "--tuner_type", "full"]
+    base = ["--model", MODEL, "--tuner_type", "full", "--gradient_accumulation_steps", "1"]
     offload = {g: estimate([*base, "--fsdp", _fsdp("full_shard auto_wrap offload")], g) for g in (2, 8)}
     for e in offload.values():
         assert e.breakdown["weights"] == pytest.approx(_gathered(spec), abs=4)

@@ -282,7 +282,18 @@ def _fsdp_states(run: Run, replica: ModelStates, notes: list[str]) -> tuple[floa
             "bnb 4-bit weights stored as uint8 are left out of FSDP's sharding (accelerate): every GPU holds "
             "them whole; --bnb_4bit_quant_storage bfloat16 lets FSDP split them"
         )
-    return states.weights + states.gathered, states.gradients + states.layer_gradient, states.optimizer
+    # HF Trainer runs a step's earlier micro-batches under accelerator.no_sync: FSDP2's
+    # set_requires_gradient_sync(False) keeps every trained parameter's unsharded gradient, in the
+    # compute dtype, until the step's last backward reduce-scatters them (docs/estimator.md §4.6)
+    accumulated = run.trainable * a if run.args.gradient_accumulation(run.gpus) > 1 else 0
+    if accumulated:
+        notes.append(
+            f"gradient accumulation under FSDP ({run.args.gradient_accumulation(run.gpus)} micro-batches a step): "
+            "the earlier micro-batches run without gradient sync, so every GPU keeps each trained parameter's "
+            "unsharded gradient until the step's last backward"
+        )
+    gradients = states.gradients + states.layer_gradient + accumulated
+    return states.weights + states.gathered, gradients, states.optimizer
 
 
 # -- the optimizer step and overhead ------------------------------------------------------------
