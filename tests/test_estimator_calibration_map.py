@@ -45,8 +45,8 @@ def test_torchtune_ladder_rows_are_packed_and_lora_rows_use_the_recipe_config():
     assert len(ladder) == 9
     for row, argv, _ in ladder:
         assert _value(argv, "--packing") == "true", argv
+        assert _value(argv, "--gradient_accumulation_steps") == "1"  # the recipes' (and the README command's)
         if row["train_type"] != "full":  # 3B_(q)lora_single_device.yaml: rank 64 on q, v, output, MLP
             assert _value(argv, "--lora_rank") == "64" and _value(argv, "--lora_dropout") == "0"
             i = argv.index("--target_modules")
             assert set(argv[i + 1 : i + 7]) == {"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
-            assert _value(argv, "--gradient_accumulation_steps") == "1"
