@@ -121,15 +121,17 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
         if "dora" in train:
             argv += ["--use_dora", "true"]
     ladder = "optimization flags table" in row["source"].lower()
+    if ladder:
+        # one micro-batch a step: 3B_full_single_device.yaml's gradient_accumulation_steps 1 (which
+        # its optimizer_in_bwd requires) and the README's command for the last row
+        argv += ["--gradient_accumulation_steps", "1"]
     if ladder and not train.startswith("full"):
         # torchtune's LoRA/QLoRA rows of its optimization-flags table ran the recipe configs of the
         # day (torchtune @1814feb17, recipes/configs/llama3_2/3B_lora_single_device.yaml and
         # 3B_qlora_single_device.yaml: lora_attn_modules q_proj v_proj output_proj,
-        # apply_lora_to_mlp, lora_rank 64, lora_alpha 128, lora_dropout 0.0), with the README's
-        # command's gradient_accumulation_steps=1
+        # apply_lora_to_mlp, lora_rank 64, lora_alpha 128, lora_dropout 0.0)
         argv += ["--lora_rank", "64", "--lora_alpha", "128", "--lora_dropout", "0"]
         argv += ["--target_modules", "q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-        argv += ["--gradient_accumulation_steps", "1"]
     elif row["lora_rank"].isdigit() and int(row["lora_rank"]) > 0:
         argv += ["--lora_rank", row["lora_rank"]]
     targets = re.search(r"target_modules ([\w.]+(?: [\w.]+)*)", notes)
