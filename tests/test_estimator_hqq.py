@@ -1,7 +1,7 @@
 """HQQ (--quant_method hqq, docs/estimator.md §3, §5.1) as ms-swift runs it: transformers' HqqConfig
-(nbits, group_size 64, axis 1) quantizes every linear but lm_head, and hqq's default PyTorch backend
-keeps each linear's dequantized weight for the backward pass, not its input; and a LoRA run on a
-pre-quantized checkpoint is QLoRA's regime."""
+(nbits, group_size 64, axis 1) quantizes every linear but lm_head, and hqq's default backend keeps
+each quantized linear's input for the backward pass; and a LoRA run on a pre-quantized checkpoint is
+QLoRA's regime."""
 
 from jupyter_quota.estimator import estimate, resolve_model
 from jupyter_quota.estimator.ranges import regime_of
@@ -23,14 +23,17 @@ def test_hqq_weights_are_packed_4_bit_plus_a_16_bit_scale_and_zero_per_group_of_
     assert "HQQ 4-bit" in notes and "bnb" not in notes
 
 
-def test_hqq_keeps_each_layer_s_dequantized_weights_not_the_linears_inputs():
-    # without checkpointing every layer keeps its linears' dequantized bfloat16 weights (the
-    # matmul's saved operand), where a frozen 16-bit linear keeps nothing and bitsandbytes its input
-    spec = resolve_model(MODEL)
+def test_hqq_keeps_each_quantized_linear_s_input_as_bitsandbytes_does():
+    # hqq's default backend (HQQBackend.PYTORCH = forward_pytorch_backprop, hqq/core/quantize.py)
+    # is HQQMatmulNoCacheMul: it saves the input and dequantizes the weight again in the backward
+    # pass, as bitsandbytes' MatMul4Bit keeps its input; a frozen 16-bit linear keeps none
     off = ["--gradient_checkpointing", "false"]
     hqq = estimate(HQQ + off).breakdown["activations"]
+    bnb = estimate(LORA + off + ["--quant_method", "bnb", "--quant_bits", "4"]).breakdown["activations"]
     lora = estimate(LORA + off).breakdown["activations"]
-    assert hqq - lora == spec.linear_params * 2
+    assert hqq == bnb > lora
+    notes = " ".join(estimate(HQQ).assumptions)
+    assert "HQQ keeps each quantized linear's input" in notes
 
 
 def test_lora_on_a_pre_quantized_checkpoint_is_the_qlora_regime():
