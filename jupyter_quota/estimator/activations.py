@@ -27,19 +27,17 @@ def activations(run: Run, notes: list[str]) -> int:
     kept_layers = min(2, spec.num_layers) if run.fsdp and run.fsdp.activation_offload else spec.num_layers
     if kept_layers < spec.num_layers:
         notes.append("activation_cpu_offload: saved activations in CPU memory, two layers' worth on the GPU")
-    # HQQ's matmul with a dequantized weight that needs no gradient saves that weight (docs/estimator.md §5.1)
-    dequantized = spec.linear_params // max(1, spec.num_layers) * dtype_bytes if run.hqq else 0
     if run.args.gradient_checkpointing:
         # The loss backward finishes (logits freed) before the first layer is recomputed, so the
         # recomputed layer and the logits path do not coexist: count the larger of the two.
-        recomputed_layer = layer_per_token * tokens + transient + dequantized
+        recomputed_layer = layer_per_token * tokens + transient
         total = kept_layers * tokens * hidden * dtype_bytes + max(0, recomputed_layer - _logits_bytes(run))
         notes.append(
             "gradient checkpointing on (ms-swift default): one saved input per layer plus "
             "one layer recomputed at a time (after the logits path is freed)"
         )
     else:
-        total = kept_layers * (layer_per_token * tokens + dequantized) + transient + tokens * hidden * dtype_bytes
+        total = kept_layers * layer_per_token * tokens + transient + tokens * hidden * dtype_bytes
         notes.append("gradient checkpointing off: every layer keeps its activations")
     return total
 
@@ -80,7 +78,7 @@ def _layer_activation_bytes(run: Run, kernel: str) -> int:
     else:
         mlp = ((3 if liger else 4) if full else 3) * dtype_bytes * spec.intermediate_size
     total = 2 * norm + attention + mlp
-    if run.quant_bits and not run.hqq:
+    if run.quant_bits:
         # the inputs bitsandbytes' matmuls keep and a frozen 16-bit linear would not: both normed
         # hidden states, o_proj's input and down_proj's input
         total += dtype_bytes * (2 * hidden + q_width + run.mlp_width)

@@ -353,16 +353,13 @@ def _overhead(run: Run, terms: Terms, notes: list[str]) -> float:
     if run.quant_bits:
         overhead += run.spec.hidden_size * run.mlp_width * run.dtype_bytes  # one dequantized weight at a time
         if run.hqq:
-            notes.append(
-                "HQQ (its PyTorch backend) keeps each quantized linear's dequantized weight for the backward "
-                "pass, not its input: one layer's with checkpointing, every layer's without (the activations)"
-            )
+            kernel = "HQQ"
         else:
             kernel = "bitsandbytes" if run.args.quantized_bits else f"the {run.spec.quant_method.upper()} kernel"
-            notes.append(
-                f"{kernel} keeps each quantized linear's input for its backward pass "
-                "(a frozen 16-bit linear keeps none): counted in the activations"
-            )
+        notes.append(
+            f"{kernel} keeps each quantized linear's input for its backward pass "
+            "(a frozen 16-bit linear keeps none): counted in the activations"
+        )
     if run.cuda:
         overhead += 0.35 * GIB
         if run.gpus > 1:
