@@ -50,3 +50,9 @@ def test_torchtune_ladder_rows_are_packed_and_lora_rows_use_the_recipe_config():
             assert _value(argv, "--lora_rank") == "64" and _value(argv, "--lora_dropout") == "0"
             i = argv.index("--target_modules")
             assert set(argv[i + 1 : i + 7]) == {"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+
+def test_torchtune_memory_table_rows_run_without_gradient_accumulation():
+    # torchtune's README "Memory and training speed": "batch size 2 (without gradient accumulation)"
+    for _, argv, _ in _rows(lambda r: "Memory and training speed" in r["source"]):
+        assert _value(argv, "--gradient_accumulation_steps") == "1", argv
