@@ -121,9 +121,10 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
         if "dora" in train:
             argv += ["--use_dora", "true"]
     ladder = "optimization flags table" in row["source"].lower()
-    if ladder:
-        # one micro-batch a step: 3B_full_single_device.yaml's gradient_accumulation_steps 1 (which
-        # its optimizer_in_bwd requires) and the README's command for the last row
+    if ladder or "memory and training speed table" in row["source"].lower():
+        # one micro-batch a step: the ladder's 3B_full_single_device.yaml gradient_accumulation_steps
+        # 1 (which its optimizer_in_bwd requires) and the README's command for its last row; the
+        # memory table's "batch size 2 (without gradient accumulation)"
         argv += ["--gradient_accumulation_steps", "1"]
     if ladder and not train.startswith("full"):
         # torchtune's LoRA/QLoRA rows of its optimization-flags table ran the recipe configs of the
