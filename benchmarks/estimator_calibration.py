@@ -44,8 +44,6 @@ DEFAULT_TSV = ROOT / "benchmarks" / "data" / "estimator_calibration.tsv"
 UNMODELLED = (
     "lisa",
     "muon",
-    "awq",
-    "hqq",
     "gptq",
     "prepare_model_for_kbit_training",
     "device_map",
@@ -87,12 +85,22 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
     # the row's own flags are in its first note, before any "(other comments: ...)" about sibling
     # rows of the same script (the liger row mentions "no liger" for its neighbours)
     flags = notes.split(";")[0].split("(other comments")[0]
-    model = row["model"].replace("-AWQ", "")
-    argv = ["--model", model]
+    model = row["model"]
     train = row["train_type"]
+    if "gptq" in train:
+        # Qwen-VL's finetune/finetune_qlora_single_gpu.sh trains the GPTQ checkpoint
+        # (MODEL="Qwen/Qwen-VL-Chat-Int4"), not a model quantized on load by bitsandbytes
+        model += "-Int4"
+    argv = ["--model", model]
     tags = []
-    if train.startswith("qlora"):
-        argv += ["--tuner_type", "lora", "--quant_method", "bnb", "--quant_bits", row["quant_bits"]]
+    if train.startswith("qlora") and ("awq" in train or "gptq" in train):
+        # a pre-quantized checkpoint (ms-swift's examples/train/qlora/awq/train.sh: --model ...-AWQ,
+        # no --quant_method): its quantization_config, which the estimator reads (docs/estimator.md §3)
+        argv += ["--tuner_type", "lora"]
+    elif train.startswith("qlora"):
+        # examples/train/qlora/hqq.sh: --quant_method hqq --quant_bits 4; the others bitsandbytes
+        method = "hqq" if "hqq" in train else "bnb"
+        argv += ["--tuner_type", "lora", "--quant_method", method, "--quant_bits", row["quant_bits"]]
     elif train.startswith("full"):
         argv += ["--tuner_type", "full"]
         if "galore" in train:  # ms-swift's examples/train/tuners/galore scripts: --use_galore true
@@ -112,10 +120,25 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
         argv += ["--tuner_type", "lora"]
         if "dora" in train:
             argv += ["--use_dora", "true"]
-    if row["lora_rank"].isdigit() and int(row["lora_rank"]) > 0:
+    ladder = "optimization flags table" in row["source"].lower()
+    if ladder or "memory and training speed table" in row["source"].lower():
+        # one micro-batch a step: the ladder's 3B_full_single_device.yaml gradient_accumulation_steps
+        # 1 (which its optimizer_in_bwd requires) and the README's command for its last row; the
+        # memory table's "batch size 2 (without gradient accumulation)"
+        argv += ["--gradient_accumulation_steps", "1"]
+    if ladder and not train.startswith("full"):
+        # torchtune's LoRA/QLoRA rows of its optimization-flags table ran the recipe configs of the
+        # day (torchtune @1814feb17, recipes/configs/llama3_2/3B_lora_single_device.yaml and
+        # 3B_qlora_single_device.yaml: lora_attn_modules q_proj v_proj output_proj,
+        # apply_lora_to_mlp, lora_rank 64, lora_alpha 128, lora_dropout 0.0)
+        argv += ["--lora_rank", "64", "--lora_alpha", "128", "--lora_dropout", "0"]
+        argv += ["--target_modules", "q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    elif row["lora_rank"].isdigit() and int(row["lora_rank"]) > 0:
         argv += ["--lora_rank", row["lora_rank"]]
     targets = re.search(r"target_modules ([\w.]+(?: [\w.]+)*)", notes)
-    if targets:
+    if ladder and not train.startswith("full"):
+        pass
+    elif targets:
         argv += ["--target_modules", *targets.group(1).split()]
     elif "on q,v only" in notes or row["source"].startswith("pytorch/torchtune"):
         argv += ["--target_modules", "q_proj", "v_proj"]
@@ -136,7 +159,9 @@ def row_to_argv(row: dict) -> tuple[list[str], int, list[str]]:
     attn = row["attn_impl"]
     argv += ["--attn_impl", "flash_attn" if "flash" in attn else attn]
     argv += ["--torch_dtype", {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}[row["dtype"]]]
-    if ("packing" in flags and "no packing" not in flags) or "packed to" in notes:
+    # torchtune's optimization-flags table adds each technique "on top of the previous one" from
+    # "+ Packed Dataset" on (its README; the command for the last row passes dataset.packed=True)
+    if ("packing" in flags and "no packing" not in flags) or "packed to" in notes or ladder:
         argv += ["--packing", "true"]  # torchtune's rows: every sample packed to max_seq_len
     if "8-bit adamw" in flags:
         argv += ["--optim", "adamw_bnb_8bit"]  # bitsandbytes' AdamW8bit, as torchtune's row ran

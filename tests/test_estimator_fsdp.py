@@ -49,7 +49,8 @@ def test_full_shard_keeps_zero3s_sixteen_bytes_per_parameter_split_n_ways():
 
 def test_full_fine_tune_fsdp_weights_and_moments_equal_zero3s_master_and_moments():
     spec = resolve_model(MODEL)
-    base = ["--model", MODEL, "--tuner_type", "full", "--max_length", "8192"]
+    # one micro-batch a step: no accumulated unsharded gradients (see the test below)
+    base = ["--model", MODEL, "--tuner_type", "full", "--max_length", "8192", "--gradient_accumulation_steps", "1"]
     for gpus in (4, 8):
         fsdp = estimate([*base, "--fsdp", "fsdp2"], gpus).breakdown
         zero3 = estimate([*base, "--deepspeed", "zero3"], gpus).breakdown
@@ -61,8 +62,28 @@ def test_full_fine_tune_fsdp_weights_and_moments_equal_zero3s_master_and_moments
         assert fsdp["buckets"] == 0  # no DDP reducer: each layer's gradient is reduce-scattered as it is made
 
 
+def test_gradient_accumulation_keeps_every_trained_parameter_s_unsharded_gradient():
+    # HF Trainer runs every micro-batch but a step's last under accelerator.no_sync, which for FSDP2
+    # is set_requires_gradient_sync(False): each FSDPParam keeps its unsharded gradient, in the
+    # compute dtype, until the step's last backward reduce-scatters it (torch _fsdp_param_group.py
+    # post_backward, _fsdp_param.py accumulate_unsharded_grad_if_needed)
+    spec = resolve_model(MODEL)
+    base = ["--model", MODEL, "--max_length", "2048", "--fsdp", "fsdp2"]
+    for tuner, trained in (("full", spec.params), ("lora", None)):
+        one = estimate([*base, "--tuner_type", tuner, "--gradient_accumulation_steps", "1"], 8)
+        four = estimate([*base, "--tuner_type", tuner, "--gradient_accumulation_steps", "4"], 8)
+        if trained is None:  # LoRA: the adapters (float32, 4 bytes each beside the bfloat16 base on one GPU)
+            single = estimate(["--model", MODEL, "--max_length", "2048", "--tuner_type", "lora"])
+            trained = (single.breakdown["weights"] - spec.params * 2) / 4
+        extra = four.breakdown["gradients"] - one.breakdown["gradients"]
+        assert extra == pytest.approx(2 * trained, rel=0.01, abs=2**20)
+        assert any("unsharded gradient" in n for n in four.assumptions)
+        assert not any("unsharded gradient" in n for n in one.assumptions)
+
+
 def test_more_gpus_shard_more_and_ddp_does_not():
-    base = ["--model", MODEL, "--tuner_type", "full"]
+    # one micro-batch a step: with accumulation FSDP also keeps the unsharded gradients (test above)
+    base = ["--model", MODEL, "--tuner_type", "full", "--gradient_accumulation_steps", "1"]
     fsdp = [estimate([*base, "--fsdp", "fsdp2"], g).peak_bytes_per_gpu for g in (2, 4, 8)]
     ddp = [estimate(base, g).peak_bytes_per_gpu for g in (2, 4, 8)]
     assert fsdp[0] > fsdp[1] > fsdp[2]
@@ -85,7 +106,7 @@ def test_lora_under_fsdp_shards_the_frozen_base_too():
 
 def test_offload_leaves_only_gathered_layers_on_the_gpu():
     spec = resolve_model(MODEL)
-    base = ["--model", MODEL, "--tuner_type", "full"]
+    base = ["--model", MODEL, "--tuner_type", "full", "--gradient_accumulation_steps", "1"]
     offload = {g: estimate([*base, "--fsdp", _fsdp("full_shard auto_wrap offload")], g) for g in (2, 8)}
     for e in offload.values():
         assert e.breakdown["weights"] == pytest.approx(_gathered(spec), abs=4)

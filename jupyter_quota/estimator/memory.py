@@ -133,6 +133,17 @@ def _base_weight_bytes(run: Run, notes: list[str]) -> float:
         if spec.vision_quantized
         else "embeddings, lm_head, norms and the vision tower stay 16-bit"
     )
+    if (run.args.quant_method or "").lower() == "hqq":
+        # transformers' HqqConfig (ms-swift passes nbits and axis): every linear but lm_head, packed
+        # bits (3-bit: 10 to an int32) plus a scale and a zero in the compute dtype per group of 64
+        per_weight = (0.4 if bits == 3 else bits / 8) + 2 * dtype_bytes / 64
+        notes.append(
+            f"HQQ {bits}-bit, groups of 64: {per_weight:.3f} bytes per linear weight, the vision tower's too "
+            "(HqqConfig skips only lm_head); embeddings, lm_head and norms stay 16-bit"
+        )
+        return (linear + spec.vision_linear_params) * per_weight + (
+            rest + spec.vision_params - spec.vision_linear_params
+        ) * dtype_bytes
     double = run.args.bnb_4bit_use_double_quant
     if bits == 4:
         per_weight = 0.5 + (1 / 64 + 4 / (64 * 256) if double else 4 / 64)
@@ -277,7 +288,18 @@ def _fsdp_states(run: Run, replica: ModelStates, notes: list[str]) -> tuple[floa
             "bnb 4-bit weights stored as uint8 are left out of FSDP's sharding (accelerate): every GPU holds "
             "them whole; --bnb_4bit_quant_storage bfloat16 lets FSDP split them"
         )
-    return states.weights + states.gathered, states.gradients + states.layer_gradient, states.optimizer
+    # HF Trainer runs a step's earlier micro-batches under accelerator.no_sync: FSDP2's
+    # set_requires_gradient_sync(False) keeps every trained parameter's unsharded gradient, in the
+    # compute dtype, until the step's last backward reduce-scatters them (docs/estimator.md §4.6)
+    accumulated = run.trainable * a if run.args.gradient_accumulation(run.gpus) > 1 else 0
+    if accumulated:
+        notes.append(
+            f"gradient accumulation under FSDP ({run.args.gradient_accumulation(run.gpus)} micro-batches a step): "
+            "the earlier micro-batches run without gradient sync, so every GPU keeps each trained parameter's "
+            "unsharded gradient until the step's last backward"
+        )
+    gradients = states.gradients + states.layer_gradient + accumulated
+    return states.weights + states.gathered, gradients, states.optimizer
 
 
 # -- the optimizer step and overhead ------------------------------------------------------------
@@ -340,7 +362,10 @@ def _overhead(run: Run, terms: Terms, notes: list[str]) -> float:
     overhead = 0.0
     if run.quant_bits:
         overhead += run.spec.hidden_size * run.mlp_width * run.dtype_bytes  # one dequantized weight at a time
-        kernel = "bitsandbytes" if run.args.quantized_bits else f"the {run.spec.quant_method.upper()} kernel"
+        if run.hqq:
+            kernel = "HQQ"
+        else:
+            kernel = "bitsandbytes" if run.args.quantized_bits else f"the {run.spec.quant_method.upper()} kernel"
         notes.append(
             f"{kernel} keeps each quantized linear's input for its backward pass "
             "(a frozen 16-bit linear keeps none): counted in the activations"

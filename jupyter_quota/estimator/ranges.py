@@ -36,7 +36,8 @@ def regime_of(spec: ModelSpec, args: SftArgs, gpus: int) -> tuple[str, str, str]
     if tuner in ("full", "lisa", "galore", "q-galore"):
         method = "full"
     else:
-        method = "qlora" if args.quantized_bits else "lora"
+        # a quantized base, loaded so (bnb, HQQ) or pre-quantized (AWQ, GPTQ, FP8 checkpoints)
+        method = "qlora" if args.quantized_bits or spec.quant_bits else "lora"
     stage, offload = args.deepspeed_stage
     if not stage and fsdp_of(args) is not None:  # as the estimate reads it: no_shard is DDP, DeepSpeed wins
         parallelism = "fsdp"

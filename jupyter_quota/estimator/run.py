@@ -71,6 +71,11 @@ class Run:
         return self.trainable - frozen_params(self.spec, self.lisa_layers)
 
     @property
+    def hqq(self) -> bool:
+        """Quantized on load by HQQ (--quant_method hqq), not bitsandbytes (docs/estimator.md §3)."""
+        return bool(self.quant_bits) and (self.args.quant_method or "").lower() == "hqq"
+
+    @property
     def tokens(self) -> int:
         """Tokens in one micro-batch on one device."""
         return self.batch * self.seq_len
