@@ -43,7 +43,7 @@ API_PREFIX = ("quota", "v1")
 #: ``lean-read``: in the hub service, a balance read with a token the cache holds is answered by a
 #: plain tornado handler, past jupyter-server's per-request work (``hubservice/leanread.py``).
 #: ``gc-freeze``: the hub service's start-up objects frozen out of the garbage collector's full
-#: passes, which held its IO loop for over 100 ms (``hubservice/startup_heap.py``).
+#: passes, which held an overloaded service's IO loop for over 100 ms (``hubservice/startup_heap.py``).
 OPTIMISATIONS = {
     "answer-cache": True,
     "static-headers": True,
