@@ -26,7 +26,9 @@ def test_an_object_alive_at_start_up_is_no_longer_walked_by_the_collector(unfroz
     alive = _StartUpObject()
     assert any(o is alive for o in gc.get_objects())
     frozen = freeze_startup_heap()
-    assert frozen == gc.get_freeze_count() and frozen > 0
+    # what was frozen: the count may fall after it as other threads of the test process free
+    # frozen objects, so it is not compared with a later gc.get_freeze_count()
+    assert frozen > 0
     assert not any(o is alive for o in gc.get_objects())  # in the permanent generation now
     later = _StartUpObject()
     assert any(o is later for o in gc.get_objects())  # what comes after is collected as before
