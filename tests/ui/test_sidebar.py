@@ -240,12 +240,18 @@ def test_a_stale_balance_and_quota_warnings_are_shown(quota_page, ui_output_dir)
     observed = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(minutes=5, seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def stale(route):
-        answer = route.fetch().json()
+        # Unconditional: a 304 has no body to make stale.
+        headers = {k: v for k, v in route.request.headers.items() if k.lower() != "if-none-match"}
+        answer = route.fetch(headers=headers).json()
         for entry in answer["namespaces"]:
             entry["balance"].update(stale=True, observedAt=observed, warnings=[warning])
         route.fulfill(json=answer)
 
     pattern = re.compile(r".*/quota/v1/namespaces(\?.*)?$")
+    # The push is blocked, so the sidebar polls and shows only routed answers: a pushed balance
+    # (an earlier test's job ending late) would otherwise replace the stale one (src/model.ts).
+    events = re.compile(r".*/quota/v1/events(\?.*)?$")
+    page.route(events, lambda route: route.abort())
     page.route(pattern, stale)
     try:
         page.reload()
@@ -262,6 +268,7 @@ def test_a_stale_balance_and_quota_warnings_are_shown(quota_page, ui_output_dir)
         panel.screenshot(path=ui_output_dir / "sidebar-stale-warning.png")
     finally:
         page.unroute(pattern)
+        page.unroute(events)
         reload_lab(page)
 
 
