@@ -17,7 +17,8 @@ Environment: ``BENCH_READ_PATH=before`` serves balances as before issue 23's che
 ``BENCH_OFF=answer-cache,static-headers,token-cache,lean-read,gc-freeze`` turns those of ``handlers.OPTIMISATIONS`` off;
 ``BENCH_HEARTBEAT=whole`` sends the 15 s heartbeat to every stream in one turn of the IO loop (as
 before it went in slices); ``BENCH_PROFILE=FILE`` runs the service under cProfile and writes its
-stats to FILE on SIGTERM.
+stats to FILE on SIGTERM; ``BENCH_STALLS=FILE`` counts, while the IO loop is held over 20 ms, what
+every thread runs (sampled each 2 ms) and writes the commonest stacks to FILE on SIGTERM.
 """
 
 from __future__ import annotations
@@ -162,6 +163,38 @@ SCRIPT = textwrap.dedent(
             collections.clear()
             self.finish({"count": len(times), "p50Ms": pick(0.5), "p99Ms": pick(0.99), "gcMaxMs": gc_max})
 
+    stalls = None
+    if os.environ.get("BENCH_STALLS"):
+        # What runs while the IO loop is held: a thread of its own looks every 2 ms at a 5 ms
+        # timer's last beat, and while the beat is over 20 ms old counts every thread's stack.
+        import collections as counting, threading, traceback
+        beat = {"at": time.monotonic()}
+        PeriodicCallback(lambda: beat.update(at=time.monotonic()), 5).start()
+        stalls = counting.Counter()
+        held = {"stalls": 0, "seconds": 0.0, "last": None}
+
+        def where(frame):
+            return " < ".join(f"{os.path.basename(f.filename)}:{f.lineno} {f.name}"
+                              for f in reversed(traceback.extract_stack(frame)[-5:]))
+
+        def watch():
+            me = threading.get_ident()
+            while True:
+                time.sleep(0.002)
+                late = time.monotonic() - beat["at"]
+                if late <= 0.02:
+                    continue
+                if held["last"] != beat["at"]:
+                    held["last"] = beat["at"]
+                    held["stalls"] += 1
+                held["seconds"] += 0.002
+                names = {t.ident: t.name for t in threading.enumerate()}
+                for ident, frame in sys._current_frames().items():
+                    if ident != me:
+                        stalls[(names.get(ident, str(ident)), where(frame))] += 1
+
+        threading.Thread(target=watch, name="bench-stalls", daemon=True).start()
+
     users = int(os.environ.get("BENCH_USERS", "0"))
     identity = hub_identity(users) if users else TokenIsUser()
     app = make_app(service, identity, "PREFIX", logging.getLogger("bench"))
@@ -188,6 +221,11 @@ SCRIPT = textwrap.dedent(
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(os.environ["BENCH_PROFILE"])
+    if stalls is not None:
+        with open(os.environ["BENCH_STALLS"], "w") as out:
+            out.write(f"{held['stalls']} stalls over 20 ms, about {held['seconds']:.2f} s held in all\\n")
+            for (thread, stack), n in stalls.most_common(40):
+                out.write(f"{n:6d}  {thread}: {stack}\\n")
     """
 ).replace("PREFIX", PREFIX)
 
