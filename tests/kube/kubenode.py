@@ -53,6 +53,9 @@ HOST_STATE = LOCK.with_suffix(".host.json")
 SYSCTLS = ("vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops")
 #: Host paths kubelet 1.20 and containerd 1.6 use whatever their flags say; removed at stop when
 #: the node created them.
+#: Debian's containernetworking-plugins, and those the node's network config and containerd use
+CNI_BIN = Path("/usr/lib/cni")
+CNI_PLUGINS = ("bridge", "host-local", "loopback")
 HOST_PATHS = ("/var/log/pods", "/var/log/containers", "/var/lib/kubelet", "/var/lib/cni", "/run/containerd")
 PAUSE_IMAGE = "localhost/jupyter-quota-pause:3.4.1"
 JOB_IMAGE = "localhost/jupyter-quota-job:latest"
@@ -138,6 +141,12 @@ class KubeletNode:
         self._lock_fd = fd
 
     def _start_containerd(self) -> None:
+        missing = [p for p in CNI_PLUGINS if not (CNI_BIN / p).is_file()]
+        if missing:  # else every pod waits in ContainerCreating ("failed to find plugin")
+            raise RuntimeError(
+                f"the CNI plugins {', '.join(missing)} are not in {CNI_BIN}: install Debian's "
+                "containernetworking-plugins (scripts/kube-cluster prepare does)"
+            )
         for d in ("state", "cni/net.d", "cni/ipam", "runc", "opt"):
             (self.workdir / d).mkdir(parents=True, exist_ok=True)
         root = self.cache / "containerd"
@@ -377,7 +386,7 @@ def _containerd_config(default: str, w: Path, root: Path) -> str:
         elif section == '[plugins."io.containerd.grpc.v1.cri"]' and key == "sandbox_image":
             value = PAUSE_IMAGE
         elif section == '[plugins."io.containerd.grpc.v1.cri".cni]' and key == "bin_dir":
-            value = "/usr/lib/cni"  # Debian's containernetworking-plugins
+            value = str(CNI_BIN)
         elif section == '[plugins."io.containerd.grpc.v1.cri".cni]' and key == "conf_dir":
             value = str(w / "cni/net.d")
         elif section.startswith('[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]') and (
