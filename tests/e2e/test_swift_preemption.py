@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from tiny_swift import build_dataset, build_tiny_model, swift_flags  # noqa: E402
+from tiny_swift import build_dataset, build_tiny_model, hold_after_checkpoint, swift_flags  # noqa: E402
 
 SWIFT = shutil.which("swift", path=os.path.dirname(sys.executable))
 OFFLINE = {"USE_HF": "1", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -69,6 +69,10 @@ def test_a_real_swift_sft_is_preempted_on_borrowed_gpus_and_resumes_from_its_che
     out = root / "out"
     flags = swift_flags(model, data, out, max_steps=MAX_STEPS)
     flags[flags.index("--save_steps") + 1] = "2"  # a checkpoint every other step
+    # held after checkpoint-2 until the preemption has happened: however fast the machine, the
+    # preemption comes mid-run (a 24-step run once ended before it)
+    release = tmp_path / "released"
+    flags += hold_after_checkpoint(2, release, tmp_path / "hold_plugin.py")
     backend = make_backend(grace_period=60.0)
     backend.use_profiles(lambda: [BORROWER, LENDER])
     # team a's own GPU is taken, so its best-effort fine-tune runs on team b's idle one
@@ -95,6 +99,8 @@ def test_a_real_swift_sft_is_preempted_on_borrowed_gpus_and_resumes_from_its_che
     assert checkpoint and (Path(checkpoint) / "trainer_state.json").is_file(), requeue
     resumed_from = int(checkpoint.rsplit("-", 1)[1])
     assert 2 <= resumed_from <= stopped_at < MAX_STEPS, (resumed_from, stopped_at)
+    assert (resumed_from, stopped_at) in ((2, 2), (2, 3)), "preempted where it was held"
+    release.touch()  # the resumed run goes on to the end
     assert wait_for(backend, LENDER, "mine", phase_is("Running"))["borrowed"] is False
     first_run = backend.logs(BORROWER, "tiny", 100_000)  # its processes are gone: the whole first run
 

@@ -62,6 +62,33 @@ def swift_flags(model: Path, dataset: Path, output_dir: Path, max_steps: int = 3
     ]
 
 
+#: an ms-swift plugin (``--external_plugins``) whose callback holds training after a step until a
+#: file exists: a run that must be stopped mid-way waits for its stop instead of racing it
+_HOLD_PLUGIN = """\
+import os
+import time
+
+from swift.callbacks import TrainerCallback, callbacks_map
+
+
+class HoldUntilReleased(TrainerCallback):
+    # on_step_end comes before the step's checkpoint is saved: the hold is after the step after it
+    def on_step_end(self, args, state, control, **kwargs):
+        while state.global_step > {step} and not os.path.exists({release!r}):
+            time.sleep(0.1)
+
+
+callbacks_map["jq_hold"] = HoldUntilReleased
+"""
+
+
+def hold_after_checkpoint(step: int, release: Path, plugin: Path) -> list[str]:
+    """``swift sft`` flags that hold the run once its checkpoint at ``step`` is whole, until
+    ``release`` exists (a run resumed after it is released goes on). ``plugin`` is written."""
+    plugin.write_text(_HOLD_PLUGIN.format(step=step, release=str(release)))
+    return ["--external_plugins", str(plugin), "--callbacks", "jq_hold"]
+
+
 def build_tiny_model(directory: Path) -> Path:
     """Write tokenizer and model files to ``directory``; return it."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers

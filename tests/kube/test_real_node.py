@@ -422,6 +422,10 @@ def test_a_best_effort_swift_sft_preempted_by_the_scheduler_is_requeued_and_resu
         out = tiny / "out" / namespace_name
         args = tiny_swift.swift_flags(tiny / "model", data, out, max_steps=PREEMPTED_STEPS)
         args[args.index("--save_steps") + 1] = "2"  # a checkpoint every other step
+        # held after checkpoint-2 (the volume is the same path in the pod) until the preemption
+        # has happened, so it comes mid-run however fast the machine
+        release = tiny / f"released-{tag}"
+        args += tiny_swift.hold_after_checkpoint(2, release, tiny / f"hold-{tag}.py")
         request = jobspec.parse_job_request(
             {"name": "tune", "args": args, "gpus": 1, "resources": RESOURCES, "priority": "best-effort"}, borrower
         )
@@ -455,6 +459,7 @@ def test_a_best_effort_swift_sft_preempted_by_the_scheduler_is_requeued_and_resu
         assert checkpoint and (Path(checkpoint) / "trainer_state.json").is_file(), requeue
         resumed_from = int(checkpoint.rsplit("-", 1)[1])
         assert 2 <= resumed_from <= preempted["step"] < PREEMPTED_STEPS, (resumed_from, preempted)
+        release.touch()  # the resumed pod goes on to the end
         assert job["phase"] == "Pending" and job["reason"] == "Requeued", job
         assert f"it resumes from {checkpoint}" in job["message"], job["message"]
         until(lambda: backend.get_job(lender, "mine")["phase"] == "Running", 120, "the lender's job to run")
