@@ -51,11 +51,11 @@ GATEWAY = "10.244.77.1"
 LOCK = Path(os.environ.get("JUPYTER_QUOTA_KUBELET_LOCK", "/run/lock/jupyter-quota-kubelet.lock"))
 HOST_STATE = LOCK.with_suffix(".host.json")
 SYSCTLS = ("vm.overcommit_memory", "kernel.panic", "kernel.panic_on_oops")
-#: Host paths kubelet 1.20 and containerd 1.6 use whatever their flags say; removed at stop when
-#: the node created them.
 #: Debian's containernetworking-plugins, and those the node's network config and containerd use
 CNI_BIN = Path("/usr/lib/cni")
 CNI_PLUGINS = ("bridge", "host-local", "loopback")
+#: Host paths kubelet 1.20 and containerd 1.6 use whatever their flags say; removed at stop when
+#: the node created them.
 HOST_PATHS = ("/var/log/pods", "/var/log/containers", "/var/lib/kubelet", "/var/lib/cni", "/run/containerd")
 PAUSE_IMAGE = "localhost/jupyter-quota-pause:3.4.1"
 JOB_IMAGE = "localhost/jupyter-quota-job:latest"

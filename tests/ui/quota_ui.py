@@ -7,6 +7,7 @@ and the open panel is the visible child of ``#jp-left-stack``.
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from fractions import Fraction
 
@@ -17,6 +18,8 @@ from jupyter_quota.quantity import parse_quantity
 SIDEBAR_ID = "jupyter-quota-sidebar"
 ADMIN_ID = "jupyter-quota-admin"
 NAMESPACE = "team-alpha"
+#: the sidebar's push, ``GET quota/v1/events`` (``src/events.ts``)
+EVENTS = re.compile(r".*/quota/v1/events(\?.*)?$")
 
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -135,3 +138,9 @@ def _bytes(value: Fraction) -> str:
 
 def _num(value: Fraction, digits: int = 3) -> str:
     return f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
+
+
+def block_push(page) -> None:
+    """Refuse the sidebar's push, as a proxy that cannot hold a stream would: it polls instead.
+    Undo with ``page.unroute(EVENTS)``."""
+    page.route(EVENTS, lambda route: route.abort())

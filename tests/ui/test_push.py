@@ -14,12 +14,11 @@ import re
 import time
 
 import pytest
-from quota_ui import NAMESPACE, api, cancel_live_jobs, open_sidebar, reload_lab
+from quota_ui import EVENTS, NAMESPACE, api, block_push, cancel_live_jobs, open_sidebar, reload_lab
 
 pytestmark = pytest.mark.ui
 
 GPU = "requests.nvidia.com/gpu"
-EVENTS = re.compile(r".*/quota/v1/events(\?.*)?$")
 #: the model's reads: the namespaces with their balances, a balance, a job list
 READS = re.compile(r".*/quota/v1/namespaces(/[^/]+/(balance|jobs))?(\?.*)?$")
 
@@ -81,7 +80,7 @@ def test_a_submit_reaches_the_sidebar_by_push_with_no_read(lab_page, ui_output_d
 def test_with_the_stream_blocked_the_sidebar_polls_with_etags(lab_page, tmp_path):
     page = lab_page.page
     release = tmp_path / "release"
-    page.route(EVENTS, lambda route: route.abort())
+    block_push(page)
     try:
         reload_lab(page)
         panel = open_sidebar(page)

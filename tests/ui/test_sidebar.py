@@ -13,7 +13,7 @@ import json
 import re
 
 import pytest
-from quota_ui import NAMESPACE, api, cancel_live_jobs, left_text, open_sidebar, reload_lab
+from quota_ui import EVENTS, NAMESPACE, api, block_push, cancel_live_jobs, left_text, open_sidebar, reload_lab
 
 pytestmark = pytest.mark.ui
 
@@ -250,8 +250,7 @@ def test_a_stale_balance_and_quota_warnings_are_shown(quota_page, ui_output_dir)
     pattern = re.compile(r".*/quota/v1/namespaces(\?.*)?$")
     # The push is blocked, so the sidebar polls and shows only routed answers: a pushed balance
     # (an earlier test's job ending late) would otherwise replace the stale one (src/model.ts).
-    events = re.compile(r".*/quota/v1/events(\?.*)?$")
-    page.route(events, lambda route: route.abort())
+    block_push(page)
     page.route(pattern, stale)
     try:
         page.reload()
@@ -268,7 +267,7 @@ def test_a_stale_balance_and_quota_warnings_are_shown(quota_page, ui_output_dir)
         panel.screenshot(path=ui_output_dir / "sidebar-stale-warning.png")
     finally:
         page.unroute(pattern)
-        page.unroute(events)
+        page.unroute(EVENTS)
         reload_lab(page)
 
 
