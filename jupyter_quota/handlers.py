@@ -280,8 +280,7 @@ class QuotaHandler(Replies, APIHandler):
             super().set_default_headers()
             headers = {k: v for k, v in self._headers.get_all() if before.get(k) != v}
             self.settings["jupyter_quota_default_headers"] = headers
-        for name, value in headers.items():
-            self.set_header(name, value)
+        self._headers.update(headers)  # values ``set_header`` checked when they were made
 
     def required_body(self):
         """``json_body`` of a route whose body the OpenAPI file requires: none is a 400, not ``{}``."""

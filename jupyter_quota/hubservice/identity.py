@@ -20,7 +20,7 @@ from jupyter_server.auth import IdentityProvider, User
 from jupyterhub.services.auth import HubOAuth
 from tornado.httputil import url_concat
 from tornado.web import HTTPError
-from traitlets import Float, Instance
+from traitlets import Float, Instance, observe
 
 from ..handlers import OPTIMISATIONS
 
@@ -92,18 +92,20 @@ class HubServiceIdentityProvider(IdentityProvider):
         None (the full path) for anything else: no token, a session cookie, a cache miss, a
         model this provider refuses. ``request`` is tornado's: ``leanread`` asks before a
         handler exists."""
-        token = request.headers.get("Authorization", "")
-        scheme, _, token = token.partition(" ")
+        headers = request.headers
+        scheme, _, token = headers.get("Authorization", "").partition(" ")
+        token = token.strip()
         if (
             scheme.lower() not in ("token", "bearer")
-            or not token.strip()
-            or "jupyterhub-session-id" in request.cookies  # HubAuth's key holds the session
+            or not token
+            # HubAuth's key holds the session (the Cookie header parsed only when there is one)
+            or ("Cookie" in headers and "jupyterhub-session-id" in request.cookies)
             or "token" in request.query_arguments  # a token in the URL would be read first
         ):
             return None
-        key = f"token::{hashlib.sha256(token.strip().encode('utf8', 'replace')).hexdigest()}"
+        key = f"token::{hashlib.sha256(token.encode('utf8', 'replace')).hexdigest()}"
         try:
-            model = self.hub_auth.cache[key]
+            model = self._token_cache()[key]  # its expiry checked as HubAuth's own reads check it
         except KeyError:
             return None
         memo = getattr(self, "_allowed", None)
@@ -120,6 +122,18 @@ class HubServiceIdentityProvider(IdentityProvider):
                 memo.clear()
             entry = memo[key] = (model, HubUser(model) if allowed else None)
         return entry[1]
+
+    def _token_cache(self):
+        """``hub_auth.cache``, read through two traits once, not on every request (HubAuth makes
+        it once; a new ``hub_auth`` forgets it, ``_new_hub_auth``)."""
+        cache = self.__dict__.get("_cache")
+        if cache is None:
+            cache = self.__dict__["_cache"] = self.hub_auth.cache
+        return cache
+
+    @observe("hub_auth")
+    def _new_hub_auth(self, change) -> None:
+        self.__dict__.pop("_cache", None)
 
     def is_token_authenticated(self, handler) -> bool:
         return bool(getattr(handler, "_token_authenticated", False))

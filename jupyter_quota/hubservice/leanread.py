@@ -67,8 +67,8 @@ class LeanBalanceHandler(Replies, tornado.web.RequestHandler):
     """``GET .../namespaces/{ns}/balance`` for a request ``_LeanBalanceRead`` matched."""
 
     def set_default_headers(self) -> None:
-        for name, value in self.settings["jupyter_quota_default_headers"].items():
-            self.set_header(name, value)
+        # as the full route set them (checked by ``set_header`` there): put, not converted again
+        self._headers.update(self.settings["jupyter_quota_default_headers"])
         if "Access-Control-Allow-Origin" not in self.settings.get("headers", {}):
             # jupyter-server's set_cors_headers for a token-authenticated caller: the request's
             # Origin, which a lean read has none of
