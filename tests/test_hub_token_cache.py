@@ -111,6 +111,18 @@ def test_an_expired_or_absent_entry_asks_the_hub(provider):
     assert _user(provider, {"Authorization": "token another"}) is None and len(provider.asked) == 2
 
 
+def test_a_new_hub_auth_is_read_from_not_the_cache_of_the_one_before(provider):
+    # the provider keeps ``hub_auth.cache`` between requests (``_token_cache``)
+    provider.hub_auth.cache[_key(TOKEN)] = _model(["ml-alpha"])
+    assert provider._cached_token_user(_Handler({"Authorization": f"token {TOKEN}"})) is not None
+    fresh = HubOAuth(api_token="service-token", api_url="http://127.0.0.1:9/hub/api", cache_max_age=60)
+    fresh.access_scopes = {ACCESS_SCOPE}
+    provider.hub_auth = fresh
+    assert provider._cached_token_user(_Handler({"Authorization": f"token {TOKEN}"})) is None
+    fresh.cache[_key(TOKEN)] = _model(["ml-alpha"])
+    assert provider._cached_token_user(_Handler({"Authorization": f"token {TOKEN}"})) is not None
+
+
 def test_a_session_cookie_or_a_token_in_the_url_takes_the_full_path(provider):
     provider.hub_auth.cache[_key(TOKEN)] = _model(["ml-alpha"])
     handler = _Handler({"Authorization": f"token {TOKEN}", "Cookie": "jupyterhub-session-id=s1"})
