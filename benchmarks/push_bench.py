@@ -17,7 +17,8 @@ It also checks that no subscriber heard of a team not its own.
 Prints p50/p99/max of those latencies over every (submit, subscriber) pair, the service's RSS
 before and after the subscriptions and per subscription, and how many balances the service
 computed for the submits (one per team per change, whatever the number of subscribers), and the
-longest the service's IO loop was held meanwhile. The client shares the machine's cores with
+longest the service's IO loop was held meanwhile, beside its longest garbage collection then (a
+full collection walks every open stream's objects). The client shares the machine's cores with
 the service. Asserts nothing.
 """
 
@@ -127,6 +128,7 @@ async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int,
         f"{(after - before) / subscribers:.1f} KiB per subscription"
     )
     computed_before = (await get_json(port, "/bench/computations?reset=1"))["balances"]
+    await get_json(port, "/bench/served")  # its longest collection, from here on
     latencies, answered = [], []
     start = time.perf_counter()
     for k in range(submits):
@@ -145,6 +147,7 @@ async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int,
         await asyncio.wait_for(asyncio.gather(*(s.waiters[name].wait() for s in members)), 60)
         latencies += [s.jobs[name] - sent for s in members]
     after_submits = await get_json(port, "/bench/computations")
+    collected = await get_json(port, "/bench/served")
     computed = after_submits["balances"] - computed_before
     ms = [x * 1000 for x in latencies]
     print(
@@ -154,7 +157,10 @@ async def bench(port: int, pid: int, subscribers: int, teams: int, submits: int,
     print(f"the submit's own answer (201) took: p50 {statistics.median(answered):.1f} ms, max {max(answered):.1f} ms")
     print(f"balances computed for the {submits} submits: {computed} (a periodic sweep adds one per subscribed team)")
     print(f"events of another team heard: {sum(s.foreign for s in subs)}")
-    print(f"the longest the service's IO loop was held during the submits: {after_submits['loopLagMaxMs']:.0f} ms")
+    print(
+        f"the longest the service's IO loop was held during the submits: {after_submits['loopLagMaxMs']:.0f} ms "
+        f"(its longest garbage collection then: {collected['gcMaxMs']:.0f} ms)"
+    )
     for t in tasks:
         t.cancel()
 
