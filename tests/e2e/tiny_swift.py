@@ -89,24 +89,33 @@ def hold_after_checkpoint(step: int, release: Path, plugin: Path) -> list[str]:
     return ["--external_plugins", str(plugin), "--callbacks", "jq_hold"]
 
 
-def build_tiny_model(directory: Path) -> Path:
-    """Write tokenizer and model files to ``directory``; return it."""
+def build_tokenizer(directory: Path, sentences: list[str] = SENTENCES, vocab_size: int = 400):
+    """A byte-level BPE trained on ``sentences``, with the chat template's special tokens, saved to
+    ``directory``; returned (a ``PreTrainedTokenizerFast``)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+    from transformers import PreTrainedTokenizerFast
 
     directory.mkdir(parents=True, exist_ok=True)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=400, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        vocab_size=vocab_size, special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
-    tok.train_from_iterator(SENTENCES * 4, trainer=trainer)
+    tok.train_from_iterator(sentences * 4, trainer=trainer)
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>", bos_token=None, unk_token=None
     )
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(directory)
+    return fast
+
+
+def build_tiny_model(directory: Path) -> Path:
+    """Write tokenizer and model files to ``directory``; return it."""
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    fast = build_tokenizer(directory)
 
     config = Qwen2Config(
         vocab_size=len(fast),
