@@ -698,3 +698,23 @@ def test_an_fsdp_request_keeps_fsdp_and_never_gets_deepspeed_beside_it():
     assert plans and all("--deepspeed" not in p["args"] and "--fsdp" in p["args"] for p in plans)
     best = result["recommended"]
     assert best["gpus"] > 1 and "FSDP" in best["summary"]
+
+
+def test_lora_on_an_moe_model_peft_converts_is_planned_with_the_dropout_its_setup_accepts():
+    # docs/estimator.md §2.3: GLM-4.7-Flash's MLP names move to the stacked experts, whose PEFT
+    # ParamWrapper refuses ms-swift's default lora_dropout 0.05 (tests/test_estimator_moe_lora.py)
+    big = profile(gpus="8", memory="141Gi")
+    real = jupyter_quota.estimate
+    converted = run(["--model", "zai-org/GLM-4.7-Flash", "--tuner_type", "lora"], big, estimate=real)
+    plain = run(["--model", "Qwen/Qwen3-30B-A3B", "--tuner_type", "lora"], big, estimate=real)
+
+    best = converted["recommended"]
+    assert argv_value(best["args"], "--lora_dropout") == "0.0"
+    assert {k: best["changes"][0][k] for k in ("field", "from", "to")} == {
+        "field": "lora_dropout",
+        "from": 0.05,
+        "to": 0.0,
+    }
+    assert "ParamWrapper" in best["changes"][0]["why"] and any("--lora_dropout 0" in n for n in converted["notes"])
+    assert converted["request"]["args"] == ["--model", "zai-org/GLM-4.7-Flash", "--tuner_type", "lora"]
+    assert "--lora_dropout" not in plain["recommended"]["args"]

@@ -150,9 +150,10 @@ def backward_tail(run: Run, activation_bytes: int, notes: list[str]) -> Tail:
     logits_grad = 0 if run.args.use_liger_kernel else run.tokens * spec.vocab_size * a
     lm_head = vocab_grad + logits_grad + kept
     # transformers 5 stacks a layer's experts in one tensor per projection (gate_up_proj, E x 2I x h):
-    # its new gradient is made while the layer's recomputed activations are alive
+    # its new gradient is made while the layer's recomputed activations are alive; a checkpoint's own
+    # code with one linear per expert makes small ones (spec.fused_experts)
     stacked = spec.num_experts * 2 * spec.moe_intermediate_size * spec.hidden_size * a
-    experts = stacked + activation_bytes if spec.is_moe else 0
+    experts = stacked + activation_bytes if spec.fused_experts else 0
     if spec.tie_word_embeddings:
         notes.append(
             "tied embeddings: lm_head's V x h gradient is held through the backward pass and added to "

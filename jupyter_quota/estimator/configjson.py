@@ -24,10 +24,11 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
     """Read the keys that matter from an HF config (nested ``text_config`` / ``llm_config`` too)."""
     if isinstance(config.get("thinker_config"), dict):  # Omni: the thinker is the language model
         config = {**config, **config["thinker_config"]}
-    text = config
+    text, nested = config, {}
     for nest in ("text_config", "llm_config", "language_config"):
         if isinstance(config.get(nest), dict):
-            text = {**config, **config[nest]}
+            nested = config[nest]
+            text = {**config, **nested}
             break
     model_type = str(config.get("model_type") or text.get("model_type") or "unknown")
     h = _first(text, "hidden_size", "n_embd", "d_model", "hidden_dim")
@@ -92,6 +93,7 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
     dense_layers = int(text.get("first_k_dense_replace") or 0)
     if experts and not moe_inter:
         moe_inter = inter  # Mixtral: experts have the dense width
+    fused = bool(experts) and _fused_experts(config, nested, model_type)
     vis = _vision(config, h)
     quant = quantization_fields(config, text)
     hybrid = _linear_attention(text, h)
@@ -117,6 +119,8 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
         moe_intermediate_size=int(moe_inter or 0),
         shared_expert_intermediate_size=shared,
         num_dense_layers=dense_layers,
+        fused_experts=fused,
+        converted_experts=fused and model_type in _PEFT_CONVERTED_MOE and bool(shared or dense_layers),
         vision_quantized=qwen_vl and bool(vis),
         eager_attention_only=qwen_vl,
         audio_params=_audio(config),
@@ -125,6 +129,40 @@ def spec_from_config(config: dict, *, name: str, source: str) -> ModelSpec:
         **quant,
         **vis,
     )
+
+
+#: MoE model types that transformers does not implement and whose checkpoints carry no ``auto_map``:
+#: ms-swift loads them through their authors' package (deepseek-vl2: ``deepseek_vl2``), one
+#: ``nn.Linear`` per expert
+PACKAGE_MOE = frozenset({"deepseek_vl_v2"})
+#: model types (``model.config.model_type``) whose LoRA targets PEFT 0.20 converts to transformers
+#: 5's stacked experts by Qwen2-MoE's names (peft/utils/transformers_weight_conversion.py
+#: ``_MODEL_TO_CONVERSION_PATTERN`` → "qwen2_moe"), among the catalog's
+_PEFT_CONVERTED_MOE = frozenset(
+    {
+        "qwen3_moe",
+        "qwen3_next",
+        "qwen3_omni_moe",
+        "glm4_moe",
+        "glm4_moe_lite",
+        "glm4v_moe",
+        "deepseek_v2",
+        "deepseek_v3",
+    }
+)
+
+
+def _fused_experts(config: dict, nested: dict, model_type: str) -> bool:
+    """Whether an MoE model's routed experts load as transformers 5's stacked parameters.
+
+    Every MoE architecture transformers 5 implements stacks them (``gate_up_proj``, ``down_proj``:
+    ``tests/test_estimator_moe_lora.py`` reads the installed transformers). ms-swift loads with
+    ``trust_remote_code``, so a checkpoint whose language model has an ``auto_map`` (DeepSeek-V2/V3,
+    Kimi-K2, MiniMax-M2, Phi-3.5-MoE) runs its own code instead, with one linear per expert. A
+    multimodal wrapper's ``auto_map`` (InternVL's ``internvl_chat``) builds its language model with
+    transformers' class, so the language model's config decides."""
+    own_code = nested.get("auto_map") if nested else config.get("auto_map")
+    return not own_code and model_type not in PACKAGE_MOE
 
 
 def _linear_attention(text: dict, hidden: int) -> dict:

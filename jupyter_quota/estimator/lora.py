@@ -81,11 +81,16 @@ def attention_dims(spec: ModelSpec, roles: frozenset[str]) -> tuple[tuple[int, i
 @lru_cache(maxsize=512)
 def mlp_dims(spec: ModelSpec, roles: frozenset[str], moe: bool) -> tuple[tuple[int, int, int], ...]:
     """(fan_in, fan_out, count) of each LoRA-wrapped MLP linear of one dense (or MoE) layer; an MoE
-    layer's experts count ``num_experts`` times, its shared expert once."""
+    layer's experts count ``num_experts`` times, its shared expert once. Experts that transformers 5
+    stacks in one parameter (``spec.fused_experts``) are no linears: ms-swift's ``find_all_linears``
+    (a class name with "linear" in it) and PEFT wrap only the shared expert's, unless PEFT converts
+    the MLP names to the stacked experts (``spec.converted_experts``, ``_converted_dims``)."""
     hidden = spec.hidden_size
+    if moe and _converted(spec, roles):
+        return _converted_dims(spec, roles)
     widths = [(spec.intermediate_size, 1)]
     if moe:
-        widths = [(spec.moe_intermediate_size, spec.num_experts)]
+        widths = [] if spec.fused_experts else [(spec.moe_intermediate_size, spec.num_experts)]
         if spec.shared_expert_intermediate_size:
             widths.append((spec.shared_expert_intermediate_size, 1))
     dims = []
@@ -101,11 +106,31 @@ def mlp_dims(spec: ModelSpec, roles: frozenset[str], moe: bool) -> tuple[tuple[i
     return tuple(dims)
 
 
+def _converted(spec: ModelSpec, roles: frozenset[str]) -> bool:
+    return spec.converted_experts and bool(roles & {"gate", "up", "down"})
+
+
+def _converted_dims(spec: ModelSpec, roles: frozenset[str]) -> tuple[tuple[int, int, int], ...]:
+    """PEFT's conversion of the MLP names to the stacked experts (``spec.converted_experts``): one
+    ``ParamWrapper`` adapter per expert on ``down_proj`` (E x h x I) and one at twice the rank on
+    ``gate_up_proj`` (E x 2I x h, rank_pattern 2r: counted as 2E adapters of rank r); the dense and
+    shared-expert linears of those names keep none."""
+    hidden, width, experts = spec.hidden_size, spec.moe_intermediate_size, spec.num_experts
+    dims = []
+    if {"gate", "up"} <= roles:
+        dims.append((hidden, 2 * width, 2 * experts))
+    if "down" in roles:
+        dims.append((width, hidden, experts))
+    return tuple(dims)
+
+
 @lru_cache(maxsize=512)
 def adapter_params(spec: ModelSpec, roles: frozenset[str], rank: int) -> int:
     """LoRA parameters over all layers: ``rank * (fan_in + fan_out)`` per wrapped linear."""
     attention = sum(count * (fan_in + fan_out) for fan_in, fan_out, count in attention_dims(spec, roles))
-    dense = sum(count * (fan_in + fan_out) for fan_in, fan_out, count in mlp_dims(spec, roles, False))
+    # the dense layers' MLP names moved to the experts with PEFT's conversion: no dense adapters
+    dense_dims = () if _converted(spec, roles) else mlp_dims(spec, roles, False)
+    dense = sum(count * (fan_in + fan_out) for fan_in, fan_out, count in dense_dims)
     moe = (
         sum(count * (fan_in + fan_out) for fan_in, fan_out, count in mlp_dims(spec, roles, True)) if spec.is_moe else 0
     )

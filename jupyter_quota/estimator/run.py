@@ -221,6 +221,17 @@ def _trained_parameters(
         lora_params = 0
     elif tuner not in _LORA_TYPES:
         notes.append(f"tuner_type {tuner}: estimated as LoRA of the same rank")
+    if spec.converted_experts and lora_params and roles & {"gate", "up", "down"}:
+        notes.append(
+            "PEFT converts the MLP target names to transformers 5's stacked experts for this model: the "
+            "experts get adapters (gate_up_proj at twice the rank), the dense and shared-expert MLPs none"
+            + (
+                f"; with --lora_dropout {args.lora_dropout:g} the run stops at setup (lora.ParamWrapper does "
+                "not work with lora_dropout != 0): pass --lora_dropout 0"
+                if args.lora_dropout > 0
+                else ""
+            )
+        )
     saved_params = _saved_module_params(spec, args.modules_to_save)
     if saved_params:
         notes.append(

@@ -214,6 +214,20 @@ def _moves_in_place():
         torch.nn.Module.to = original
 
 
+def all_linear_targets(model) -> list[str]:
+    """The leaf names ms-swift gives PEFT for ``--target_modules all-linear``: every module whose
+    class name holds "linear", lm_head and classifier heads left out (``find_all_linears`` in
+    swift/utils/transformers_utils.py; tests/test_estimator_moe_lora.py compares the two). PEFT's own
+    "all-linear" string differs on transformers 5's MoE models: it adds the stacked experts."""
+    skip = ("lm_head", "score", "v_head", "classifier", "lora_A", "lora_B", "base_layer")
+    names = {
+        name.rsplit(".", 1)[-1]
+        for name, module in model.named_modules()
+        if "linear" in type(module).__name__.lower() and name and not any(part in name for part in skip)
+    }
+    return sorted(names)
+
+
 def simulate(facts: dict, regime: Regime, *, steps: int = 2, capacity: int | None = None) -> SimResult:
     """Run ``steps`` training steps of the model of ``facts`` (a ``config.json`` dict) on fake tensors."""
     import torch
@@ -257,16 +271,11 @@ def simulate(facts: dict, regime: Regime, *, steps: int = 2, capacity: int | Non
                 move = BaseTunerLayer._move_adapter_to_device_of_base_layer
                 BaseTunerLayer._move_adapter_to_device_of_base_layer = lambda self, *a, **k: None
                 try:
+                    targets = list(regime.targets)
+                    if targets == ["all-linear"]:
+                        targets = all_linear_targets(model)
                     model = get_peft_model(
-                        model,
-                        LoraConfig(
-                            r=regime.lora_rank,
-                            lora_alpha=32,
-                            lora_dropout=0.05,
-                            target_modules="all-linear"
-                            if tuple(regime.targets) == ("all-linear",)
-                            else list(regime.targets),
-                        ),
+                        model, LoraConfig(r=regime.lora_rank, lora_alpha=32, lora_dropout=0.05, target_modules=targets)
                     )
                 finally:
                     BaseTunerLayer._move_adapter_to_device_of_base_layer = move

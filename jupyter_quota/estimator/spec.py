@@ -35,6 +35,17 @@ class ModelSpec:
     moe_intermediate_size: int = 0
     shared_expert_intermediate_size: int = 0
     num_dense_layers: int = 0  # MoE models: leading layers with a dense MLP
+    #: MoE models: transformers 5 stacks each layer's routed experts in one parameter per projection
+    #: (``gate_up_proj``, ``down_proj``), not one ``nn.Linear`` per expert, so LoRA's ``all-linear``
+    #: leaves them unadapted; a checkpoint's own modelling code (``auto_map``) keeps the linears
+    #: (docs/estimator.md §2.3)
+    fused_experts: bool = False
+    #: PEFT (0.18 on) converts LoRA targets of transformers 4's MoE layout to transformers 5's for
+    #: these model types: the names gate_proj, up_proj and down_proj, which the dense layers' and
+    #: shared experts' linears also carry, move to the stacked experts' parameters (``ParamWrapper``,
+    #: gate_up_proj at twice the rank), and those linears get no adapter. ``ParamWrapper`` refuses a
+    #: ``lora_dropout`` above 0 (docs/estimator.md §2.3)
+    converted_experts: bool = False
     vision_params: int = 0
     vision_hidden: int = 0
     vision_layers: int = 0

@@ -70,6 +70,25 @@ class PlanResult:
         return plan_text(self.to_json())
 
 
+def _runnable(asked, estimate) -> tuple:
+    """``asked`` with what its run needs to start, and that change (a plan's ``changes`` entry).
+
+    LoRA on an MoE model whose targets PEFT converts to transformers 5's stacked experts stops at
+    setup under a ``lora_dropout`` above 0 (docs/estimator.md §2.3): every plan carries
+    ``--lora_dropout 0``, the value PEFT's ``ParamWrapper`` accepts."""
+    if asked.tuner_type == "full" or not asked.lora_dropout:
+        return asked, None
+    spec = getattr(estimate(asked, 1), "model", None)
+    if spec is None or not getattr(spec, "converted_experts", False):
+        return asked, None
+    why = (
+        f"with {asked.lora_dropout:g}, LoRA on {spec.name} stops at setup: PEFT converts the MLP targets to "
+        "transformers 5's stacked experts, and lora.ParamWrapper does not work with lora_dropout != 0"
+    )
+    change = {"field": "lora_dropout", "from": asked.lora_dropout, "to": 0.0, "why": why}
+    return asked.replace(lora_dropout=0.0), change
+
+
 def plan(
     args, context: PlanContext, *, gpus: int | None = None, estimate=None, model_size: str | None = None
 ) -> PlanResult:
@@ -94,8 +113,14 @@ def plan(
         def estimate(a, g):
             return estimate_memory(a, gpus=g, model_size=model_size)
 
-    search = Search(asked, 1 if gpus is None else int(gpus), context, estimate)
+    searched, runnable = _runnable(asked, estimate)
+    search = Search(searched, 1 if gpus is None else int(gpus), context, estimate)
     search.run()
+    if runnable:
+        for e in {
+            id(e): e for e in (*search.fitting, *search.rejected, *search.summaries, search.asked_result)
+        }.values():
+            e.changes = [runnable, *e.changes]
 
     fitting = _dedupe(search.fitting)
     candidates = [_plan_json(e, context) for e in fitting[:CANDIDATE_CAP]]
@@ -109,6 +134,8 @@ def plan(
     rejected = [{"plan": _plan_json(e, context), "reason": e.reason} for e in rejected_all[:REJECTED_CAP]]
 
     notes = [str(n) for n in (getattr(asked, "notes", None) or [])]
+    if runnable:
+        notes.append(f"--lora_dropout 0 in every plan: {runnable['why']}")
     if len(fitting) > CANDIDATE_CAP:
         notes.append(f"{len(fitting) - CANDIDATE_CAP} more fitting plans are not listed (the {CANDIDATE_CAP} best are)")
     if len(rejected_all) > REJECTED_CAP:
