@@ -1277,6 +1277,10 @@ export interface components {
             moeIntermediateSize?: number;
             sharedExpertIntermediateSize?: number;
             numDenseLayers?: number;
+            /** @description MoE: the routed experts load as transformers 5's stacked parameters, which all-linear LoRA and bitsandbytes/HQQ leave alone (docs/estimator.md §2.3, §3) */
+            fusedExperts?: boolean;
+            /** @description MoE: PEFT moves the MLP target names to the stacked experts; LoRA then needs lora_dropout 0 */
+            convertedExperts?: boolean;
             visionParams?: number;
             visionHidden?: number;
             visionLayers?: number;
@@ -1310,10 +1314,10 @@ export interface components {
         /** @description One setting the planner changed from the request, with why */
         PlanChange: {
             /**
-             * @description What changed: the method (`LoRA`, ...), the GPU count, the DeepSpeed config (null for plain DDP), the batch (`micro-batch x accumulation`, e.g. `4 x 2`), or the ms-swift argument of that name
+             * @description What changed: the method (`LoRA`, ...), the GPU count, the DeepSpeed config (null for plain DDP), the batch (`micro-batch x accumulation`, e.g. `4 x 2`), or the ms-swift argument of that name (`lora_dropout`: 0 where the request's would stop the run at setup, docs/estimator.md §2.3)
              * @enum {string}
              */
-            field: "method" | "gpus" | "deepspeed" | "batch" | "gradient_checkpointing" | "attn_impl";
+            field: "method" | "gpus" | "deepspeed" | "batch" | "gradient_checkpointing" | "attn_impl" | "lora_dropout";
             from: components["schemas"]["PlanValue"];
             to: components["schemas"]["PlanValue"];
             why: string;

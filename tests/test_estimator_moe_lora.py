@@ -15,6 +15,7 @@ made. docs/estimator.md §2.3.
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -160,3 +161,35 @@ def test_the_simulated_step_wraps_the_modules_ms_swift_wraps(model_type):
         wrapped.append(sorted(name for name, _ in made.named_parameters() if "lora_A" in name))
 
     assert wrapped[0] and wrapped[0] == wrapped[1]
+
+
+def test_quantizing_on_load_leaves_the_stacked_experts_in_16_bit(tmp_path):
+    # transformers 5's bitsandbytes and HQQ integrations replace nn.Linear modules only; a real
+    # `swift sft --quant_method bnb --quant_bits 4` on a tiny Qwen3-MoE (bitsandbytes 0.50.2, CPU)
+    # made Linear4bit of the attention and left Qwen3MoeExperts in its dtype (docs/estimator.md §3)
+    config = {**SMALL, "num_hidden_layers": 4, "hidden_size": 256, "model_type": "qwen3_moe", "num_experts": 8}
+    stacked = 4 * 8 * 3 * 256 * 32  # layers x experts x (gate, up, down) x h x I
+    # adapters on attention only, the same in both: the weights then differ by the experts' bytes
+    qlora = [
+        "--tuner_type",
+        "lora",
+        "--quant_method",
+        "bnb",
+        "--quant_bits",
+        "4",
+        "--target_modules",
+        "q_proj",
+        "v_proj",
+    ]
+
+    def weights(facts: dict, name: str) -> int:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "config.json").write_text(json.dumps(facts))
+        return estimate(["--model", str(folder), *qlora]).breakdown["weights"]
+
+    assert spec_from_config(config, name="x", source="config.json").routed_expert_params == stacked
+    own_code = {**config, "auto_map": {"AutoModelForCausalLM": "m.M"}}
+    # the experts at 2 bytes instead of bnb 4-bit's with ms-swift's default double quantization
+    nf4 = 0.5 + 1 / 64 + 4 / (64 * 256)
+    assert weights(config, "native") - weights(own_code, "own") == pytest.approx(stacked * (2 - nf4))

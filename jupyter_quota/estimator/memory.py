@@ -126,6 +126,15 @@ def _base_weight_bytes(run: Run, notes: list[str]) -> float:
             "decoder linear weight; embeddings, lm_head, norms and the vision and audio towers stay 16-bit"
         )
         return linear * per_weight + (rest + spec.vision_params) * dtype_bytes
+    # quantizing on load replaces nn.Linear modules only: transformers 5's stacked experts stay 16-bit
+    stacked = _stacked_experts(run)
+    if stacked:
+        notes.append(
+            f"{(run.args.quant_method or 'bnb')} quantizes nn.Linear modules only: transformers 5 stacks the "
+            f"routed experts in parameters, so their {stacked / 1e6:,.0f}M weights stay in the model dtype"
+        )
+        linear -= stacked
+        rest += stacked
     vision_16 = spec.vision_params - (spec.vision_linear_params if spec.vision_quantized else 0)
     stays = (
         "embeddings, lm_head and norms stay 16-bit, and the vision tower's linears are quantized too "
@@ -155,6 +164,14 @@ def _base_weight_bytes(run: Run, notes: list[str]) -> float:
         per_weight = bits / 8 + 4 / spec.hidden_size
         notes.append(f"bnb {bits}-bit: {per_weight:.3f} bytes per decoder linear weight; {stays}")
     return (linear + spec.vision_params - vision_16) * per_weight + rest * dtype_bytes + vision_16 * dtype_bytes
+
+
+def _stacked_experts(run: Run) -> int:
+    """Routed-expert weights that quantizing on load (``--quant_method bnb`` or ``hqq``) leaves in the
+    compute dtype: transformers 5's stacked expert parameters are no ``nn.Linear``, the only modules
+    transformers' bitsandbytes and HQQ integrations replace (docs/estimator.md §3)."""
+    spec = run.spec
+    return spec.routed_expert_params if run.args.quantized_bits and spec.fused_experts else 0
 
 
 def _adam_state_bytes(run: Run, notes: list[str]) -> int:
@@ -254,7 +271,8 @@ def _fsdp_states(run: Run, replica: ModelStates, notes: list[str]) -> tuple[floa
     frozen = base - (run.trainable * a if run.full else 0)
     whole = 0.0
     if bnb and not (run.quant_bits == 4 and storage in ("bfloat16", "bf16", "float16", "fp16", "float32")):
-        whole = base - (spec.params - spec.linear_params) * a  # the quantized linears, left unsharded
+        # the quantized linears, left unsharded (the stacked experts stay 16-bit and are sharded)
+        whole = base - (spec.params - spec.linear_params + _stacked_experts(run)) * a
         frozen -= whole
     layer = max(spec.layer_params) * base / max(1, spec.params)  # in the stored form, as gathered
     tail = (spec.lm_head_params or spec.embed_params) * a

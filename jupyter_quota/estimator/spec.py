@@ -103,6 +103,14 @@ class ModelSpec:
         return self.num_experts > 0
 
     @property
+    def routed_expert_params(self) -> int:
+        """The routed experts' weights over all MoE layers (gate, up and down of every expert)."""
+        if not self.is_moe:
+            return 0
+        moe_layers = self.num_layers - min(self.num_dense_layers, self.num_layers)
+        return moe_layers * self.num_experts * 3 * self.hidden_size * self.moe_intermediate_size
+
+    @property
     def layer_params(self) -> list[int]:
         """Parameters of each decoder layer (attention, MLP, two norms)."""
         return list(_layer_params(self))
