@@ -51,6 +51,11 @@ CASES = {
     "mixtral": ({"num_local_experts": 4, "intermediate_size": 32}, False),
     "minimax_m2": ({"num_local_experts": 4, "intermediate_size": 32}, False),
     "phimoe": ({"num_local_experts": 4, "intermediate_size": 32}, False),
+    "gpt_oss": ({"num_local_experts": 4, "intermediate_size": 32, "layer_types": ["full_attention"] * 2}, False),
+    "qwen3_5_moe_text": (
+        {"num_experts": 4, "shared_expert_intermediate_size": 48, "layer_types": ["full_attention"] * 2},
+        False,
+    ),
     "glm4_moe": ({"n_routed_experts": 4, "n_shared_experts": 1, "first_k_dense_replace": 1}, True),
     "glm4_moe_lite": (
         {
@@ -71,9 +76,10 @@ CASES = {
 #: out: rank * (h + 1) a layer, 12 MB of adapter, gradient and AdamW states for Qwen3-Next
 UNCOUNTED = ("shared_expert_gate",)
 #: attention the estimator shapes as multi-head attention (docs/estimator.md §3): GLM-4.7-Flash's
-#: MLA (low-rank q and kv projections) and Qwen3-Next's gated query (q_proj twice as wide); their
+#: MLA (low-rank q and kv projections) and Qwen3-Next's and Qwen3.5's gated query (q_proj twice as
+#: wide); their
 #: attention adapters are not held to PEFT's, their MLP and expert adapters are
-APPROXIMATE_ATTENTION = ("glm4_moe_lite", "qwen3_next")
+APPROXIMATE_ATTENTION = ("glm4_moe_lite", "qwen3_next", "qwen3_5_moe_text")
 MLP, ATTENTION = frozenset({"gate", "up", "down"}), frozenset({"q", "k", "v", "o"})
 
 
