@@ -47,6 +47,8 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))  # tiny_swift: the byte-level to
 
 from jupyter_quota.estimator import estimate  # noqa: E402
 from jupyter_quota.estimator.catalog import lookup  # noqa: E402
+from jupyter_quota.estimator.model import resolve_model  # noqa: E402
+from jupyter_quota.estimator.simstep import versions  # noqa: E402
 
 GIB = 1024**3
 CALIBRATION = ROOT / "benchmarks" / "data" / "estimator_calibration.tsv"
@@ -213,12 +215,10 @@ def run_swift(regime: Regime, model_dir: Path, work: Path, steps: int, cpu: bool
 
 def calibration_row(regime: Regime, run: dict, source: str, gpu: str, layers: int | None = None) -> dict:
     """The run in ``estimator_calibration.tsv``'s columns."""
-    entry = lookup(regime.model)
-    cfg = entry["config"]
+    spec = resolve_model(regime.model)
     reserved = max((p["reserved"] or 0) for p in run["peaks"]) / GIB
     allocated = max((p["allocated"] or 0) for p in run["peaks"]) / GIB
     measured = f"{reserved:.2f}" if reserved else "NA"
-    params = estimate(["--model", regime.model, "--tuner_type", "full"]).model.params
     notes = (
         f"every sample cut to exactly {regime.max_length} tokens (truncation_strategy right); random weights "
         f"from the catalog config; {run['steps']} steps; ms-swift memory(GiB) {run['swiftMemoryGiB']}; "
@@ -229,14 +229,14 @@ def calibration_row(regime: Regime, run: dict, source: str, gpu: str, layers: in
     return {
         "source": source,
         "model": regime.model.split("/")[-1],
-        "params_b": f"{params / 1e9:.2f}",
-        "hidden": cfg["hidden_size"],
-        "layers": cfg["num_hidden_layers"],
-        "heads": cfg["num_attention_heads"],
-        "kv_heads": cfg.get("num_key_value_heads", cfg["num_attention_heads"]),
-        "intermediate": cfg["intermediate_size"],
-        "vocab": cfg["vocab_size"],
-        "tied": str(cfg.get("tie_word_embeddings", False)).lower(),
+        "params_b": f"{spec.params / 1e9:.2f}",
+        "hidden": spec.hidden_size,
+        "layers": spec.num_layers,
+        "heads": spec.num_heads,
+        "kv_heads": spec.num_kv_heads,
+        "intermediate": spec.intermediate_size,
+        "vocab": spec.vocab_size,
+        "tied": str(spec.tie_word_embeddings).lower(),
         "train_type": regime.tuner,
         "lora_rank": 8 if regime.tuner == "lora" else 0,
         "quant_bits": 0,
@@ -251,18 +251,6 @@ def calibration_row(regime: Regime, run: dict, source: str, gpu: str, layers: in
         "measured_gib_per_gpu": measured,
         "notes": notes,
     }
-
-
-def versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = []
-    for name in ("torch", "transformers", "peft", "ms-swift"):
-        try:
-            found.append(f"{name} {version(name)}")
-        except PackageNotFoundError:
-            found.append(f"{name} missing")
-    return ", ".join(found)
 
 
 def default_out() -> Path:
@@ -290,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     if cpu:
         regimes = regimes[:1]
     gpu = "CPU" if cpu else torch.cuda.get_device_name(0)
-    source = f"jupyter_quota benchmarks/gpu_truth.py ({dt.date.today().isoformat()}, {gpu}, {versions()})"
+    found = versions(("torch", "transformers", "peft", "ms-swift"))
+    stack = ", ".join(f"{name} {version or 'missing'}" for name, version in found.items())
+    source = f"jupyter_quota benchmarks/gpu_truth.py ({dt.date.today().isoformat()}, {gpu}, {stack})"
     out = opts.out or default_out()
     out.parent.mkdir(parents=True, exist_ok=True)
     fresh = not out.exists()

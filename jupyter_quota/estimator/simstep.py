@@ -102,11 +102,12 @@ class UnsupportedStep(Exception):
     """The step cannot be simulated on fake tensors (the reason says why)."""
 
 
-def versions() -> dict:
+def versions(names: tuple[str, ...] = ("torch", "transformers", "peft")) -> dict:
+    """The installed version of each package in ``names`` (None where it is missing)."""
     import importlib.metadata as md
 
     out = {}
-    for name in ("torch", "transformers", "peft"):
+    for name in names:
         try:
             out[name] = md.version(name)
         except md.PackageNotFoundError:
