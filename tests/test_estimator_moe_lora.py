@@ -199,3 +199,21 @@ def test_quantizing_on_load_leaves_the_stacked_experts_in_16_bit(tmp_path):
     # the experts at 2 bytes instead of bnb 4-bit's with ms-swift's default double quantization
     nf4 = 0.5 + 1 / 64 + 4 / (64 * 256)
     assert weights(config, "native") - weights(own_code, "own") == pytest.approx(stacked * (2 - nf4))
+
+
+def test_the_converted_model_types_are_the_ones_peft_converts():
+    # the estimator is pure and keeps PEFT's list as a literal (configjson._PEFT_CONVERTED_MOE): held
+    # here to the installed PEFT's own map, for the catalog's MoE model types
+    from peft.utils.transformers_weight_conversion import _MODEL_TO_CONVERSION_PATTERN
+
+    from jupyter_quota.estimator import catalog
+    from jupyter_quota.estimator.configjson import _PEFT_CONVERTED_MOE
+
+    moe_types = set()
+    for entry in catalog._data()["models"]:
+        config = entry["config"]
+        text = next((config[k] for k in ("text_config", "llm_config", "language_config") if k in config), config)
+        if any(k in text for k in ("num_experts", "num_local_experts", "n_routed_experts")):
+            moe_types.add(config.get("model_type"))
+    converted = {t for t in moe_types if _MODEL_TO_CONVERSION_PATTERN.get(t) == "qwen2_moe"}
+    assert converted == _PEFT_CONVERTED_MOE
