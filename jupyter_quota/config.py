@@ -254,6 +254,32 @@ class JupyterQuota(
         "ask for its estimate and its plan at once. At least 1. Default: 2 (requests at once).",
     ).tag(config=True)
 
+    max_concurrent_verifications = Int(
+        1,
+        help="Verifications (``POST /verifications``: the simulated training step of an argv, "
+        "docs/estimator.md §14.3) the server runs at once, each in a child process that holds one "
+        "CPU for tens of seconds; one more is answered 429 TooManyRequests with ``Retry-After``. "
+        "At least 1. Default: 1.",
+    ).tag(config=True)
+
+    verification_timeout = Float(
+        600.0,
+        help="Seconds a verification's child process may run before it is stopped and the "
+        "verification reads ``failed`` with the reason. Default: 600.",
+    ).tag(config=True)
+
+    @validate("max_concurrent_verifications")
+    def _valid_max_concurrent_verifications(self, proposal):
+        if proposal["value"] < 1:
+            raise ValueError(f"JupyterQuota.max_concurrent_verifications must be at least 1, not {proposal['value']}")
+        return proposal["value"]
+
+    @validate("verification_timeout")
+    def _valid_verification_timeout(self, proposal):
+        if not proposal["value"] > 0:
+            raise ValueError(f"JupyterQuota.verification_timeout must be more than 0 s, not {proposal['value']}")
+        return proposal["value"]
+
     @validate("max_concurrent_plans")
     def _valid_max_concurrent_plans(self, proposal):
         if proposal["value"] < 1:

@@ -28,6 +28,7 @@ from .chargeback import chargeback_csv
 from .errors import BodyTooLarge, Forbidden, InvalidRequest, NotFound, QuotaError, ServiceUnavailable
 from .identity import identify
 from .service import events
+from .service.verifications import RUNNING
 from .slots import WorkSlots
 from .statedir import storage_error
 from .times import now_rfc3339
@@ -691,6 +692,25 @@ class ServeEstimateHandler(QuotaHandler):
         self.reply(await self.plan_slots.run(self.service.estimate_serve, self.who, body))
 
 
+class VerificationsHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def post(self):
+        body = self.required_body()
+        verification = await self.run(self.service.start_verification, self.who, body)
+        self.set_header("Location", url_path_join(self.request.path, verification["id"]))
+        self.reply(verification, 202 if verification["state"] == RUNNING else 200)
+
+
+class VerificationHandler(QuotaHandler):
+    @tornado.web.authenticated
+    @authorized
+    @api_call
+    async def get(self, vid):
+        self.reply(await self.run(self.service.verification, self.who, vid))
+
+
 class PlanHandler(QuotaHandler):
     @tornado.web.authenticated
     @authorized
@@ -883,6 +903,8 @@ ROUTES = [
     ("/estimate", EstimateHandler),
     ("/estimate/serve", ServeEstimateHandler),
     ("/estimator/errors", EstimatorErrorsHandler),
+    ("/verifications", VerificationsHandler),
+    (f"/verifications/{_SEGMENT}", VerificationHandler),
     ("/models", ModelsHandler),
     ("/profiles", ProfilesHandler),
     (f"/profiles/{_SEGMENT}", ProfileHandler),

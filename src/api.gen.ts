@@ -427,6 +427,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/verifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start the simulated training step of a swift sft command (a verification of its estimate)
+         * @description Runs one simulated training step of the real model code on fake tensors (no GPU), at the
+         *     argv's size, in a child process of the server (`jupyter quota estimate --verify --json`),
+         *     and replays its allocations through the caching-allocator model (docs/estimator.md §14).
+         *     Answers at once: 202 with `state: running` and a `Location` to poll, or 200 when it is
+         *     already settled (the same argv verified before, or one the step cannot simulate:
+         *     `state: unsupported` with the `reason`, e.g. DeepSpeed, several GPUs, quantized weights).
+         *     A run takes tens of seconds of one CPU; at most `JupyterQuota.max_concurrent_verifications`
+         *     run at once (429 beyond) and each stops after `JupyterQuota.verification_timeout` seconds
+         *     (`state: failed`). Any signed-in user may ask; a verification is its caller's. 400 for
+         *     arguments ms-swift's parser refuses (as `POST /estimate`) or no `--model`.
+         */
+        post: operations["startVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/verifications/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A verification's state and, when done, the simulated step's peak and breakdown
+         * @description 404 when the id is another user's, or the server no longer holds it (it restarted, or
+         *     kept only its newest 256 runs): start it again.
+         */
+        get: operations["getVerification"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/estimator/errors": {
         parameters: {
             query?: never;
@@ -1123,6 +1175,69 @@ export interface components {
             /** @description The parameter count of a model the estimator has no facts for (not in the catalog, no `config.json` in a local folder or hub cache), as in model names: `8B`, `0.5B`, `135M`, or total-active for a mixture of experts, `30B-A3B`. Used only when the model's facts are not found; the estimate is then `approximate`. Not an ms-swift argument. */
             modelSize?: string;
         };
+        VerificationRequest: {
+            args: components["schemas"]["SwiftArgs"];
+            /**
+             * @description GPUs the job runs on; the step simulates one, so more is `unsupported`
+             * @default 1
+             */
+            gpus: number;
+        };
+        Verification: {
+            /** @description Its id, for `GET /verifications/{id}` */
+            id: string;
+            /**
+             * @description `running`; `done` (see `result`); `unsupported` (the step cannot simulate this argv) or `failed` (see `reason`)
+             * @enum {string}
+             */
+            state: "running" | "done" | "unsupported" | "failed";
+            /** @description The ms-swift argv verified (4.x names) */
+            args: string[];
+            gpus: number;
+            /** Format: date-time */
+            startedAt: string;
+            /** Format: date-time */
+            finishedAt: string | null;
+            result: components["schemas"]["VerificationResult"] | null;
+            /** @description Why there is no result, and what to do */
+            reason: string | null;
+        };
+        /** @description The simulated step's peaks (docs/estimator.md §14.1, §14.3). `peakBytesPerGpu` is the replayed reserved peak plus `foreachBytes` plus `workspaceBytes`: a point, not a bound */
+        VerificationResult: {
+            /** @description What was simulated, e.g. `lora/r8/ckpt/sdpa/b1/t2048` */
+            regime: string;
+            /** @description Live tensor bytes at the peak */
+            liveBytes: number;
+            /** @description The allocator model's max_memory_allocated */
+            allocatedBytes: number;
+            /** @description The allocator model's max_memory_reserved */
+            reservedBytes: number;
+            /**
+             * @description How the run's AdamW updates
+             * @enum {string}
+             */
+            optimizerStep: "foreach" | "fused";
+            /** @description What a foreach AdamW update holds above the replayed peak (0 for fused) */
+            foreachBytes: number;
+            /** @description What no tensor shows (cuBLAS workspaces and the like): the median gap of the measured rows; may be negative */
+            workspaceBytes: number;
+            workspaceRangeBytes: number[];
+            workspaceBasis: string;
+            peakBytesPerGpu: number;
+            peakGibPerGpu: number;
+            /** @description Live bytes at the peak by category (parameters, gradients, optimizer, activations, temporaries) */
+            breakdown: {
+                [key: string]: number;
+            };
+            peakPhase: string;
+            /** @description The decoder-layer counts simulated and extrapolated from (2 and 3), or null when simulated whole */
+            extrapolatedFrom?: number[] | null;
+            /** @description CPU seconds the step took */
+            seconds: number;
+            versions: {
+                [key: string]: string;
+            };
+        };
         ServeEstimateRequest: {
             args: components["schemas"]["SwiftArgs"];
             /** @description GPUs the server runs on (default: the tensor-parallel size); not an ms-swift argument */
@@ -1774,6 +1889,21 @@ export interface components {
             };
         };
         /**
+         * @description Reason `TooManyRequests`: the server is already running as many verifications as it
+         *     takes at once (`JupyterQuota.max_concurrent_verifications`, default 1); retry after the
+         *     `Retry-After` seconds.
+         */
+        TooManyVerifications: {
+            headers: {
+                /** @description Seconds to wait before retrying */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
          * @description 507 Insufficient Storage: the state directory (`JupyterQuota.state_dir`: the local
          *     backend's ledger, job logs, `profiles.json`) is full (reason `StateDirectoryFull`) or
          *     read-only or not writable (`StateDirectoryReadOnly`); the message names the directory and
@@ -2365,6 +2495,69 @@ export interface operations {
             403: components["responses"]["Error"];
             413: components["responses"]["BodyTooLarge"];
             429: components["responses"]["TooManyRequests"];
+        };
+    };
+    startVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VerificationRequest"];
+            };
+        };
+        responses: {
+            /** @description Already settled (done, unsupported or failed) */
+            200: {
+                headers: {
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
+                };
+            };
+            /** @description Started (or joined a run of the same argv); poll the Location */
+            202: {
+                headers: {
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
+                };
+            };
+            400: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            413: components["responses"]["BodyTooLarge"];
+            429: components["responses"]["TooManyVerifications"];
+        };
+    };
+    getVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The verification */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Verification"];
+                };
+            };
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
         };
     };
     getEstimatorErrors: {

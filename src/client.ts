@@ -35,6 +35,7 @@ import {
   IModelList,
   INamespaceList,
   IPlanResult,
+  IVerification,
   IProfile,
   IChargeback,
   IProfileList,
@@ -142,6 +143,16 @@ export class QuotaClient implements IQuotaClient, IUsageClient {
       'POST',
       { args }
     );
+  }
+
+  /** `POST verifications`: start the simulated training step of an argv (or join its run). */
+  startVerification(args: string[], gpus: number): Promise<IVerification> {
+    return this._send<IVerification>('verifications', 'POST', { args, gpus });
+  }
+
+  /** `GET verifications/{id}`: how a verification stands. */
+  verification(id: string): Promise<IVerification> {
+    return this._get<IVerification>(`verifications/${enc(id)}`);
   }
 
   /** `POST namespaces/{ns}/jobs/{name}/replan`: the next plan down for a job that ran out of GPU memory. */

@@ -98,6 +98,9 @@ export type IPlanChange = Schemas['PlanChange'];
 /** `POST namespaces/{namespace}/plan`: the best plan that fits, the others, the rejected. */
 export type IPlanResult = Schemas['PlanResult'];
 
+/** `POST verifications`, `GET verifications/{id}`: a simulated training step of an argv. */
+export type IVerification = Schemas['Verification'];
+
 /** A job's estimate and the peak ms-swift measured (`memory`; docs/estimator.md §12). */
 export type IJobMemory = Schemas['JobMemory'];
 

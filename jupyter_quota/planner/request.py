@@ -1,4 +1,5 @@
-"""The bodies of ``POST /estimate`` and ``POST /namespaces/{ns}/plan``, checked before any work.
+"""The bodies of ``POST /estimate``, ``POST /namespaces/{ns}/plan`` and ``POST /verifications``, checked
+before any work.
 
 Arguments get the same checks as a job's (``jobspec``): a list of strings, bounded, no control
 characters; GPUs are whole numbers from 1 (a plan or an estimate for 0 GPUs means nothing).
@@ -16,6 +17,10 @@ ESTIMATE_FIELDS = ("args", "gpus", "modelSize")
 PLAN_FIELDS = ("args", "gpus", "modelSize")
 SERVE_FIELDS = ("args", "gpus", "gpuMemory")
 SERVE_PLAN_FIELDS = ("args", "gpus")
+#: a verification is of an argv on some GPUs (no ``modelSize``: an approximate model has no
+#: config.json to simulate)
+VERIFY_FIELDS = ("args", "gpus")
+VERIFY_EXAMPLE = '{"args": ["--model", "Qwen/Qwen2.5-0.5B-Instruct", "--tuner_type", "lora"], "gpus": 1}'
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,12 @@ def parse_estimate_request(body) -> SftRequest:
 def parse_plan_request(body) -> SftRequest:
     """``{"args": [...], "gpus"?: N, "modelSize"?: "8B"}``; ``gpus`` is the count the user had in mind (default 1)."""
     return _parse(body, PLAN_FIELDS, '{"args": ["--model", "Qwen/Qwen2.5-7B-Instruct", "--tuner_type", "full"]}')
+
+
+def parse_verify_request(body) -> SftRequest:
+    """``{"args": [...], "gpus"?: N}`` of ``POST /verifications``; ``gpus`` defaults to 1."""
+    args, gpus = _args_and_gpus(body, VERIFY_FIELDS, VERIFY_EXAMPLE, "swift sft")
+    return SftRequest(args, gpus or 1)
 
 
 @dataclass(frozen=True)

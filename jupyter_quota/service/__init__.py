@@ -34,6 +34,7 @@ from .planning import Planning
 from .recommendations import Recommendations
 from .stall import StalledJobs
 from .usage import UsageReports
+from .verifications import Verifications
 from .windows import window_ticker
 
 if TYPE_CHECKING:  # pragma: no cover - the config imports the service's settings
@@ -60,6 +61,10 @@ class QuotaService:
         self.reports = UsageReports(registry, backend, config.prices, config.state_dir)
         self.recommender = Recommendations(config, registry, backend)  # GET /recommendations, POST /replay
         self.planning = Planning(registry, backend, self.memory, self.profile_for, config.plan_fit)
+        #: simulated steps in child processes (POST/GET /verifications)
+        self.verifications = Verifications(
+            config.max_concurrent_verifications, config.verification_timeout, log=self.log
+        )
         self.jobs = Jobs(
             registry,
             backend,
@@ -130,6 +135,7 @@ class QuotaService:
 
     def close(self) -> None:
         """Stop in the reverse order of :meth:`start`."""
+        self.verifications.close()
         self.events.close()
         self.endpoints.close()
         self.stalled.close()
@@ -242,6 +248,12 @@ class QuotaService:
 
     def replay(self, who: Identity, body) -> dict:
         return self.recommender.replay(who, body)
+
+    def start_verification(self, who: Identity, body) -> dict:
+        return self.verifications.start(who, body)
+
+    def verification(self, who: Identity, vid: str) -> dict:
+        return self.verifications.get(who, vid)
 
     def estimator_errors(self, who: Identity) -> dict:
         return self.planning.estimator_errors(who)

@@ -8,15 +8,18 @@ import * as React from 'react';
 import { changeText } from '../jobs';
 import { IPlanResult } from '../tokens';
 import { EstimateBar } from './EstimateBar';
+import { IVerificationClient, PlanVerification } from './PlanVerification';
 
 export interface IPlanViewProps {
   result: IPlanResult;
   namespace: string;
   gpuMemory: number | null;
+  /** Offers the recommended plan's verification (a simulated step) when given. */
+  verifier?: IVerificationClient;
 }
 
 export function PlanView(props: IPlanViewProps): JSX.Element {
-  const { result, namespace, gpuMemory } = props;
+  const { result, namespace, gpuMemory, verifier } = props;
   const plan = result.recommended;
   const rejected = result.rejected;
   return (
@@ -50,6 +53,14 @@ export function PlanView(props: IPlanViewProps): JSX.Element {
             />
           )}
           <code className="jp-QuotaPlan-args">{plan.args.join(' ')}</code>
+          {verifier && (
+            <PlanVerification
+              client={verifier}
+              args={plan.args}
+              gpus={plan.gpus}
+              estimate={plan.estimate ?? null}
+            />
+          )}
         </div>
       ) : (
         <p className="jp-QuotaPlan-none">

@@ -138,6 +138,7 @@ export function PlannerForm(props: IPlannerFormProps): JSX.Element {
         plan={plan}
         namespace={namespace}
         gpuMemory={gpuMemory}
+        verifier={client}
       />
     </form>
   );

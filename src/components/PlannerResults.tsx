@@ -8,6 +8,7 @@ import * as React from 'react';
 import { IEstimate, IPlanResult } from '../tokens';
 import { EstimateBar } from './EstimateBar';
 import { Answer } from './plannerClient';
+import { IVerificationClient } from './PlanVerification';
 import { PlanView } from './PlanView';
 import { Outcome } from './task';
 
@@ -19,6 +20,7 @@ export interface IPlannerResultsProps {
   plan: Answer<IPlanResult> | null;
   namespace: string;
   gpuMemory: number | null;
+  verifier: IVerificationClient;
 }
 
 export function PlannerResults(props: IPlannerResultsProps): JSX.Element {
@@ -53,6 +55,7 @@ export function PlannerResults(props: IPlannerResultsProps): JSX.Element {
             result={plan.value}
             namespace={props.namespace}
             gpuMemory={props.gpuMemory}
+            verifier={props.verifier}
           />
         ) : (
           <p className={`jp-QuotaPlanner-${plan.kind}`}>{plan.message}</p>

@@ -10,8 +10,9 @@ import { IModelSuggestion, modelSuggestions } from '../catalog';
 import { asModelError } from '../model';
 import { parseQuantity } from '../quantity';
 import { IEstimate, IInventory, IModelList, IPlanResult } from '../tokens';
+import { IVerificationClient } from './PlanVerification';
 
-export interface IPlannerClient {
+export interface IPlannerClient extends IVerificationClient {
   estimate(args: string[], gpus: number): Promise<IEstimate>;
   plan(namespace: string, args: string[]): Promise<IPlanResult>;
   inventory(): Promise<IInventory>;

@@ -10,6 +10,7 @@ timings to ``timings.json``.
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -152,6 +153,36 @@ def test_launch_from_the_planner_makes_the_job_appear(quota_page, ui_output_dir)
     panel.locator(f"li.jp-QuotaJob[data-job='{name}']").wait_for()
     job = api(page, "GET", f"namespaces/{NAMESPACE}/jobs/{name}")["body"]
     assert job["gpus"] == int(form.locator(".jp-QuotaPlan-recommended").get_attribute("data-gpus"))
+
+
+def test_verify_shows_the_simulated_step_of_the_recommended_plan(quota_page, ui_output_dir):
+    """The Verify button runs the plan's simulated step on the server (a real child process) and
+    shows its peak when it arrives: the same figure the REST API gives for that argv."""
+    page = quota_page.page
+    panel = open_sidebar(page)
+    form = panel.get_by_role("form", name="Plan a fine-tune")
+    form.get_by_label("Model").fill(MODEL)
+    form.get_by_label("Max length").fill("512")
+    form.get_by_role("button", name="Estimate and plan").click()
+    recommended = form.locator(".jp-QuotaPlan-recommended")
+    recommended.wait_for(timeout=60_000)
+    recommended.get_by_role("button", name="Verify with a simulated step").click()
+    recommended.get_by_role("status").filter(has_text="Simulating one training step").wait_for()
+    verified = recommended.locator(".jp-QuotaPlan-verified, .jp-QuotaPlan-verification-error")
+    verified.wait_for(timeout=300_000)  # a bound for a hung child on a loaded machine, not a pace
+    form.screenshot(path=ui_output_dir / "sidebar-verified.png")
+    text = verified.inner_text()
+    assert "Simulated step:" in text, text
+    args = recommended.locator(".jp-QuotaPlan-args").inner_text().split()
+    gpus = int(recommended.get_attribute("data-gpus"))
+    answer = api(page, "POST", "verifications", {"args": args, "gpus": gpus})
+    assert answer["status"] == 200 and answer["body"]["state"] == "done", answer  # the run the UI started
+    result = answer["body"]["result"]
+    assert f"{result['peakBytesPerGpu'] / 2**30:.2f} GiB per GPU" in text
+    estimate = int(recommended.locator(".jp-QuotaEstimate").first.get_attribute("data-peak"))
+    versus = result["peakBytesPerGpu"] / estimate - 1
+    percent = math.floor(versus * 100 + 0.5)  # JavaScript's Math.round
+    assert f"({'+' if versus >= 0 else ''}{percent}% of the estimate)" in text
 
 
 def test_model_picker_offers_the_servers_catalog(quota_page):

@@ -9,8 +9,15 @@ import * as React from 'react';
 import { IPlannerClient } from '../../components/plannerClient';
 import { PlannerForm } from '../../components/PlannerForm';
 import { QuotaModel } from '../../model';
-import { IEstimate, IPlan, IPlanResult } from '../../tokens';
-import { apiError, deferred, FakeServer, job, loadedModel } from './fixtures';
+import { IEstimate, IPlan, IPlanResult, IVerification } from '../../tokens';
+import {
+  apiError,
+  deferred,
+  FakeServer,
+  job,
+  loadedModel,
+  verification
+} from './fixtures';
 
 const GIB = 2 ** 30;
 
@@ -59,6 +66,16 @@ class FakePlanner implements IPlannerClient {
     (void namespace, void args);
     return planResult();
   });
+  startVerification = jest.fn(
+    async (args: string[], gpus: number): Promise<IVerification> =>
+      verification('done', args, gpus)
+  );
+  verification = jest.fn(
+    async (id: string): Promise<IVerification> => (
+      void id,
+      verification('done')
+    )
+  );
   inventory = jest.fn(async () => ({ gpus: [{ memory: '24Gi' }] }) as never);
   models = jest.fn(async () => ({ models: [] }) as never);
 }
@@ -130,6 +147,30 @@ describe('PlannerForm', () => {
     expect(
       within(form).getByRole('button', { name: 'Launch recommended plan' })
     ).toBeEnabled();
+  });
+
+  it('verifies the recommended plan on request, with its arguments, and shows the simulated peak beside the estimate', async () => {
+    const { form, planner } = await setUp();
+    await userEvent.type(
+      within(form).getByLabelText(/^Model/),
+      'Qwen/Qwen2.5-0.5B-Instruct'
+    );
+    await userEvent.click(
+      within(form).getByRole('button', { name: 'Estimate and plan' })
+    );
+    const verify = await within(form).findByRole('button', {
+      name: 'Verify with a simulated step'
+    });
+    expect(planner.startVerification).not.toHaveBeenCalled();
+    await userEvent.click(verify);
+    expect(planner.startVerification).toHaveBeenCalledWith(
+      planResult().recommended!.args,
+      1
+    );
+    // 13.5 GiB against the plan's 12 GiB estimate
+    const shown = await within(form).findByText(/Simulated step:/);
+    expect(shown).toHaveTextContent('13.50 GiB per GPU (+13% of the estimate)');
+    expect(shown).toHaveTextContent('at the backward');
   });
 
   it('says the planner is unavailable on a server without the route', async () => {

@@ -11,7 +11,8 @@ import {
   IIncrease,
   IJob,
   IJobPage,
-  INamespaceSummary
+  INamespaceSummary,
+  IVerification
 } from '../../tokens';
 
 export const NOW = Date.parse('2026-12-01T12:00:00Z');
@@ -180,4 +181,48 @@ export async function loadedModel(server: FakeServer): Promise<QuotaModel> {
   const model = new QuotaModel({ client: server, auto: false });
   await model.refresh();
   return model;
+}
+
+/** A verification in `state`, done with a 13.5 GiB simulated peak. */
+export function verification(
+  state: IVerification['state'],
+  args: string[] = ['--model', 'Qwen/Qwen2.5-0.5B-Instruct'],
+  gpus = 1
+): IVerification {
+  const GIB = 2 ** 30;
+  return {
+    id: 'v1',
+    state,
+    args,
+    gpus,
+    startedAt: '2026-12-03T07:00:00Z',
+    finishedAt: state === 'running' ? null : '2026-12-03T07:00:20Z',
+    reason:
+      state === 'unsupported'
+        ? 'cannot simulate: --deepspeed zero2'
+        : state === 'failed'
+          ? 'the simulated step ran past 600 s'
+          : null,
+    result:
+      state === 'done'
+        ? {
+            regime: 'lora/r8/ckpt/sdpa/b1/t1024',
+            liveBytes: 12 * GIB,
+            allocatedBytes: 12.2 * GIB,
+            reservedBytes: 13 * GIB,
+            optimizerStep: 'fused',
+            foreachBytes: 0,
+            workspaceBytes: 0.5 * GIB,
+            workspaceRangeBytes: [-GIB, 11 * GIB],
+            workspaceBasis: '11 measured rows of 2 sources; lora rows',
+            peakBytesPerGpu: 13.5 * GIB,
+            peakGibPerGpu: 13.5,
+            breakdown: { parameters: GIB },
+            peakPhase: 'backward',
+            extrapolatedFrom: [2, 3],
+            seconds: 20,
+            versions: { torch: '2.13.0' }
+          }
+        : null
+  };
 }
