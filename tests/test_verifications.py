@@ -4,6 +4,7 @@ given so that it sleeps or fails; the real one is exercised in tests/test_verifi
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -89,3 +90,18 @@ def test_stopping_the_server_kills_the_children(tmp_path):
     pid = int(pidfile.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_child_gets_no_credential_of_the_server_and_a_lower_priority(monkeypatch):
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "the-service-token")
+    monkeypatch.setenv("KUBECONFIG", "/etc/the-cluster-admin.yaml")
+    code = (
+        "import json, os; print(json.dumps({'verification': {'unsupported': json.dumps("
+        "[os.environ.get('JUPYTERHUB_API_TOKEN'), os.environ.get('KUBECONFIG'), bool(os.environ.get('PATH')), "
+        "os.getpriority(os.PRIO_PROCESS, 0)])}}))"
+    )
+    verifications = Verifications(1, 60.0, logging.getLogger(), command=python(code))
+    answer = settled(verifications, verifications.start(ANN, {"args": LORA})["id"])
+    token, kubeconfig, has_path, niceness = json.loads(answer["reason"])
+    assert (token, kubeconfig, has_path) == (None, None, True)
+    assert niceness >= os.getpriority(os.PRIO_PROCESS, 0) + 10 or niceness == 19

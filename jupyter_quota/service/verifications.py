@@ -6,7 +6,8 @@ The step runs in a child process, ``jupyter quota estimate --verify --json`` (th
 an argv, never a shell): it imports torch and transformers, which the server itself never does,
 holds one CPU for tens of seconds, and is killed past ``JupyterQuota.verification_timeout``. At
 most ``JupyterQuota.max_concurrent_verifications`` run at once; one more is refused at once with
-429, as plan searches are (``slots.py``). What the step cannot simulate (``verify.regime_for``,
+429, as plan searches are (``slots.py``). A child runs under ``nice`` with only the
+environment it needs (``child_env``): no token or credential of the server. What the step cannot simulate (``verify.regime_for``,
 ``verify.facts_for``: pure checks) is answered ``unsupported`` without a child.
 
 A verification is its caller's: another user asking for its id hears 404. The same argv asked
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,6 +54,20 @@ class _Run:
     result: dict | None = None
     reason: str | None = None
     finished: float | None = None
+
+
+#: the server's environment a child gets: where Python, the model caches and the locale are, and
+#: nothing else: a hub service's token (``JUPYTERHUB_API_TOKEN``), Kubernetes credentials and the
+#: like stay with the server (the argv is a user's)
+CHILD_ENV = ("PATH", "HOME", "LANG", "TMPDIR", "VIRTUAL_ENV", "JUPYTER_QUOTA_HUB_LOOKUP", "XDG_CACHE_HOME")
+CHILD_ENV_PREFIXES = ("LC_", "PYTHON", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "MODELSCOPE_", "TORCH", "OMP_")
+#: a child runs at a lower CPU priority than the server it answers for
+CHILD_NICENESS = 10
+
+
+def child_env(environ=os.environ) -> dict:
+    env = {k: v for k, v in environ.items() if k in CHILD_ENV or k.startswith(CHILD_ENV_PREFIXES)}
+    return {**env, "PYTHONUNBUFFERED": "1"}
 
 
 def child_command(args: list[str], gpus: int) -> list[str]:
@@ -169,13 +185,15 @@ class Verifications:
             run.state, run.result, run.reason, run.finished = state, result, reason, self.clock()
 
     def _child(self, run: _Run) -> tuple[str, dict | None, str | None]:
+        nice = shutil.which("nice")  # coreutils: the priority is set before the child runs anything
+        prefix = [nice, "-n", str(CHILD_NICENESS)] if nice else []
         child = subprocess.Popen(
-            self.command(run.args, run.gpus),
+            prefix + self.command(run.args, run.gpus),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group: a kill ends whatever it started
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=child_env(),
         )
         with self._lock:
             self._children.add(child)
