@@ -6,9 +6,10 @@ The step runs in a child process, ``jupyter quota estimate --verify --json`` (th
 an argv, never a shell): it imports torch and transformers, which the server itself never does,
 holds one CPU for tens of seconds, and is killed past ``JupyterQuota.verification_timeout``. At
 most ``JupyterQuota.max_concurrent_verifications`` run at once; one more is refused at once with
-429, as plan searches are (``slots.py``). A child runs under ``nice`` with only the
-environment it needs (``child_env``): no token or credential of the server. What the step cannot simulate (``verify.regime_for``,
-``verify.facts_for``: pure checks) is answered ``unsupported`` without a child.
+429, as plan searches are (``slots.py``). A child runs under ``nice`` with only the environment
+it needs (``child_env``): no token or credential of the server. What the step cannot simulate
+(``verify.regime_for``, ``verify.facts_for``: pure checks) is answered ``unsupported`` without a
+child.
 
 A verification is its caller's: another user asking for its id hears 404. The same argv asked
 again shares the run and its answer (the step is deterministic for the installed versions); a
