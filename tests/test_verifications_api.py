@@ -87,6 +87,26 @@ async def test_what_the_step_cannot_simulate_is_answered_at_once_with_the_reason
 
 
 @pytest.mark.parametrize(
+    "written, says",
+    [
+        ("[1, 2]", "names no model_type"),
+        ("{}", "names no model_type"),
+        ('{"model_type": 5}', "names no model_type"),
+        ("not json", "could not be read"),
+        (None, "could not be read"),  # a folder without one
+    ],
+)
+async def test_a_local_config_json_that_is_no_model_config_is_unsupported_with_the_reason(api, tmp_path, written, says):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if written is not None:
+        (folder / "config.json").write_text(written)
+    status, answer = await api("POST", "verifications", body={"args": ["--model", str(folder)]})
+    assert status == 200 and answer["state"] == "unsupported", answer
+    assert says in answer["reason"], answer
+
+
+@pytest.mark.parametrize(
     "body, says",
     [
         ({}, '"args" is required'),

@@ -73,12 +73,19 @@ def regime_for(args, gpus: int) -> Regime:
 
 
 def facts_for(model: str) -> dict:
-    """The language model's config facts: a local folder or config.json, else the catalog entry."""
+    """The language model's config facts: a local folder or a file named ``config.json`` (as
+    ``model.resolve_model`` reads them), else the catalog entry."""
     path = Path(model).expanduser()
-    if path.is_dir():
-        path = path / "config.json"
-    if path.is_file():
-        return text_facts(json.loads(path.read_text(encoding="utf-8")))
+    if path.is_dir() or path.name == "config.json":
+        path = path / "config.json" if path.is_dir() else path
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise UnsupportedStep(f"cannot simulate {model}: its config.json could not be read ({exc})") from None
+        facts = text_facts(config) if isinstance(config, dict) else {}
+        if not isinstance(facts.get("model_type"), str):
+            raise UnsupportedStep(f"cannot simulate {model}: its config.json names no model_type")
+        return facts
     match = catalog.resolve(model)
     if match is None or match.quantization:
         raise UnsupportedStep(f"cannot simulate {model}: no config.json facts (catalog or local folder)")

@@ -128,9 +128,6 @@ class Verifications:
                     facts_for(sft.model)
                 except UnsupportedStep as exc:
                     run.state, run.reason, run.finished = UNSUPPORTED, str(exc), run.started
-                except (OSError, ValueError) as exc:  # a local config.json that cannot be read
-                    reason = f"cannot simulate {sft.model}: its config.json could not be read ({exc})"
-                    run.state, run.reason, run.finished = UNSUPPORTED, reason, run.started
                 else:
                     self._refuse_when_busy()
                     self._executor.submit(self._work, run)
