@@ -23,6 +23,14 @@ from .spec import ModelSpec
 __all__ = ["ModelSpec", "catalog_models", "resolve_model", "spec_from_config"]
 
 
+def local_config(name_or_path: str) -> str | None:
+    """The ``config.json`` a ``--model`` names on this machine: a folder's, or a path ending in
+    ``config.json``; None for any other name (catalog, hub id). The file may not exist."""
+    if os.path.isdir(name_or_path):
+        return os.path.join(name_or_path, "config.json")
+    return name_or_path if name_or_path.endswith("config.json") else None
+
+
 def resolve_model(name_or_path: str | None, model_size: str | None = None) -> ModelSpec:
     """A ``ModelSpec`` for a catalog name, a local folder (or file) with ``config.json``, a hub id
     with a cached ``config.json``, or else a guess from ``model_size`` or the size in the name."""
@@ -31,10 +39,8 @@ def resolve_model(name_or_path: str | None, model_size: str | None = None) -> Mo
             "--model is missing: give a model name (e.g. Qwen/Qwen2.5-7B-Instruct) or a local folder with a config.json"
         )
     size = approx.parse_model_size(model_size) if model_size is not None else None
-    if os.path.isdir(name_or_path) or name_or_path.endswith("config.json"):
-        path = name_or_path
-        if os.path.isdir(path):
-            path = os.path.join(path, "config.json")
+    path = local_config(name_or_path)
+    if path is not None:
         if not os.path.isfile(path):
             raise InvalidRequest(
                 f"{name_or_path}: no config.json there; give a folder that holds the model's Hugging Face config.json"

@@ -27,11 +27,13 @@ remote code.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 from pathlib import Path
 
 from . import catalog
 from .features import extra_value
+from .model import local_config
 from .run import DEFAULT_TOKENS
 from .simcheck import CACHE, text_facts
 from .simstep import Regime, UnsupportedStep
@@ -73,11 +75,11 @@ def regime_for(args, gpus: int) -> Regime:
 
 
 def facts_for(model: str) -> dict:
-    """The language model's config facts: a local folder or a file named ``config.json`` (as
-    ``model.resolve_model`` reads them), else the catalog entry."""
-    path = Path(model).expanduser()
-    if path.is_dir() or path.name == "config.json":
-        path = path / "config.json" if path.is_dir() else path
+    """The language model's config facts: a local folder or ``config.json`` (``model.local_config``,
+    the estimate's own rule), else the catalog entry."""
+    local = local_config(os.path.expanduser(model))
+    if local is not None:
+        path = Path(local)
         try:
             config = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

@@ -119,15 +119,18 @@ class Verifications:
         gpus = request.gpus
         argv = sft.to_argv()
         key = (tuple(argv), gpus)
+        try:  # outside the lock: a local config.json is read
+            regime_for(sft, gpus)
+            facts_for(sft.model)
+            refusal = None
+        except UnsupportedStep as exc:
+            refusal = str(exc)
         with self._lock:
             run = self._runs.get(key)
             if run is None or run.state == FAILED:
                 run = _Run(argv, gpus, self.clock())
-                try:
-                    regime_for(sft, gpus)
-                    facts_for(sft.model)
-                except UnsupportedStep as exc:
-                    run.state, run.reason, run.finished = UNSUPPORTED, str(exc), run.started
+                if refusal is not None:
+                    run.state, run.reason, run.finished = UNSUPPORTED, refusal, run.started
                 else:
                     self._refuse_when_busy()
                     self._executor.submit(self._work, run)
