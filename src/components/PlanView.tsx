@@ -14,8 +14,8 @@ export interface IPlanViewProps {
   result: IPlanResult;
   namespace: string;
   gpuMemory: number | null;
-  /** Offers the recommended plan's verification (a simulated step) when given. */
-  verifier?: IVerificationClient;
+  /** Runs the recommended plan's verification (a simulated step) on request. */
+  verifier: IVerificationClient;
 }
 
 export function PlanView(props: IPlanViewProps): JSX.Element {
@@ -53,14 +53,12 @@ export function PlanView(props: IPlanViewProps): JSX.Element {
             />
           )}
           <code className="jp-QuotaPlan-args">{plan.args.join(' ')}</code>
-          {verifier && (
-            <PlanVerification
-              client={verifier}
-              args={plan.args}
-              gpus={plan.gpus}
-              estimate={plan.estimate ?? null}
-            />
-          )}
+          <PlanVerification
+            client={verifier}
+            args={plan.args}
+            gpus={plan.gpus}
+            estimate={plan.estimate ?? null}
+          />
         </div>
       ) : (
         <p className="jp-QuotaPlan-none">

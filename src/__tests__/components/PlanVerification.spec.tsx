@@ -11,24 +11,11 @@ import {
   PlanVerification
 } from '../../components/PlanVerification';
 import { IEstimate, IVerification } from '../../tokens';
-import { apiError, deferred, verification } from './fixtures';
+import { apiError, deferred, FakeVerifier, verification } from './fixtures';
 
 const GIB = 2 ** 30;
 const ARGS = ['--model', 'Qwen/Qwen2.5-0.5B-Instruct', '--tuner_type', 'lora'];
 const ESTIMATE = { peakBytesPerGpu: 15 * GIB } as unknown as IEstimate;
-
-class FakeVerifier implements IVerificationClient {
-  startVerification = jest.fn(
-    async (args: string[], gpus: number): Promise<IVerification> =>
-      verification('running', args, gpus)
-  );
-  verification = jest.fn(
-    async (id: string): Promise<IVerification> => (
-      void id,
-      verification('done')
-    )
-  );
-}
 
 function show(client: IVerificationClient, args = ARGS) {
   return render(

@@ -9,11 +9,12 @@ import * as React from 'react';
 import { IPlannerClient } from '../../components/plannerClient';
 import { PlannerForm } from '../../components/PlannerForm';
 import { QuotaModel } from '../../model';
-import { IEstimate, IPlan, IPlanResult, IVerification } from '../../tokens';
+import { IEstimate, IPlan, IPlanResult } from '../../tokens';
 import {
   apiError,
   deferred,
   FakeServer,
+  FakeVerifier,
   job,
   loadedModel,
   verification
@@ -57,7 +58,7 @@ function planResult(): IPlanResult {
   } as unknown as IPlanResult;
 }
 
-class FakePlanner implements IPlannerClient {
+class FakePlanner extends FakeVerifier implements IPlannerClient {
   estimate = jest.fn(async (args: string[], gpus: number) => {
     (void args, void gpus);
     return estimate(20);
@@ -66,16 +67,6 @@ class FakePlanner implements IPlannerClient {
     (void namespace, void args);
     return planResult();
   });
-  startVerification = jest.fn(
-    async (args: string[], gpus: number): Promise<IVerification> =>
-      verification('done', args, gpus)
-  );
-  verification = jest.fn(
-    async (id: string): Promise<IVerification> => (
-      void id,
-      verification('done')
-    )
-  );
   inventory = jest.fn(async () => ({ gpus: [{ memory: '24Gi' }] }) as never);
   models = jest.fn(async () => ({ models: [] }) as never);
 }
@@ -162,6 +153,10 @@ describe('PlannerForm', () => {
       name: 'Verify with a simulated step'
     });
     expect(planner.startVerification).not.toHaveBeenCalled();
+    // settled at once: the same argv verified before (polling is PlanVerification.spec's)
+    planner.startVerification.mockImplementationOnce(async (args, gpus) =>
+      verification('done', args, gpus)
+    );
     await userEvent.click(verify);
     expect(planner.startVerification).toHaveBeenCalledWith(
       planResult().recommended!.args,

@@ -226,3 +226,17 @@ export function verification(
         : null
   };
 }
+
+/** A verification client whose run is `running` when started and `done` when read again. */
+export class FakeVerifier {
+  startVerification = jest.fn(
+    async (args: string[], gpus: number): Promise<IVerification> =>
+      verification('running', args, gpus)
+  );
+  verification = jest.fn(
+    async (id: string): Promise<IVerification> => (
+      void id,
+      verification('done')
+    )
+  );
+}
