@@ -68,10 +68,15 @@ def submit(backend, profile, name: str, args: list[str], command: list[str], res
     return backend.submit(profile, backend.build_job(profile, request, "alice", command), owner="alice")
 
 
-def ended(backend, profile, name: str):
+def ended(backend, profile, name: str, with_exit_code: bool = False):
+    """The job once it has ended; ``with_exit_code``: and its pod's exit code is read too (the
+    backend's pod watch may see the container's end after its job watch sees the Job's)."""
+
     def check():
         job = backend.get_job(profile, name)
-        return job if job["phase"] in ("Succeeded", "Failed") else None
+        if job["phase"] not in ("Succeeded", "Failed") or (with_exit_code and "exitCode" not in job):
+            return None
+        return job
 
     return check
 
@@ -95,7 +100,7 @@ def test_a_swift_sft_job_succeeds_on_the_node_and_its_log_feeds_loss_and_learnin
     job = submit(backend, profile, "tune", args, ["swift", "sft"])
     memory.on_submit(profile, job)
 
-    done = until(ended(backend, profile, "tune"), SWIFT_TIMEOUT, "the swift job to end")
+    done = until(ended(backend, profile, "tune", with_exit_code=True), SWIFT_TIMEOUT, "the swift job to end")
     logs = backend.logs(profile, "tune", tail_lines=5000)
     assert done["phase"] == "Succeeded", (done, logs[-3000:])
     pod = pod_of(kube, namespace_name, "tune")
@@ -171,7 +176,7 @@ def test_cuda_out_of_memory_in_the_pod_log_is_out_of_memory_and_can_be_re_planne
     job = submit(backend, profile, "oom", args, ["sh", "-c", script, "swift"], resources=small)
     memory.on_submit(profile, job)
 
-    until(ended(backend, profile, "oom"), 120, "the job to fail")
+    until(ended(backend, profile, "oom", with_exit_code=True), 120, "the job to fail")
     shown = memory.decorate(profile, backend.get_job(profile, "oom"))
     assert shown["phase"] == "Failed" and shown["exitCode"] == 1, shown
     assert shown["reason"] == "OutOfMemory", shown
@@ -234,7 +239,7 @@ def test_a_failing_command_fails_the_job_with_its_exit_code(node_cluster, kube, 
     small = {"requests": {"cpu": "100m", "memory": "32Mi"}, "limits": {"memory": "32Mi"}}
     submit(backend, profile, "fails", [], ["sh", "-c", "echo trying; exit 3"], resources=small)
 
-    done = until(ended(backend, profile, "fails"), 120, "the failing job to end")
+    done = until(ended(backend, profile, "fails", with_exit_code=True), 120, "the failing job to end")
     assert done["phase"] == "Failed" and done["exitCode"] == 3, done
     assert done["message"].endswith("the training container exited with code 3"), done["message"]
     assert backend.logs(profile, "fails") == "trying\n"
